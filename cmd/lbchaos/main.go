@@ -1,0 +1,104 @@
+// Command lbchaos shows what a load-balancing strategy really does when one
+// backend goes bad: it runs an experiment's strategies against real HTTP
+// backends with injected faults and reports per-instance latency, errors and
+// traffic share.
+//
+//	lbchaos list
+//	lbchaos run NAME|FILE [--duration 10s] [--rate 2000] [--seed 7] [--strategies a,b] [--out DIR] [--backends process]
+//	lbchaos serve --id N --listen ADDR [--workers W] [--service fixed:10ms] ...
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+const usage = `lbchaos: what a load-balancing strategy does when one backend goes bad
+
+Usage:
+  lbchaos list                      the shipped experiments
+  lbchaos run NAME|FILE [flags]     run an experiment (lbchaos run --help)
+  lbchaos serve [flags]             run one fake backend instance (lbchaos serve --help)
+  lbchaos version
+`
+
+// exitError carries a process exit code with its message.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	go func() {
+		// After the first signal, restore the default so a second one ends
+		// the process at once.
+		<-ctx.Done()
+		stop()
+	}()
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	if err != nil {
+		code := 1
+		var ee *exitError
+		if errors.As(err, &ee) {
+			code = ee.code
+		}
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(os.Stderr, "lbchaos:", err)
+		} else {
+			code = 0
+		}
+		os.Exit(code)
+	}
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return &exitError{2, errors.New("no command given")}
+	}
+	switch args[0] {
+	case "list":
+		return cmdList(stdout)
+	case "run":
+		return cmdRun(ctx, args[1:], stdout, stderr)
+	case "serve":
+		return cmdServe(ctx, args[1:], stderr)
+	case "version":
+		fmt.Fprintln(stdout, "lbchaos", version())
+		return nil
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return nil
+	default:
+		fmt.Fprint(stderr, usage)
+		return &exitError{2, fmt.Errorf("unknown command %q", args[0])}
+	}
+}
+
+// splitPositional lets flags come before or after the positional arguments:
+// `run fast-fail --duration 5s` and `run --duration 5s fast-fail` both work.
+func splitPositional(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			return pos, nil
+		}
+		pos = append(pos, args[0])
+		args = args[1:]
+	}
+}

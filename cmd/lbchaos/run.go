@@ -1,0 +1,167 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/lbchaos/lbchaos/experiments"
+	"github.com/lbchaos/lbchaos/harness"
+	"github.com/lbchaos/lbchaos/reports"
+)
+
+func version() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return harness.Version
+}
+
+func cmdList(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	for _, name := range experiments.Names() {
+		e, err := experiments.Load(name)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(tw, "%s\t%s\n", name, e.Description)
+	}
+	return tw.Flush()
+}
+
+func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("lbchaos run", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var (
+		duration = fs.Duration("duration", 0, "attack duration per strategy (default: the experiment's)")
+		rate     = fs.Float64("rate", 0, "requests per second (default: the experiment's)")
+		seed     = fs.Uint64("seed", 0, "seed for every random choice (default: the experiment's)")
+		strats   = fs.String("strategies", "", "comma-separated strategies to run instead of the experiment's, e.g. round-robin,p2c")
+		out      = fs.String("out", "", "output directory (default: RESULTS/NAME/<UTC timestamp>, with RESULTS/NAME/latest pointing at it)")
+		results  = fs.String("results", "results", "parent directory of timestamped outputs when --out is not given")
+		backends = fs.String("backends", "process", "where backends run: process (in this process, on 127.0.0.1)")
+		quiet    = fs.Bool("quiet", false, "no progress lines")
+	)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "Usage: lbchaos run NAME|FILE [flags]\n\nNAME is a shipped experiment (lbchaos list); FILE a path to your own .yaml.\n\nFlags:")
+		fs.PrintDefaults()
+	}
+	pos, err := splitPositional(fs, args)
+	if err != nil {
+		return &exitError{2, err}
+	}
+	if len(pos) != 1 {
+		fs.Usage()
+		return &exitError{2, fmt.Errorf("run takes one experiment name or file, got %d (%s)", len(pos), strings.Join(pos, " "))}
+	}
+	exp, err := experiments.Load(pos[0])
+	if err != nil {
+		return err
+	}
+	var ov experiments.Overrides
+	ov.Duration, ov.Rate = *duration, *rate
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == "seed" {
+			ov.Seed = seed
+		}
+	})
+	if *strats != "" {
+		for _, s := range splitStrategies(*strats) {
+			if s != "" {
+				ov.Strategies = append(ov.Strategies, s)
+			}
+		}
+	}
+	if exp, err = exp.Apply(ov); err != nil {
+		return &exitError{2, err}
+	}
+	var provider harness.Provider
+	switch *backends {
+	case "process":
+		provider = harness.ProcessProvider{}
+	default:
+		return &exitError{2, fmt.Errorf("--backends: unknown value %q (available: process)", *backends)}
+	}
+
+	dir, latest := *out, ""
+	if dir == "" {
+		stamp := time.Now().UTC().Format("20060102T150405Z")
+		latest = filepath.Join(*results, exp.Name, "latest")
+		dir = filepath.Join(*results, exp.Name, stamp)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("--out: %w", err)
+	}
+
+	logw := stderr
+	if *quiet {
+		logw = io.Discard
+	}
+	fmt.Fprintf(logw, "lbchaos: running %s (%s), seed %d, writing to %s\n", exp.Name, exp.Source, exp.Seed, dir)
+	sum, runErr := harness.Run(ctx, exp, harness.Options{Provider: provider, Log: logw})
+	if sum == nil {
+		return runErr
+	}
+	if err := reports.WriteAll(dir, sum); err != nil {
+		return errors.Join(runErr, fmt.Errorf("write report: %w", err))
+	}
+	if err := os.WriteFile(filepath.Join(dir, "experiment.yaml"), exp.Raw, 0o644); err != nil {
+		return errors.Join(runErr, err)
+	}
+	if latest != "" {
+		if err := pointLatest(latest, filepath.Base(dir)); err != nil {
+			fmt.Fprintf(stderr, "lbchaos: could not update %s: %v\n", latest, err)
+		}
+	}
+	fmt.Fprintln(stdout)
+	if err := reports.WriteTable(stdout, sum); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "\nreport: %s\n", filepath.Join(dir, "report.md"))
+	if runErr != nil {
+		if errors.Is(runErr, harness.ErrInterrupted) {
+			return &exitError{130, fmt.Errorf("%w; the partial results are in %s", runErr, dir)}
+		}
+		return fmt.Errorf("%w; results measured so far are in %s", runErr, dir)
+	}
+	return nil
+}
+
+// splitStrategies splits a comma-separated list, keeping commas inside
+// parentheses: "p2c,least-inflight+eject(consecutive=5,duration=5s)".
+func splitStrategies(s string) []string {
+	var out []string
+	depth, startIdx := 0, 0
+	for i, r := range s {
+		switch r {
+		case '(':
+			depth++
+		case ')':
+			depth--
+		case ',':
+			if depth == 0 {
+				out = append(out, strings.TrimSpace(s[startIdx:i]))
+				startIdx = i + 1
+			}
+		}
+	}
+	return append(out, strings.TrimSpace(s[startIdx:]))
+}
+
+// pointLatest makes link a relative symlink to target, replacing it atomically.
+func pointLatest(link, target string) error {
+	tmp := link + ".tmp"
+	_ = os.Remove(tmp)
+	if err := os.Symlink(target, tmp); err != nil {
+		return err
+	}
+	return os.Rename(tmp, link)
+}

@@ -1,0 +1,216 @@
+package experiments
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestShippedExperimentsLoad(t *testing.T) {
+	want := []string{"baseline", "fast-fail", "slow-instance"}
+	if diff := cmp.Diff(want, Names()); diff != "" {
+		t.Fatalf("Names() mismatch (-want +got):\n%s", diff)
+	}
+	for _, name := range Names() {
+		e, err := Load(name)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if e.Description == "" || strings.Contains(e.Description, "\n") {
+			t.Errorf("%s: description must be one line, got %q", name, e.Description)
+		}
+	}
+}
+
+// The published settings of ../shared/scenarios.md, checked field by field.
+func TestShippedSettings(t *testing.T) {
+	common := func(e *Experiment) {
+		t.Helper()
+		if e.Instances.Count != 10 || e.Instances.Workers != 8 || e.Instances.Service.Kind != "fixed" ||
+			time.Duration(e.Instances.Service.Value) != 10*time.Millisecond {
+			t.Errorf("%s: fleet %+v, want 10 instances x 8 workers, fixed 10ms", e.Name, e.Instances)
+		}
+		if e.Arrival != ArrivalPoisson || e.Rate != 4000 || e.Duration != 30*time.Second {
+			t.Errorf("%s: %s %v req/s for %v, want poisson 4000 req/s for 30s", e.Name, e.Arrival, e.Rate, e.Duration)
+		}
+	}
+	tests := []struct {
+		name       string
+		strategies []string
+		faults     string
+		timeout    time.Duration
+		slow       time.Duration
+	}{
+		{"baseline", []string{"round-robin", "random", "least-inflight", "p2c"}, "", 30 * time.Second, time.Second},
+		{"slow-instance", []string{"round-robin", "random", "least-inflight", "p2c", "least-inflight+eject(consecutive=5,duration=5s)"},
+			"0@0s:slow", 30 * time.Second, time.Second},
+		{"fast-fail", []string{"round-robin", "random", "least-inflight", "p2c", "least-inflight+eject(consecutive=5,duration=5s)"},
+			"0@0s:fail", 30 * time.Second, time.Second},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e, err := Load(tt.name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			common(e)
+			if diff := cmp.Diff(tt.strategies, e.Strategies); diff != "" {
+				t.Errorf("strategies (-want +got):\n%s", diff)
+			}
+			var faults []string
+			for _, f := range e.Faults {
+				if f.Until != 0 {
+					t.Errorf("fault on instance %d ends at %v; it must last the whole run", f.Instance, f.Until)
+				}
+				faults = append(faults, strings.Join([]string{string(rune('0' + f.Instance)), "@", f.At.String(), ":", f.Spec.Mode()}, ""))
+			}
+			if got := strings.Join(faults, ","); got != tt.faults {
+				t.Errorf("faults %q, want %q", got, tt.faults)
+			}
+			if e.Timeout != tt.timeout || e.SlowThreshold != tt.slow {
+				t.Errorf("timeout %v slow %v", e.Timeout, e.SlowThreshold)
+			}
+		})
+	}
+}
+
+const good = `
+name: t
+duration: 10s
+rate: 100
+instances: {count: 3, service: {dist: fixed, value: 10ms}}
+strategies: [round-robin]
+`
+
+func TestDefaults(t *testing.T) {
+	e, err := Parse("t.yaml", []byte(good))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.Seed != DefaultSeed || e.Arrival != DefaultArrival || e.Timeout != DefaultTimeout ||
+		e.SlowThreshold != DefaultSlowThreshold || e.Instances.Workers != DefaultWorkers {
+		t.Errorf("defaults not applied: %+v", e)
+	}
+}
+
+func TestWorkersZeroMeansUnlimited(t *testing.T) {
+	e, err := Parse("t.yaml", []byte(strings.Replace(good, "count: 3,", "count: 3, workers: 0,", 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.Instances.Workers != 0 {
+		t.Errorf("workers = %d, want 0 (unlimited)", e.Instances.Workers)
+	}
+}
+
+func TestBadFiles(t *testing.T) {
+	tests := []struct {
+		name    string
+		replace [2]string // applied to good
+		add     string    // appended to good
+		want    string    // substring of the error
+	}{
+		{name: "unknown key", add: "colour: blue\n", want: `t.yaml: line 7: unknown field "colour"`},
+		{name: "unknown strategy", replace: [2]string{"[round-robin]", "[round-robin, fastest]"}, want: "t.yaml: strategies[1]: "},
+		{name: "rate zero", replace: [2]string{"rate: 100", "rate: 0"}, want: "t.yaml: rate: must be > 0"},
+		{name: "rate negative", replace: [2]string{"rate: 100", "rate: -5"}, want: "t.yaml: rate: must be > 0"},
+		{name: "rate missing", replace: [2]string{"rate: 100\n", ""}, want: "t.yaml: rate: is required"},
+		{name: "bad duration", replace: [2]string{"duration: 10s", "duration: ten"}, want: `t.yaml: duration: want a duration like "30s" or "10ms", got "ten"`},
+		{name: "name mismatch", replace: [2]string{"name: t", "name: other"}, want: `t.yaml: name: is "other" but the file is named "t.yaml"`},
+		{name: "instance out of range", add: "faults: [{instance: 3, fault: {mode: hang}}]\n", want: "t.yaml: faults[0].instance: 3 is out of range: instances are 0..2"},
+		{name: "negative instance", add: "faults: [{instance: -1, fault: {mode: hang}}]\n", want: "t.yaml: faults[0].instance: -1 is out of range"},
+		{name: "fault missing instance", add: "faults: [{fault: {mode: hang}}]\n", want: "t.yaml: faults[0].instance: is required"},
+		{name: "unknown fault mode", add: "faults: [{instance: 0, fault: {mode: explode}}]\n", want: "t.yaml: faults[0].fault: "},
+		{name: "bad fault param", add: "faults: [{instance: 0, fault: {mode: error-rate, p: 1.5}}]\n", want: "t.yaml: faults[0].fault: "},
+		{name: "fault after the end", add: "faults: [{instance: 0, at: 20s, fault: {mode: hang}}]\n", want: "t.yaml: faults[0].at: 20s is not before the end of the run"},
+		{name: "until before at", add: "faults: [{instance: 0, at: 5s, until: 2s, fault: {mode: hang}}]\n", want: "t.yaml: faults[0].until: 2s must be after at (5s)"},
+		{name: "overlapping faults", add: "faults: [{instance: 0, at: 1s, until: 5s, fault: {mode: hang}}, {instance: 0, at: 4s, fault: {mode: reset}}]\n", want: "t.yaml: faults[1]: overlaps faults[0] on instance 0"},
+		{name: "no instances", replace: [2]string{"instances: {count: 3, service: {dist: fixed, value: 10ms}}\n", ""}, want: "t.yaml: instances: is required"},
+		{name: "zero instances", replace: [2]string{"count: 3", "count: 0"}, want: "t.yaml: instances.count: must be >= 1, got 0"},
+		{name: "negative workers", replace: [2]string{"count: 3,", "count: 3, workers: -1,"}, want: "t.yaml: instances.workers: must be >= 0"},
+		{name: "bad service", replace: [2]string{"dist: fixed", "dist: pareto"}, want: "t.yaml: instances.service: "},
+		{name: "service unknown field", replace: [2]string{"value: 10ms", "value: 10ms, shape: 2"}, want: "t.yaml: instances.service: "},
+		{name: "no strategies", replace: [2]string{"strategies: [round-robin]\n", ""}, want: "t.yaml: strategies: needs at least one strategy"},
+		{name: "duplicate strategy", replace: [2]string{"[round-robin]", "[p2c, p2c]"}, want: `t.yaml: strategies[1]: "p2c" is listed twice`},
+		{name: "bad arrival", add: "arrival: bursty\n", want: `t.yaml: arrival: must be "poisson" or "constant", got "bursty"`},
+		{name: "bad eject param", replace: [2]string{"[round-robin]", `["p2c+eject(consecutive=0)"]`}, want: "t.yaml: strategies[0]: "},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			body := good
+			if tt.replace[0] != "" {
+				if !strings.Contains(body, tt.replace[0]) {
+					t.Fatalf("test bug: %q not in the good file", tt.replace[0])
+				}
+				body = strings.Replace(body, tt.replace[0], tt.replace[1], 1)
+			}
+			body += tt.add
+			_, err := Parse("t.yaml", []byte(body))
+			if err == nil {
+				t.Fatalf("accepted:\n%s", body)
+			}
+			if !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("error %q\nwant it to contain %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestEmptyFile(t *testing.T) {
+	_, err := Parse("empty.yaml", nil)
+	if err == nil || err.Error() != "empty.yaml: empty experiment file" {
+		t.Errorf("err = %v", err)
+	}
+}
+
+func TestLoadFileAndUnknownName(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "t.yaml")
+	if err := os.WriteFile(path, []byte(good), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.Source != path || e.Name != "t" {
+		t.Errorf("source %q name %q", e.Source, e.Name)
+	}
+	if _, err := Load("nope"); err == nil || !strings.Contains(err.Error(), `unknown experiment "nope" (shipped: baseline, fast-fail, slow-instance`) {
+		t.Errorf("err = %v", err)
+	}
+	if _, err := Load(filepath.Join(dir, "missing.yaml")); err == nil {
+		t.Error("missing file accepted")
+	}
+}
+
+func TestOverrides(t *testing.T) {
+	e, err := Load("fast-fail")
+	if err != nil {
+		t.Fatal(err)
+	}
+	seed := uint64(7)
+	got, err := e.Apply(Overrides{Duration: 5 * time.Second, Rate: 2000, Seed: &seed, Strategies: []string{"p2c"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Duration != 5*time.Second || got.Rate != 2000 || got.Seed != 7 || len(got.Strategies) != 1 {
+		t.Errorf("overrides not applied: %+v", got)
+	}
+	if e.Duration != 30*time.Second || len(e.Strategies) != 5 {
+		t.Error("Apply changed the original")
+	}
+	if len(got.Faults) != 1 {
+		t.Errorf("fault at 0s dropped by a shorter run")
+	}
+	if _, err := e.Apply(Overrides{Strategies: []string{"nope"}}); err == nil || !strings.Contains(err.Error(), "strategies[0]") {
+		t.Errorf("bad strategy override: %v", err)
+	}
+	if _, err := e.Apply(Overrides{Rate: -1}); err == nil || !strings.Contains(err.Error(), "--rate") {
+		t.Errorf("negative rate: %v", err)
+	}
+}

@@ -1,0 +1,126 @@
+package faultyserver
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// Client drives the control API of one instance over HTTP, whether the
+// instance runs in-process or in a container.
+type Client struct {
+	// BaseURL is the instance's root, e.g. "http://127.0.0.1:8081".
+	BaseURL string
+	// HTTP sends the requests; nil means a client with a DefaultClientTimeout
+	// timeout.
+	HTTP *http.Client
+}
+
+// DefaultClientTimeout is the timeout of the client used when Client.HTTP is
+// nil.
+const DefaultClientTimeout = 5 * time.Second
+
+var defaultHTTPClient = &http.Client{Timeout: DefaultClientTimeout}
+
+// APIError is a non-success answer from an instance.
+type APIError struct {
+	Op         string // e.g. "set fault"
+	URL        string
+	StatusCode int
+	Message    string // the control API's "error" text, or the body
+}
+
+func (e *APIError) Error() string {
+	return fmt.Sprintf("faultyserver: %s %s: %d %s: %s", e.Op, e.URL, e.StatusCode, http.StatusText(e.StatusCode), e.Message)
+}
+
+// SetFault replaces the instance's fault. A rejected fault yields an
+// *APIError whose Message is the instance's explanation.
+func (c *Client) SetFault(ctx context.Context, f Fault) error {
+	b, err := MarshalFault(f)
+	if err != nil {
+		return fmt.Errorf("faultyserver: set fault: %w", err)
+	}
+	return c.do(ctx, "set fault", http.MethodPut, FaultPath, b, http.StatusOK, nil)
+}
+
+// ClearFault removes the instance's fault.
+func (c *Client) ClearFault(ctx context.Context) error {
+	return c.do(ctx, "clear fault", http.MethodDelete, FaultPath, nil, http.StatusNoContent, nil)
+}
+
+// Fault returns the instance's current fault, nil when none.
+func (c *Client) Fault(ctx context.Context) (Fault, error) {
+	var spec FaultSpec
+	if err := c.do(ctx, "get fault", http.MethodGet, FaultPath, nil, http.StatusOK, &spec); err != nil {
+		return nil, err
+	}
+	return spec.Fault, nil
+}
+
+// Stats returns the instance's counters.
+func (c *Client) Stats(ctx context.Context) (Stats, error) {
+	var st Stats
+	err := c.do(ctx, "stats", http.MethodGet, StatsPath, nil, http.StatusOK, &st)
+	return st, err
+}
+
+// Reset clears the instance's fault and zeroes its counters.
+func (c *Client) Reset(ctx context.Context) error {
+	return c.do(ctx, "reset", http.MethodPost, ResetPath, nil, http.StatusNoContent, nil)
+}
+
+// Healthy returns nil when the instance's health check answers 200.
+func (c *Client) Healthy(ctx context.Context) error {
+	return c.do(ctx, "health check", http.MethodGet, HealthPath, nil, http.StatusOK, nil)
+}
+
+// do sends one control request and decodes the answer into out (when not
+// nil). Any status other than want is an *APIError: a 2xx with the wrong
+// status means BaseURL does not point at an instance's root.
+func (c *Client) do(ctx context.Context, op, method, path string, body []byte, want int, out any) error {
+	url := strings.TrimSuffix(c.BaseURL, "/") + path
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, url, rd)
+	if err != nil {
+		return fmt.Errorf("faultyserver: %s: %w", op, err)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	hc := c.HTTP
+	if hc == nil {
+		hc = defaultHTTPClient
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return fmt.Errorf("faultyserver: %s: %w", op, err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, MaxControlBody))
+	if err != nil {
+		return fmt.Errorf("faultyserver: %s %s: reading answer: %w", op, url, err)
+	}
+	if resp.StatusCode != want {
+		msg := strings.TrimSpace(string(data))
+		var eb errorBody
+		if json.Unmarshal(data, &eb) == nil && eb.Error != "" {
+			msg = eb.Error
+		}
+		return &APIError{Op: op, URL: url, StatusCode: resp.StatusCode, Message: msg}
+	}
+	if out != nil {
+		if err := json.Unmarshal(data, out); err != nil {
+			return fmt.Errorf("faultyserver: %s %s: decoding answer: %w", op, url, err)
+		}
+	}
+	return nil
+}

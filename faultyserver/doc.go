@@ -1,0 +1,21 @@
+// Package faultyserver is a fake service instance served over real HTTP: a
+// worker pool with an explicit FIFO queue, a sampled service time, injectable
+// faults, a control API and counters.
+//
+// Every response carries the instance id in [InstanceHeader]. Paths under
+// [ControlPrefix] form the control API:
+//
+//	GET    /_chaos/fault   current fault as JSON, or null
+//	PUT    /_chaos/fault   replace the fault (body: fault JSON); 400 {"error": "..."} on bad input
+//	DELETE /_chaos/fault   clear the fault (204)
+//	GET    /_chaos/stats   [Stats] as JSON
+//	POST   /_chaos/reset   clear the fault and zero the counters (204)
+//
+// GET /healthz answers 200 "ok" unless the current fault's health_status says
+// otherwise. Every other path is the service.
+//
+// The fault model (the [Fault] interface and one file per mode) is declared
+// here once and is meant to be interpreted by other backends as well: a fault
+// only plans what happens to one request ([Fault.Plan]); the server carries
+// the plan out.
+package faultyserver

@@ -1,0 +1,90 @@
+package faultyserver
+
+import (
+	"container/heap"
+	"runtime"
+	"sync"
+	"time"
+)
+
+// Service times must be accurate to well under a millisecond: the harness
+// reports its overhead as measured latency minus the service time. Go's
+// runtime timers are not: an idle scheduler waits in the network poller in
+// whole milliseconds (runtime/netpoll_epoll.go rounds the wait down, then
+// waits at least 1 ms for a sub-millisecond remainder), so a 10 ms timer
+// fires up to 1 ms late, 0.5 ms on average.
+//
+// precise therefore finishes the last preciseSpan of every sleep on one
+// goroutine per server that waits with nanosleep(2), in slices of at most
+// preciseSlice so that a deadline added while it sleeps is not missed by
+// more than that. The coarse part before it stays on ordinary timers, so
+// the goroutine only works when a deadline is near.
+const (
+	preciseSpan  = 2 * time.Millisecond
+	preciseSlice = 200 * time.Microsecond
+)
+
+// sleeper is shared by every server of the process. Its goroutine runs only
+// while some deadline is pending, so an idle process holds none.
+var sleeper precise
+
+type precise struct {
+	mu      sync.Mutex
+	h       deadlineHeap
+	running bool // a loop goroutine is serving h
+}
+
+type deadlineEntry struct {
+	at time.Time
+	ch chan struct{}
+}
+
+type deadlineHeap []deadlineEntry
+
+func (h deadlineHeap) Len() int           { return len(h) }
+func (h deadlineHeap) Less(i, j int) bool { return h[i].at.Before(h[j].at) }
+func (h deadlineHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *deadlineHeap) Push(x any)        { *h = append(*h, x.(deadlineEntry)) }
+func (h *deadlineHeap) Pop() any {
+	old := *h
+	e := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return e
+}
+
+// at returns a channel closed at t, never before.
+func (p *precise) at(t time.Time) <-chan struct{} {
+	ch := make(chan struct{})
+	p.mu.Lock()
+	heap.Push(&p.h, deadlineEntry{at: t, ch: ch})
+	start := !p.running
+	p.running = true
+	p.mu.Unlock()
+	if start {
+		go p.loop()
+	}
+	return ch
+}
+
+func (p *precise) loop() {
+	// Sleep on a thread of its own whose timer slack is minimal: the
+	// default slack of 50 µs would be added to every wake-up.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	tightenTimerSlack()
+	for {
+		p.mu.Lock()
+		now := time.Now()
+		for len(p.h) > 0 && !p.h[0].at.After(now) {
+			close(heap.Pop(&p.h).(deadlineEntry).ch)
+		}
+		if len(p.h) == 0 {
+			p.running = false
+			p.mu.Unlock()
+			return
+		}
+		wait := p.h[0].at.Sub(now)
+		p.mu.Unlock()
+		nanosleep(min(wait, preciseSlice))
+	}
+}

@@ -1,0 +1,93 @@
+package faultyserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// ShutdownGrace bounds how long Serve waits for requests in progress after
+// its context is done. Requests still running then are answered 503 and the
+// remaining connections closed.
+const ShutdownGrace = 5 * time.Second
+
+// Serve runs one instance as its own HTTP server on addr (host:port) until
+// ctx is done, then shuts down gracefully; see ServeListener. logf, when not
+// nil, receives one line at start and one at shutdown.
+func Serve(ctx context.Context, cfg Config, addr string, logf func(format string, args ...any)) error {
+	s, err := New(cfg)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("faultyserver: %w", err)
+	}
+	return serve(ctx, s, ln, logf)
+}
+
+// ServeListener is Serve on an existing listener, which it closes. On
+// shutdown it stops accepting, ends hanging requests with 503, lets other
+// requests finish for up to ShutdownGrace, then closes the Server and every
+// remaining connection. It returns nil after a shutdown caused by ctx.
+func ServeListener(ctx context.Context, cfg Config, ln net.Listener, logf func(format string, args ...any)) error {
+	s, err := New(cfg)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	return serve(ctx, s, ln, logf)
+}
+
+func serve(ctx context.Context, s *Server, ln net.Listener, logf func(format string, args ...any)) error {
+	if logf == nil {
+		logf = func(string, ...any) {}
+	}
+	srv := &http.Server{
+		Handler:           s,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          log.New(logWriter(logf), "", 0),
+	}
+	logf("faultyserver: instance %d listening on %s (workers %d, service %s)", s.cfg.ID, ln.Addr(), s.cfg.Workers, s.cfg.Service)
+
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+
+	select {
+	case err := <-errc:
+		s.Close()
+		return fmt.Errorf("faultyserver: instance %d: %w", s.cfg.ID, err)
+	case <-ctx.Done():
+	}
+
+	logf("faultyserver: instance %d shutting down", s.cfg.ID)
+	s.beginDrain()
+	sctx, cancel := context.WithTimeout(context.Background(), ShutdownGrace)
+	err := srv.Shutdown(sctx)
+	cancel()
+	s.Close()
+	if err != nil {
+		err = srv.Close()
+	}
+	if serr := <-errc; !errors.Is(serr, http.ErrServerClosed) && err == nil {
+		err = serr
+	}
+	if err != nil {
+		return fmt.Errorf("faultyserver: instance %d: shutdown: %w", s.cfg.ID, err)
+	}
+	return nil
+}
+
+// logWriter adapts logf to the io.Writer of a log.Logger.
+type logWriter func(format string, args ...any)
+
+func (l logWriter) Write(p []byte) (int, error) {
+	l("%s", strings.TrimSuffix(string(p), "\n"))
+	return len(p), nil
+}

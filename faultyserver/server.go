@@ -1,0 +1,388 @@
+package faultyserver
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// InstanceHeader is set on every response (service, error, control and
+// health) to the instance id in decimal.
+const InstanceHeader = "X-Lbchaos-Instance"
+
+// ControlPrefix is the path prefix reserved for the control API.
+const ControlPrefix = "/_chaos/"
+
+// HealthPath is the health-check path.
+const HealthPath = "/healthz"
+
+// Config configures one instance.
+type Config struct {
+	// ID identifies the instance in InstanceHeader and in Stats; >= 0.
+	ID int
+	// Workers is the number of requests served at once; 0 means unlimited,
+	// so nothing ever queues. The caller applies its own default.
+	Workers int
+	// QueueLimit is the most requests waiting for a worker; 0 means
+	// unbounded. A request arriving at a full queue is answered 503 at once.
+	QueueLimit int
+	// Service is the service-time distribution.
+	Service Dist
+	// Seed seeds every random choice of this server (a PCG source). Mix the
+	// instance id in before passing it, so instances differ.
+	Seed uint64
+	// KeepAbandoned keeps a request whose client went away: it stays
+	// queued, is served for its full service time and counts as served.
+	// When false such a request is dropped at once, freeing its queue slot
+	// or worker, and counts as dropped.
+	KeepAbandoned bool
+	// InitialFault, when not nil, is in force from the first request, as if
+	// set through the control API before the server started.
+	InitialFault Fault
+}
+
+// Validate reports the first bad field of c.
+func (c Config) Validate() error {
+	if c.ID < 0 {
+		return fmt.Errorf("id: must be >= 0, got %d", c.ID)
+	}
+	if c.Workers < 0 {
+		return fmt.Errorf("workers: must be >= 0 (0 = unlimited), got %d", c.Workers)
+	}
+	if c.QueueLimit < 0 {
+		return fmt.Errorf("queue_limit: must be >= 0 (0 = unbounded), got %d", c.QueueLimit)
+	}
+	if err := c.Service.Validate(); err != nil {
+		return fmt.Errorf("service: %w", err)
+	}
+	return nil
+}
+
+// Stats is a snapshot of one instance's counters. Health checks and control
+// requests are not counted.
+type Stats struct {
+	ID int `json:"id"`
+	// InFlight is the number of requests holding a worker.
+	InFlight int64 `json:"in_flight"`
+	// Queued is the number of requests waiting for a worker.
+	Queued int64 `json:"queued"`
+	// Served counts 2xx answers.
+	Served int64 `json:"served"`
+	// Failed counts error answers: injected failures, resets, a full queue
+	// and requests cut short by Close.
+	Failed int64 `json:"failed"`
+	// Dropped counts requests whose client went away before an answer:
+	// while queued, while being served, or under a fail delay or hang.
+	Dropped int64 `json:"dropped"`
+	// Fault is the current fault as MarshalFault writes it, or null.
+	Fault json.RawMessage `json:"fault"`
+}
+
+// Server is one fake service instance; it is an http.Handler. Create it with
+// New. All methods are safe for concurrent use.
+type Server struct {
+	// Immutable after New.
+	cfg  Config
+	id   string // cfg.ID formatted for InstanceHeader
+	pool *pool
+
+	randMu  sync.Mutex // guards rng and sampler
+	rng     *rand.Rand
+	sampler *Sampler
+
+	fault atomic.Pointer[faultBox] // nil when none
+
+	served, failed, dropped atomic.Int64
+
+	drainOnce sync.Once
+	drain     chan struct{} // closed when Serve begins shutting down
+}
+
+type faultBox struct{ f Fault }
+
+var _ http.Handler = (*Server)(nil)
+
+// pcgStream is the second PCG seed word; Config.Seed is the first.
+const pcgStream = 0x6c626368616f73 // "lbchaos"
+
+// New validates cfg and returns a Server for it.
+func New(cfg Config) (*Server, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("faultyserver: config: %w", err)
+	}
+	rng := rand.New(rand.NewPCG(cfg.Seed, pcgStream))
+	sampler, err := NewSampler(cfg.Service, rng)
+	if err != nil {
+		return nil, fmt.Errorf("faultyserver: config: service: %w", err)
+	}
+	s := &Server{
+		cfg:     cfg,
+		id:      strconv.Itoa(cfg.ID),
+		pool:    newPool(cfg.Workers, cfg.QueueLimit),
+		rng:     rng,
+		sampler: sampler,
+		drain:   make(chan struct{}),
+	}
+	if cfg.InitialFault != nil {
+		if err := s.SetFault(cfg.InitialFault); err != nil {
+			return nil, fmt.Errorf("faultyserver: config: initial fault: %w", err)
+		}
+	}
+	return s, nil
+}
+
+// Config returns the configuration s was created with.
+func (s *Server) Config() Config { return s.cfg }
+
+// SetFault validates f and makes it the current fault. It applies to
+// requests that arrive after it; requests already in the server keep the
+// plan they arrived with.
+func (s *Server) SetFault(f Fault) error {
+	if f == nil {
+		return errors.New("faultyserver: nil fault; use ClearFault")
+	}
+	if err := f.Validate(); err != nil {
+		return err
+	}
+	s.fault.Store(&faultBox{f})
+	return nil
+}
+
+// ClearFault removes the current fault, if any.
+func (s *Server) ClearFault() { s.fault.Store(nil) }
+
+// Fault returns the current fault, or nil when there is none.
+func (s *Server) Fault() Fault {
+	if b := s.fault.Load(); b != nil {
+		return b.f
+	}
+	return nil
+}
+
+// Stats returns a snapshot of the counters and the current fault.
+func (s *Server) Stats() Stats {
+	busy, queued := s.pool.counts()
+	st := Stats{
+		ID:       s.cfg.ID,
+		InFlight: int64(busy),
+		Queued:   int64(queued),
+		Served:   s.served.Load(),
+		Failed:   s.failed.Load(),
+		Dropped:  s.dropped.Load(),
+	}
+	if f := s.Fault(); f != nil {
+		if b, err := MarshalFault(f); err == nil {
+			st.Fault = b
+		}
+	}
+	return st
+}
+
+// Reset clears the fault and zeroes the served, failed and dropped counters.
+// InFlight and Queued describe requests still in the server and are kept.
+func (s *Server) Reset() {
+	s.ClearFault()
+	s.served.Store(0)
+	s.failed.Store(0)
+	s.dropped.Store(0)
+}
+
+// Close answers every request waiting in the server 503 at once (queued,
+// being served, under a fail delay or hanging) and every later service
+// request too. It is idempotent and does not close any listener.
+func (s *Server) Close() { s.pool.close() }
+
+// closed is done once Close has been called.
+func (s *Server) closed() <-chan struct{} { return s.pool.done }
+
+// beginDrain ends hanging requests with 503 so a graceful shutdown need not
+// wait for their clients to give up.
+func (s *Server) beginDrain() { s.drainOnce.Do(func() { close(s.drain) }) }
+
+// ServeHTTP serves the control API under ControlPrefix, the health check at
+// HealthPath and the service on every other path.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set(InstanceHeader, s.id)
+	switch p := r.URL.Path; {
+	case strings.HasPrefix(p, ControlPrefix):
+		s.control(w, r)
+	case p == HealthPath:
+		s.health(w, r)
+	default:
+		s.service(w, r)
+	}
+}
+
+// plan captures the current fault and samples the request's fate.
+func (s *Server) plan() Action {
+	f := s.Fault()
+	s.randMu.Lock()
+	defer s.randMu.Unlock()
+	base := s.sampler.Sample()
+	if f == nil {
+		return Action{Kind: ActionServe, Service: base}
+	}
+	return f.Plan(base, s.rng)
+}
+
+func (s *Server) service(w http.ResponseWriter, r *http.Request) {
+	select {
+	case <-s.closed():
+		s.answerError(w, http.StatusServiceUnavailable, "instance closed")
+		return
+	default:
+	}
+	a := s.plan()
+	ctx := r.Context()
+	switch a.Kind {
+	case ActionFail:
+		switch err := s.sleep(ctx, a.Delay); err {
+		case nil:
+			s.answerError(w, a.Status, "injected fault")
+		case errClosed:
+			s.answerError(w, http.StatusServiceUnavailable, "instance closed")
+		default:
+			s.dropped.Add(1)
+		}
+	case ActionHang:
+		select {
+		case <-ctx.Done():
+			s.dropped.Add(1)
+		case <-s.closed():
+			s.answerError(w, http.StatusServiceUnavailable, "instance closed")
+		case <-s.drain:
+			s.answerError(w, http.StatusServiceUnavailable, "instance shutting down")
+		}
+	case ActionReset:
+		s.failed.Add(1)
+		resetConn(w)
+	default:
+		s.serve(ctx, w, a.Service)
+	}
+}
+
+// serve runs a request on a worker for d.
+func (s *Server) serve(ctx context.Context, w http.ResponseWriter, d time.Duration) {
+	keep := s.cfg.KeepAbandoned
+	switch err := s.pool.acquire(ctx, keep); err {
+	case nil:
+	case errQueueFull:
+		s.answerError(w, http.StatusServiceUnavailable, "queue full")
+		return
+	case errClosed:
+		s.answerError(w, http.StatusServiceUnavailable, "instance closed")
+		return
+	default:
+		s.dropped.Add(1)
+		return
+	}
+	if keep {
+		ctx = context.WithoutCancel(ctx)
+	}
+	err := ctx.Err() // the client may have gone just as a worker came free
+	if err == nil {
+		err = s.sleep(ctx, d)
+	}
+	s.pool.release()
+	switch err {
+	case nil:
+		s.served.Add(1)
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write(okBody)
+	case errClosed:
+		s.answerError(w, http.StatusServiceUnavailable, "instance closed")
+	default:
+		s.dropped.Add(1)
+	}
+}
+
+var okBody = []byte("ok\n")
+
+// sleep waits d, accurately (see precise.go). It returns early with ctx.Err() when ctx is done and with
+// errClosed when the server closes.
+func (s *Server) sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return nil
+	}
+	deadline := time.Now().Add(d)
+	if coarse := d - preciseSpan; coarse > 0 {
+		t := time.NewTimer(coarse)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-s.closed():
+			t.Stop()
+			return errClosed
+		}
+	}
+	select {
+	case <-sleeper.at(deadline):
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-s.closed():
+		return errClosed
+	}
+}
+
+// answerError writes a plain-text error answer and counts it as failed.
+func (s *Server) answerError(w http.ResponseWriter, status int, msg string) {
+	s.failed.Add(1)
+	http.Error(w, msg, status)
+}
+
+// resetConn closes the request's connection without a response. On a TCP
+// connection SO_LINGER is set to 0 first, so the peer gets an RST rather
+// than a FIN. Where hijacking is impossible (HTTP/2, recorders) the handler
+// is aborted with http.ErrAbortHandler, which net/http turns into a closed
+// connection or a reset stream.
+func resetConn(w http.ResponseWriter) {
+	conn, _, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		panic(http.ErrAbortHandler)
+	}
+	raw := conn
+	if nc, ok := conn.(interface{ NetConn() net.Conn }); ok { // *tls.Conn
+		raw = nc.NetConn()
+	}
+	if tc, ok := raw.(*net.TCPConn); ok {
+		_ = tc.SetLinger(0)
+	}
+	_ = conn.Close()
+}
+
+func (s *Server) health(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+		return
+	}
+	status := http.StatusOK
+	select {
+	case <-s.closed():
+		status = http.StatusServiceUnavailable
+	default:
+		if f := s.Fault(); f != nil {
+			status = f.HealthStatus()
+		}
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.WriteHeader(status)
+	if status == http.StatusOK {
+		_, _ = w.Write(okBody)
+	} else {
+		_, _ = w.Write([]byte("unhealthy\n"))
+	}
+}

@@ -1,0 +1,295 @@
+package harness
+
+import (
+	"math"
+	"sync"
+	"time"
+
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+	vegeta "github.com/tsenart/vegeta/v12/lib"
+
+	"github.com/lbchaos/lbchaos/reports"
+)
+
+// Histogram geometry: 1 µs to 1 h at 3 significant digits, values in µs.
+const (
+	histMin    = 1
+	histMax    = int64(time.Hour / time.Microsecond)
+	histDigits = 3
+)
+
+func newHist() *hdrhistogram.Histogram { return hdrhistogram.New(histMin, histMax, histDigits) }
+
+func newPacked() *hdrhistogram.PackedHistogram {
+	return hdrhistogram.NewPacked(histMin, histMax, histDigits)
+}
+
+// micros converts a latency to histogram units, clamped to the geometry.
+func micros(d time.Duration) int64 {
+	return min(max(d.Microseconds(), histMin), histMax)
+}
+
+// outcome is one measured request as the collector sees it.
+type outcome struct {
+	instance int // -1 when the request never reached the balancer
+	sentAt   time.Duration
+	latency  time.Duration
+	success  bool // 2xx
+	timeout  bool
+}
+
+// collector aggregates results into HdrHistograms: overall, per instance,
+// and per instance per second (by the time the request was sent). Memory is
+// bounded by the instance count and the request timeout, not by the number
+// of requests or the run's length: a second's histograms are reduced to
+// their percentiles once every request sent in it must have finished.
+type collector struct {
+	// Immutable after construction.
+	instances int
+	slow      time.Duration
+	bucket    time.Duration
+	settle    time.Duration // how long after a bucket ends its requests may still finish
+
+	mu           sync.Mutex
+	overall      *hdrhistogram.Histogram
+	lag          *hdrhistogram.Histogram
+	inst         []instAgg
+	series       []reports.InstanceSeries
+	open         map[int][]*hdrhistogram.PackedHistogram // bucket -> per-instance histograms
+	finalized    int                                     // buckets < finalized are reduced
+	late         int64                                   // results that arrived for an already reduced bucket
+	requests     int64
+	successes    int64
+	timeouts     int64
+	slowCount    int64
+	unattributed int64
+	aborted      int64
+}
+
+type instAgg struct {
+	hist                                 *hdrhistogram.Histogram
+	requests, errors, timeouts, slowReqs int64
+}
+
+func newCollector(instances int, duration, timeout, slow time.Duration) *collector {
+	buckets := int(math.Ceil(duration.Seconds()))
+	c := &collector{
+		instances: instances,
+		slow:      slow,
+		bucket:    time.Second,
+		settle:    timeout + 2*time.Second,
+		overall:   newHist(),
+		lag:       newHist(),
+		inst:      make([]instAgg, instances),
+		series:    make([]reports.InstanceSeries, instances),
+		open:      map[int][]*hdrhistogram.PackedHistogram{},
+	}
+	for i := range c.inst {
+		c.inst[i].hist = newHist()
+		c.series[i] = reports.InstanceSeries{
+			ID:       i,
+			Requests: make([]int64, buckets),
+			Errors:   make([]int64, buckets),
+			P50Ms:    make([]float64, buckets),
+			P99Ms:    make([]float64, buckets),
+		}
+	}
+	return c
+}
+
+// classify turns a Vegeta result and its route into an outcome.
+func classify(res *vegeta.Result, start time.Time, rt *route, routed bool) outcome {
+	o := outcome{
+		instance: -1,
+		sentAt:   res.Timestamp.Sub(start),
+		latency:  res.Latency,
+		success:  res.Code >= 200 && res.Code < 300 && res.Error == "",
+	}
+	if routed {
+		o.instance = rt.instance
+		o.timeout = rt.timeout.Load()
+	}
+	return o
+}
+
+// add records one measured request.
+func (c *collector) add(o outcome) {
+	us := micros(o.latency)
+	slow := o.timeout || o.latency > c.slow
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.requests++
+	_ = c.overall.RecordValue(us)
+	if o.success {
+		c.successes++
+	}
+	if o.timeout {
+		c.timeouts++
+	}
+	if slow {
+		c.slowCount++
+	}
+	if o.instance < 0 || o.instance >= c.instances {
+		c.unattributed++
+		return
+	}
+	a := &c.inst[o.instance]
+	a.requests++
+	_ = a.hist.RecordValue(us)
+	if !o.success {
+		a.errors++
+	}
+	if o.timeout {
+		a.timeouts++
+	}
+	if slow {
+		a.slowReqs++
+	}
+	b := c.bucketOf(o.sentAt)
+	s := &c.series[o.instance]
+	s.Requests[b]++
+	if !o.success {
+		s.Errors[b]++
+	}
+	if b < c.finalized {
+		c.late++
+		return
+	}
+	hs := c.open[b]
+	if hs == nil {
+		hs = make([]*hdrhistogram.PackedHistogram, c.instances)
+		c.open[b] = hs
+	}
+	if hs[o.instance] == nil {
+		hs[o.instance] = newPacked()
+	}
+	_ = hs[o.instance].RecordValue(us)
+}
+
+func (c *collector) bucketOf(sentAt time.Duration) int {
+	b := int(sentAt / c.bucket)
+	return min(max(b, 0), len(c.series[0].Requests)-1)
+}
+
+// recordLag records how late a request left relative to its schedule.
+func (c *collector) recordLag(lag time.Duration) {
+	c.mu.Lock()
+	_ = c.lag.RecordValue(micros(max(lag, 0)))
+	c.mu.Unlock()
+}
+
+func (c *collector) abort() {
+	c.mu.Lock()
+	c.aborted++
+	c.mu.Unlock()
+}
+
+// sweep reduces the buckets whose requests have all finished by elapsed.
+func (c *collector) sweep(elapsed time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for c.finalized < len(c.series[0].Requests) {
+		end := time.Duration(c.finalized+1)*c.bucket + c.settle
+		if elapsed < end {
+			return
+		}
+		c.reduce(c.finalized)
+		c.finalized++
+	}
+}
+
+// reduce replaces bucket b's histograms by their percentiles. c.mu held.
+func (c *collector) reduce(b int) {
+	for i, h := range c.open[b] {
+		if h == nil || h.TotalCount() == 0 {
+			continue
+		}
+		c.series[i].P50Ms[b] = ms(h.ValueAtPercentile(50))
+		c.series[i].P99Ms[b] = ms(h.ValueAtPercentile(99))
+	}
+	delete(c.open, b)
+}
+
+// finish reduces every remaining bucket; no add may follow.
+func (c *collector) finish() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for ; c.finalized < len(c.series[0].Requests); c.finalized++ {
+		c.reduce(c.finalized)
+	}
+}
+
+func ms(us int64) float64 { return float64(us) / 1000 }
+
+func latencyOf(h *hdrhistogram.Histogram) reports.Latency {
+	if h.TotalCount() == 0 {
+		return reports.Latency{}
+	}
+	return reports.Latency{
+		Mean: h.Mean() / 1000,
+		P50:  ms(h.ValueAtPercentile(50)),
+		P90:  ms(h.ValueAtPercentile(90)),
+		P99:  ms(h.ValueAtPercentile(99)),
+		P999: ms(h.ValueAtPercentile(99.9)),
+		Max:  ms(h.Max()),
+	}
+}
+
+func ratio(a, b int64) float64 {
+	if b == 0 {
+		return 0
+	}
+	return float64(a) / float64(b)
+}
+
+// strategy builds the strategy's summary from what was collected.
+func (c *collector) strategy(name string, faulty []int) reports.Strategy {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s := reports.Strategy{
+		Name:         name,
+		Requests:     c.requests,
+		SuccessRatio: ratio(c.successes, c.requests),
+		TimeoutRatio: ratio(c.timeouts, c.requests),
+		SlowRatio:    ratio(c.slowCount, c.requests),
+		LatencyMs:    latencyOf(c.overall),
+		Unattributed: c.unattributed,
+		Instances:    make([]reports.Instance, c.instances),
+		Timeline:     &reports.Timeline{BucketS: c.bucket.Seconds(), Instances: c.series},
+	}
+	if c.requests > 0 {
+		s.ErrorRatio = 1 - s.SuccessRatio
+	}
+	isFaulty := make([]bool, c.instances)
+	for _, id := range faulty {
+		if id >= 0 && id < c.instances {
+			isFaulty[id] = true
+		}
+	}
+	var faultyReqs int64
+	for i, a := range c.inst {
+		s.Instances[i] = reports.Instance{
+			ID:         i,
+			Faulty:     isFaulty[i],
+			Requests:   a.requests,
+			Share:      ratio(a.requests, c.requests),
+			Errors:     a.errors,
+			ErrorRatio: ratio(a.errors, a.requests),
+			LatencyMs:  latencyOf(a.hist),
+			Timeouts:   a.timeouts,
+			Slow:       a.slowReqs,
+		}
+		if isFaulty[i] {
+			faultyReqs += a.requests
+		}
+	}
+	s.FaultyShare = ratio(faultyReqs, c.requests)
+	if c.lag.TotalCount() > 0 {
+		s.SendLagMs = reports.LagStats{
+			P50: ms(c.lag.ValueAtPercentile(50)),
+			P99: ms(c.lag.ValueAtPercentile(99)),
+			Max: ms(c.lag.Max()),
+		}
+	}
+	return s
+}

@@ -1,0 +1,345 @@
+// Package harness runs experiments: it starts backends, routes Vegeta's
+// open-loop load through the strategy under test, drives the fault schedule
+// and collects every result into HdrHistograms.
+package harness
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"runtime"
+	"sort"
+	"sync"
+	"time"
+
+	vegeta "github.com/tsenart/vegeta/v12/lib"
+
+	"github.com/lbchaos/lbchaos/experiments"
+	"github.com/lbchaos/lbchaos/faultyserver"
+	"github.com/lbchaos/lbchaos/reports"
+	"github.com/lbchaos/lbchaos/strategies"
+)
+
+// Version is the lbchaos version recorded in summaries.
+var Version = "dev"
+
+// Options configure a run. The zero value runs in-process backends quietly.
+type Options struct {
+	// Provider starts the backends; nil means ProcessProvider.
+	Provider Provider
+	// Log receives progress lines; nil discards them.
+	Log io.Writer
+	// MaxConnsPerInstance bounds the client's connections to one instance;
+	// 0 derives it from the open-file limit.
+	MaxConnsPerInstance int
+	// ProgressEvery is the interval of progress lines (default 5 s).
+	ProgressEvery time.Duration
+}
+
+// ErrInterrupted is returned (wrapped) with a partial summary when the run's
+// context was cancelled before every strategy finished.
+var ErrInterrupted = errors.New("run interrupted")
+
+// Run runs exp's strategies one after another, each against a fresh fleet in
+// the same initial state, and returns the summary. When ctx is cancelled the
+// attack in progress stops, requests still in flight are cancelled and left
+// out, and Run returns what was measured so far with Partial set and an
+// error wrapping ErrInterrupted. On any other error the summary returned, if
+// not nil, holds the strategies that completed.
+func Run(ctx context.Context, exp *experiments.Experiment, opts Options) (*reports.Summary, error) {
+	if opts.Provider == nil {
+		opts.Provider = ProcessProvider{}
+	}
+	if opts.Log == nil {
+		opts.Log = io.Discard
+	}
+	if opts.ProgressEvery <= 0 {
+		opts.ProgressEvery = 5 * time.Second
+	}
+	limit := RaiseFileLimit()
+	if opts.MaxConnsPerInstance == 0 {
+		opts.MaxConnsPerInstance = connsPerInstance(limit, exp.Instances.Count, opts.Provider)
+	}
+
+	sum := newSummary(exp, opts.Provider.Name())
+	for i, name := range exp.Strategies {
+		if ctx.Err() != nil {
+			break
+		}
+		fmt.Fprintf(opts.Log, "[%d/%d] %s: %v at %g req/s (%s) against %d %s backends\n",
+			i+1, len(exp.Strategies), name, exp.Duration, exp.Rate, exp.Arrival, exp.Instances.Count, opts.Provider.Name())
+		st, notes, err := runStrategy(ctx, exp, name, opts)
+		sum.Notes = append(sum.Notes, notes...)
+		if err != nil {
+			sum.Partial = sum.Partial || st != nil
+			if st != nil {
+				sum.Strategies = append(sum.Strategies, *st)
+			}
+			return sum, fmt.Errorf("strategy %s: %w", name, err)
+		}
+		sum.Strategies = append(sum.Strategies, *st)
+		fmt.Fprintf(opts.Log, "      done: %d requests, %.2f%% errors, p50 %.1f ms, p99 %.1f ms\n",
+			st.Requests, 100*st.ErrorRatio, st.LatencyMs.P50, st.LatencyMs.P99)
+	}
+	if ctx.Err() != nil {
+		sum.Partial = true
+		sum.Notes = append(sum.Notes, fmt.Sprintf("The run was interrupted: %d of %d strategies measured; the last one only in part.",
+			len(sum.Strategies), len(exp.Strategies)))
+		return sum, fmt.Errorf("%w: %d of %d strategies measured", ErrInterrupted, len(sum.Strategies), len(exp.Strategies))
+	}
+	return sum, nil
+}
+
+func newSummary(exp *experiments.Experiment, backends string) *reports.Summary {
+	sum := &reports.Summary{
+		Schema:          reports.Schema,
+		Experiment:      exp.Name,
+		Engine:          "real",
+		Backends:        backends,
+		Seed:            exp.Seed,
+		Started:         time.Now().UTC().Truncate(time.Second),
+		DurationS:       exp.Duration.Seconds(),
+		TargetRate:      exp.Rate,
+		SlowThresholdMs: float64(exp.SlowThreshold) / float64(time.Millisecond),
+		FaultyInstances: exp.FaultyInstances(),
+		Strategies:      []reports.Strategy{},
+		Description:     exp.Description,
+		Arrival:         exp.Arrival,
+		TimeoutMs:       float64(exp.Timeout) / float64(time.Millisecond),
+		Instances:       exp.Instances.Count,
+		Workers:         exp.Instances.Workers,
+		Service:         exp.Instances.Service.String(),
+		GoVersion:       runtime.Version(),
+		CPUs:            runtime.NumCPU(),
+		Version:         Version,
+	}
+	for _, f := range exp.Faults {
+		end := exp.Duration
+		if f.Until != 0 && f.Until < end {
+			end = f.Until
+		}
+		sum.Faults = append(sum.Faults, reports.FaultWindow{
+			Instance: f.Instance,
+			Mode:     f.Spec.Mode(),
+			Detail:   faultyserver.Describe(f.Spec),
+			StartS:   f.At.Seconds(),
+			EndS:     end.Seconds(),
+		})
+	}
+	return sum
+}
+
+// strategySeed gives each strategy its own random stream, stable under
+// reordering of the experiment's strategy list.
+func strategySeed(seed uint64, name string) *rand.Rand {
+	h := fnv.New64a()
+	_, _ = io.WriteString(h, name)
+	return rand.New(rand.NewPCG(seed, h.Sum64()))
+}
+
+// eventLog records a strategy's ejections and re-admissions.
+type eventLog struct {
+	mu     sync.Mutex
+	start  time.Time
+	events []reports.Event
+	drops  int
+}
+
+const maxEvents = 100000
+
+func (l *eventLog) add(e strategies.Event) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.events) >= maxEvents {
+		l.drops++
+		return
+	}
+	l.events = append(l.events, reports.Event{TimeS: e.Time.Sub(l.start).Seconds(), Instance: e.Endpoint, Kind: e.Kind})
+}
+
+func (l *eventLog) setStart(t time.Time) {
+	l.mu.Lock()
+	l.start = t
+	l.mu.Unlock()
+}
+
+// runStrategy measures one strategy against a fresh fleet.
+func runStrategy(ctx context.Context, exp *experiments.Experiment, name string, opts Options) (st *reports.Strategy, notes []string, err error) {
+	fleet, err := opts.Provider.Start(ctx, FleetSpec{
+		Count:         exp.Instances.Count,
+		Workers:       exp.Instances.Workers,
+		QueueLimit:    exp.Instances.QueueLimit,
+		KeepAbandoned: exp.Instances.KeepAbandoned,
+		Service:       exp.Instances.Service,
+		Seed:          exp.Seed,
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("start %s backends: %w", opts.Provider.Name(), err)
+	}
+	defer fleet.Close()
+	backends := fleet.Backends()
+	targets := make([]*url.URL, len(backends))
+	for i, b := range backends {
+		hctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		err := b.Control.Healthy(hctx)
+		cancel()
+		if err != nil {
+			return nil, nil, fmt.Errorf("instance %d at %s is not healthy: %w", b.ID, b.URL, err)
+		}
+		targets[i] = b.URL
+	}
+
+	events := &eventLog{start: time.Now()}
+	lb, err := strategies.New(name, strategies.Env{
+		N:      len(backends),
+		Clock:  strategies.SystemClock{},
+		Rand:   strategySeed(exp.Seed, name),
+		Events: events.add,
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+
+	bal := NewBalancer(lb, targets, opts.MaxConnsPerInstance, ctx)
+	defer bal.CloseIdleConnections()
+	client := &http.Client{
+		Transport: bal,
+		Timeout:   exp.Timeout,
+		CheckRedirect: func(*http.Request, []*http.Request) error {
+			return http.ErrUseLastResponse
+		},
+	}
+	attacker := vegeta.NewAttacker(
+		vegeta.Client(client),
+		vegeta.Workers(uint64(max(10, min(exp.Rate/20, 1000)))),
+		vegeta.MaxBody(0),
+	)
+	targeter := vegeta.NewStaticTargeter(vegeta.Target{Method: http.MethodGet, URL: "http://lbchaos-backend/"})
+	sched := NewSchedule(exp.Arrival, exp.Rate, exp.Seed)
+	coll := newCollector(len(backends), exp.Duration, exp.Timeout, exp.SlowThreshold)
+
+	faults := newFaultRunner(backends, exp.Faults, exp.Duration)
+	if err := faults.applyInitial(ctx); err != nil {
+		return nil, nil, err
+	}
+	faultCtx, stopFaults := context.WithCancel(ctx)
+	defer stopFaults()
+
+	start := time.Now()
+	events.setStart(start)
+	var faultWG sync.WaitGroup
+	faultWG.Add(1)
+	go func() {
+		defer faultWG.Done()
+		faults.run(faultCtx, start, func(error) { attacker.Stop() })
+	}()
+	results := attacker.Attack(targeter, sched, exp.Duration, name)
+
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	var (
+		sent        int64 // every result, aborted ones included
+		errs        int64
+		interrupted time.Duration = -1
+		lastLog                   = start
+		done                      = ctx.Done()
+	)
+	for results != nil {
+		select {
+		case res, ok := <-results:
+			if !ok {
+				results = nil
+				break
+			}
+			sent++
+			rt, routed := bal.take(res.Seq)
+			if routed && rt.aborted.Load() {
+				coll.abort()
+				continue
+			}
+			if due, ok := sched.Due(res.Seq); ok {
+				coll.recordLag(res.Timestamp.Sub(start) - due)
+			}
+			o := classify(res, start, rt, routed)
+			if !o.success {
+				errs++
+			}
+			coll.add(o)
+		case now := <-tick.C:
+			coll.sweep(now.Sub(start))
+			if now.Sub(lastLog) >= opts.ProgressEvery {
+				lastLog = now
+				el := now.Sub(start).Truncate(time.Second)
+				fmt.Fprintf(opts.Log, "      %v/%v: %d results, %.2f%% errors\n", el, exp.Duration, sent, 100*ratio(errs, sent))
+			}
+		case <-done:
+			done = nil
+			interrupted = time.Since(start)
+			attacker.Stop()
+		}
+	}
+	stopFaults()
+	faultWG.Wait()
+	coll.finish()
+
+	elapsed := exp.Duration
+	if interrupted >= 0 && interrupted < elapsed {
+		elapsed = interrupted
+	}
+	s := coll.strategy(name, exp.FaultyInstances())
+	s.ElapsedS = elapsed.Seconds()
+	if elapsed > 0 {
+		s.AchievedRate = float64(sent) / elapsed.Seconds()
+	}
+	scheduled := sched.Count(elapsed)
+	s.GeneratorBehind = float64(sent) < 0.99*float64(scheduled)
+	s.Ejections = lb.Ejections()
+	events.mu.Lock()
+	s.Events = events.events
+	sort.SliceStable(s.Events, func(i, j int) bool { return s.Events[i].TimeS < s.Events[j].TimeS })
+	events.mu.Unlock()
+	s.Partial = interrupted >= 0
+
+	if s.GeneratorBehind {
+		notes = append(notes, fmt.Sprintf("%s: the generator fell behind: %d requests sent where the schedule had %d (%.1f%%); send lag p99 %.1f ms, max %.1f ms. Numbers for this strategy understate the intended load.",
+			name, sent, scheduled, 100*ratio(sent, int64(scheduled)), s.SendLagMs.P99, s.SendLagMs.Max))
+	}
+	if n := bal.CapHits(); n > 0 {
+		notes = append(notes, fmt.Sprintf("%s: %d requests found their instance at the bound of %d connections and queued in the client; their latency includes that wait.",
+			name, n, opts.MaxConnsPerInstance))
+	}
+	if coll.aborted > 0 {
+		notes = append(notes, fmt.Sprintf("%s: %d requests in flight when the run was interrupted were cancelled and are not counted.", name, coll.aborted))
+	}
+	if coll.unattributed > 0 {
+		notes = append(notes, fmt.Sprintf("%s: %d requests failed before a backend was picked.", name, coll.unattributed))
+	}
+	if events.drops > 0 {
+		notes = append(notes, fmt.Sprintf("%s: %d ejection events beyond the first %d were not recorded.", name, events.drops, maxEvents))
+	}
+	if ferr := faults.error(); ferr != nil {
+		return &s, notes, ferr
+	}
+	return &s, notes, nil
+}
+
+// connsPerInstance bounds connections per instance so that a queue that
+// grows without bound exhausts neither file descriptors nor ports: in-process
+// backends hold both ends of every connection.
+func connsPerInstance(fileLimit uint64, instances int, p Provider) int {
+	perConn := uint64(1)
+	if _, ok := p.(ProcessProvider); ok {
+		perConn = 2
+	}
+	const reserve = 512
+	if fileLimit <= reserve+uint64(instances)*perConn {
+		return 1
+	}
+	n := (fileLimit - reserve) / (perConn * uint64(max(instances, 1)))
+	return int(min(n, 20000))
+}

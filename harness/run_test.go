@@ -1,0 +1,276 @@
+package harness
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/lbchaos/lbchaos/experiments"
+	"github.com/lbchaos/lbchaos/reports"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// mustExperiment parses an experiment from YAML text for a test.
+func mustExperiment(t testing.TB, name, body string) *experiments.Experiment {
+	t.Helper()
+	e, err := experiments.Parse(name+".yaml", []byte("name: "+name+"\n"+body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+func strategyByName(t *testing.T, s *reports.Summary, name string) reports.Strategy {
+	t.Helper()
+	for _, st := range s.Strategies {
+		if st.Name == name {
+			return st
+		}
+	}
+	t.Fatalf("strategy %q not in summary", name)
+	return reports.Strategy{}
+}
+
+// checkAccounting asserts the invariants every strategy's numbers must hold.
+func checkAccounting(t *testing.T, st reports.Strategy) {
+	t.Helper()
+	var reqs, errs int64
+	var share float64
+	for _, in := range st.Instances {
+		reqs += in.Requests
+		errs += in.Errors
+		share += in.Share
+		var series int64
+		for _, s := range st.Timeline.Instances[in.ID].Requests {
+			series += s
+		}
+		if series != in.Requests {
+			t.Errorf("%s: instance %d: timeline has %d requests, total %d", st.Name, in.ID, series, in.Requests)
+		}
+	}
+	if reqs+st.Unattributed != st.Requests {
+		t.Errorf("%s: instances account for %d requests (+%d unattributed), want %d", st.Name, reqs, st.Unattributed, st.Requests)
+	}
+	if st.Requests > 0 && (share < 0.999 || share > 1.001) {
+		t.Errorf("%s: instance shares add up to %v", st.Name, share)
+	}
+	wantErrRatio := float64(errs) / float64(st.Requests)
+	if d := st.ErrorRatio - wantErrRatio; d > 1e-9 || d < -1e-9 {
+		t.Errorf("%s: error_ratio %v, instances say %v", st.Name, st.ErrorRatio, wantErrRatio)
+	}
+}
+
+func TestRunFastFailShowsTheBlackHole(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real load for a few seconds")
+	}
+	exp := mustExperiment(t, "fast-fail-mini", `
+seed: 3
+duration: 2s
+rate: 600
+instances: {count: 5, workers: 4, service: {dist: fixed, value: 10ms}}
+faults:
+  - {instance: 0, at: 0s, fault: {mode: fail, status: 503, delay: 1ms}}
+strategies: [round-robin, least-inflight, "least-inflight+eject(consecutive=5,duration=500ms)"]
+`)
+	sum, err := Run(context.Background(), exp, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Partial || len(sum.Strategies) != 3 {
+		t.Fatalf("partial=%v strategies=%d", sum.Partial, len(sum.Strategies))
+	}
+	rr := strategyByName(t, sum, "round-robin")
+	li := strategyByName(t, sum, "least-inflight")
+	ej := strategyByName(t, sum, "least-inflight+eject(consecutive=5,duration=500ms)")
+	for _, st := range sum.Strategies {
+		checkAccounting(t, st)
+		if st.Requests < 1000 {
+			t.Errorf("%s: only %d requests at 600 req/s for 2 s", st.Name, st.Requests)
+		}
+		if st.Instances[0].ErrorRatio != 1 {
+			t.Errorf("%s: faulty instance error ratio %v, want 1", st.Name, st.Instances[0].ErrorRatio)
+		}
+		for _, in := range st.Instances[1:] {
+			if in.Errors != 0 {
+				t.Errorf("%s: healthy instance %d had %d errors", st.Name, in.ID, in.Errors)
+			}
+		}
+	}
+	// Round robin gives the faulty instance exactly its turn.
+	if rr.FaultyShare < 0.19 || rr.FaultyShare > 0.21 {
+		t.Errorf("round-robin faulty share %v, want 0.2", rr.FaultyShare)
+	}
+	// Least in-flight sees it as the least loaded instance.
+	if li.FaultyShare < 1.5*rr.FaultyShare {
+		t.Errorf("least-inflight faulty share %v, want well above round-robin's %v", li.FaultyShare, rr.FaultyShare)
+	}
+	// Ejection takes it out after 5 failures per re-admission.
+	if ej.Ejections < 1 || ej.ErrorRatio > rr.ErrorRatio/3 {
+		t.Errorf("eject: %d ejections, error ratio %v (round-robin %v)", ej.Ejections, ej.ErrorRatio, rr.ErrorRatio)
+	}
+	if len(ej.Events) == 0 || ej.Events[0].Kind != "eject" || ej.Events[0].Instance != 0 {
+		t.Errorf("eject events: %+v", ej.Events)
+	}
+	if !equalInts(sum.FaultyInstances, []int{0}) {
+		t.Errorf("faulty instances %v", sum.FaultyInstances)
+	}
+}
+
+func equalInts(a, b []int) bool {
+	return fmt.Sprint(a) == fmt.Sprint(b)
+}
+
+func TestRunFaultWindowAndTimeouts(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real load for a few seconds")
+	}
+	exp := mustExperiment(t, "window", `
+duration: 3s
+arrival: constant
+rate: 200
+timeout: 300ms
+slow_threshold: 100ms
+instances: {count: 2, workers: 0, service: {dist: fixed, value: 5ms}}
+faults:
+  - {instance: 1, at: 1s, until: 2s, fault: {mode: hang}}
+strategies: [round-robin]
+`)
+	sum, err := Run(context.Background(), exp, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := sum.Strategies[0]
+	checkAccounting(t, st)
+	in1 := st.Timeline.Instances[1]
+	for sec := range in1.Requests {
+		errs, reqs := in1.Errors[sec], in1.Requests[sec]
+		switch sec {
+		case 1:
+			// Requests sent while instance 1 hangs all time out.
+			if errs != reqs || reqs < 80 {
+				t.Errorf("second 1: %d of %d requests failed, want all of about 100", errs, reqs)
+			}
+		default:
+			if errs != 0 {
+				t.Errorf("second %d: %d errors outside the fault window", sec, errs)
+			}
+		}
+	}
+	if st.Instances[1].Timeouts < 80 || st.Instances[0].Timeouts != 0 {
+		t.Errorf("timeouts: instance 0 %d, instance 1 %d", st.Instances[0].Timeouts, st.Instances[1].Timeouts)
+	}
+	// Timeouts count as slow and at their timeout.
+	if st.TimeoutRatio <= 0 || st.SlowRatio < st.TimeoutRatio {
+		t.Errorf("timeout ratio %v, slow ratio %v", st.TimeoutRatio, st.SlowRatio)
+	}
+	if st.LatencyMs.Max < 300 || st.LatencyMs.Max > 600 {
+		t.Errorf("max latency %v ms, want about the 300 ms timeout", st.LatencyMs.Max)
+	}
+	if len(sum.Faults) != 1 || sum.Faults[0].StartS != 1 || sum.Faults[0].EndS != 2 {
+		t.Errorf("fault windows %+v", sum.Faults)
+	}
+}
+
+func TestRunResetIsAttributed(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real load")
+	}
+	exp := mustExperiment(t, "reset", `
+duration: 1s
+arrival: constant
+rate: 200
+instances: {count: 4, service: {dist: fixed, value: 1ms}}
+faults:
+  - {instance: 2, at: 0s, fault: {mode: reset}}
+strategies: [round-robin]
+`)
+	sum, err := Run(context.Background(), exp, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := sum.Strategies[0]
+	checkAccounting(t, st)
+	if st.Unattributed != 0 {
+		t.Errorf("%d unattributed requests", st.Unattributed)
+	}
+	if in := st.Instances[2]; in.Requests < 40 || in.Errors != in.Requests {
+		t.Errorf("reset instance: %d requests, %d errors; want about 50, all failed", in.Requests, in.Errors)
+	}
+}
+
+func TestRunInterruptIsPartialAndLeavesNothing(t *testing.T) {
+	exp := mustExperiment(t, "interrupt", `
+duration: 30s
+rate: 300
+instances: {count: 3, workers: 1, service: {dist: fixed, value: 50ms}}
+faults:
+  - {instance: 0, at: 0s, fault: {mode: hang}}
+strategies: [round-robin, p2c]
+`)
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(700*time.Millisecond, cancel)
+	start := time.Now()
+	sum, err := Run(ctx, exp, Options{})
+	if !errors.Is(err, ErrInterrupted) {
+		t.Fatalf("err = %v, want ErrInterrupted", err)
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("interrupt took %v to stop", took)
+	}
+	if !sum.Partial || len(sum.Strategies) != 1 || !sum.Strategies[0].Partial {
+		t.Fatalf("partial=%v strategies=%d", sum.Partial, len(sum.Strategies))
+	}
+	st := sum.Strategies[0]
+	if st.Requests == 0 || st.ElapsedS > 2 {
+		t.Errorf("requests %d, elapsed %v s", st.Requests, st.ElapsedS)
+	}
+	if !strings.Contains(strings.Join(sum.Notes, "\n"), "interrupted") {
+		t.Errorf("notes do not mention the interruption: %q", sum.Notes)
+	}
+	// goleak in TestMain checks that no backend or request goroutine is left.
+}
+
+func TestRunRejectsFaultOnMissingInstance(t *testing.T) {
+	exp := mustExperiment(t, "missing", `
+duration: 1s
+rate: 10
+instances: {count: 2, service: {dist: fixed, value: 1ms}}
+faults: [{instance: 1, fault: {mode: hang}}]
+strategies: [random]
+`)
+	exp.Faults[0].Instance = 5 // as if the fleet came up smaller than the file says
+	_, err := Run(context.Background(), exp, Options{})
+	if err == nil || !strings.Contains(err.Error(), "instance 5 does not exist") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestConnsPerInstance(t *testing.T) {
+	tests := []struct {
+		name      string
+		limit     uint64
+		instances int
+		p         Provider
+		want      int
+	}{
+		{"process holds both ends", 20512, 10, ProcessProvider{}, 1000},
+		{"tiny limit still allows one", 100, 10, ProcessProvider{}, 1},
+		{"huge limit is capped", 1 << 30, 1, ProcessProvider{}, 20000},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := connsPerInstance(tt.limit, tt.instances, tt.p); got != tt.want {
+				t.Errorf("connsPerInstance(%d, %d) = %d, want %d", tt.limit, tt.instances, got, tt.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,193 @@
+package harness
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/lbchaos/lbchaos/strategies"
+)
+
+// seqHeader is the header Vegeta sets on every request with the sequence
+// number of its result; it ties a vegeta.Result to the instance the
+// balancer sent it to.
+const seqHeader = "X-Vegeta-Seq"
+
+// Balancer is the client-side load balancer under test: an http.RoundTripper
+// that asks the strategy for an instance, sends the request there over a
+// plain http.Transport, and reports the outcome through the strategy's done
+// callback when the response body is fully read or closed, or the request
+// fails. It records which instance each request went to, so that every
+// result — also one that got no response — is attributed to its instance.
+type Balancer struct {
+	// Immutable after construction.
+	lb      *strategies.Balancer
+	targets []*url.URL
+	base    *http.Transport
+	abort   context.Context // cancelled when the run is interrupted
+
+	routes routes
+	// connCap is the per-instance connection bound; capHits counts requests
+	// that found their instance at the bound (they queue in the client).
+	connCap  int
+	inflight []atomic.Int64
+	capHits  atomic.Int64
+}
+
+var _ http.RoundTripper = (*Balancer)(nil)
+
+// NewBalancer routes requests across targets (base URLs, one per instance,
+// indexed by instance id) with lb. maxConns bounds connections per instance
+// (0 = unbounded). Requests still running when abort is cancelled are
+// cancelled and reported as aborted.
+func NewBalancer(lb *strategies.Balancer, targets []*url.URL, maxConns int, abort context.Context) *Balancer {
+	dialer := &net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}
+	idle := maxConns
+	if idle == 0 || idle > 4096 {
+		idle = 4096
+	}
+	return &Balancer{
+		lb:      lb,
+		targets: targets,
+		abort:   abort,
+		connCap: maxConns,
+		base: &http.Transport{
+			Proxy:       nil, // backends are local; never go through an environment proxy
+			DialContext: dialer.DialContext,
+			// Keep every connection a burst opened: the default of 2 idle
+			// connections per host would close and reopen connections under
+			// load and measure the handshakes instead of the backend.
+			MaxIdleConns:        0,
+			MaxIdleConnsPerHost: idle,
+			MaxConnsPerHost:     maxConns,
+			IdleConnTimeout:     90 * time.Second,
+			DisableCompression:  true,
+			ForceAttemptHTTP2:   false,
+		},
+		routes:   routes{m: make(map[uint64]*route)},
+		inflight: make([]atomic.Int64, len(targets)),
+	}
+}
+
+// route is what the harness knows about one request beyond Vegeta's result.
+type route struct {
+	instance int
+	timeout  atomic.Bool // the request hit the client timeout
+	aborted  atomic.Bool // cancelled because the run was interrupted
+}
+
+type routes struct {
+	mu sync.Mutex
+	m  map[uint64]*route
+}
+
+func (r *routes) put(seq uint64, rt *route) {
+	r.mu.Lock()
+	r.m[seq] = rt
+	r.mu.Unlock()
+}
+
+// take removes and returns the route of seq; ok is false when the request
+// never reached the balancer.
+func (r *routes) take(seq uint64) (*route, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	rt, ok := r.m[seq]
+	delete(r.m, seq)
+	return rt, ok
+}
+
+// Take returns the route recorded for Vegeta sequence number seq.
+func (b *Balancer) take(seq uint64) (*route, bool) { return b.routes.take(seq) }
+
+// RoundTrip implements http.RoundTripper.
+func (b *Balancer) RoundTrip(req *http.Request) (*http.Response, error) {
+	seq, seqErr := strconv.ParseUint(req.Header.Get(seqHeader), 10, 64)
+	start := time.Now()
+	ep, done := b.lb.Pick(strategies.Request{})
+	rt := &route{instance: ep}
+	if seqErr == nil {
+		b.routes.put(seq, rt)
+	}
+	if n := b.inflight[ep].Add(1); b.connCap > 0 && n > int64(b.connCap) {
+		b.capHits.Add(1)
+	}
+
+	ctx, cancel := context.WithCancel(req.Context())
+	stop := context.AfterFunc(b.abort, func() {
+		rt.aborted.Store(true)
+		cancel()
+	})
+	out := req.Clone(ctx)
+	target := b.targets[ep]
+	out.URL.Scheme = target.Scheme
+	out.URL.Host = target.Host
+	out.Host = target.Host
+
+	finish := func(status int, err error) {
+		stop()
+		cancel()
+		b.inflight[ep].Add(-1)
+		timeout := err != nil && isTimeout(req.Context(), err)
+		rt.timeout.Store(timeout)
+		done(strategies.Outcome{Status: status, Err: err, Timeout: timeout, Latency: time.Since(start)})
+	}
+
+	resp, err := b.base.RoundTrip(out)
+	if err != nil {
+		finish(0, err)
+		return nil, err
+	}
+	resp.Body = &doneBody{rc: resp.Body, finish: func(err error) { finish(resp.StatusCode, err) }}
+	return resp, nil
+}
+
+// isTimeout reports whether err ended the request because its deadline (the
+// client's timeout) passed.
+func isTimeout(ctx context.Context, err error) bool {
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return true
+	}
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// CloseIdleConnections closes the balancer's idle connections.
+func (b *Balancer) CloseIdleConnections() { b.base.CloseIdleConnections() }
+
+// CapHits returns how many requests found their instance at the connection
+// bound and had to wait in the client for a connection.
+func (b *Balancer) CapHits() int64 { return b.capHits.Load() }
+
+// doneBody reports the end of a response exactly once: at EOF, at the first
+// read error, or at Close, whichever comes first.
+type doneBody struct {
+	rc     io.ReadCloser
+	once   sync.Once
+	finish func(error)
+}
+
+func (d *doneBody) Read(p []byte) (int, error) {
+	n, err := d.rc.Read(p)
+	if err != nil {
+		if err == io.EOF {
+			d.once.Do(func() { d.finish(nil) })
+		} else {
+			d.once.Do(func() { d.finish(err) })
+		}
+	}
+	return n, err
+}
+
+func (d *doneBody) Close() error {
+	err := d.rc.Close()
+	d.once.Do(func() { d.finish(nil) })
+	return err
+}

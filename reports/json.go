@@ -1,0 +1,62 @@
+package reports
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+)
+
+// WriteJSON writes s to w as indented summary.json. The written document
+// carries Schema when s.Schema is empty, and faulty_instances, strategies and
+// instances are written as [] rather than null when nil. s is not modified.
+// Non-finite numbers cannot be represented in JSON and make WriteJSON fail.
+func WriteJSON(w io.Writer, s *Summary) error {
+	if s == nil {
+		return fmt.Errorf("reports: nil summary")
+	}
+	out := normalized(s)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(out); err != nil {
+		return fmt.Errorf("reports: encoding summary: %w", err)
+	}
+	return nil
+}
+
+// normalized returns a shallow copy of s with the schema set and the
+// contract's array fields non-nil.
+func normalized(s *Summary) *Summary {
+	out := *s
+	if out.Schema == "" {
+		out.Schema = Schema
+	}
+	if out.FaultyInstances == nil {
+		out.FaultyInstances = []int{}
+	}
+	out.Strategies = make([]Strategy, len(s.Strategies))
+	copy(out.Strategies, s.Strategies)
+	for i := range out.Strategies {
+		if out.Strategies[i].Instances == nil {
+			out.Strategies[i].Instances = []Instance{}
+		}
+	}
+	return &out
+}
+
+// ReadJSON decodes a summary.json document. It rejects documents whose schema
+// is not Schema; fields it does not know are ignored, since later versions of
+// the same schema may add fields.
+func ReadJSON(r io.Reader) (*Summary, error) {
+	var s Summary
+	if err := json.NewDecoder(r).Decode(&s); err != nil {
+		return nil, fmt.Errorf("reports: decoding summary: %w", err)
+	}
+	switch s.Schema {
+	case Schema:
+	case "":
+		return nil, fmt.Errorf("reports: summary has no schema field, want %q", Schema)
+	default:
+		return nil, fmt.Errorf("reports: summary schema is %q, this version reads only %q", s.Schema, Schema)
+	}
+	return &s, nil
+}

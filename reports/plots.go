@@ -1,0 +1,255 @@
+package reports
+
+import (
+	"bytes"
+	"fmt"
+	"image/color"
+	"image/png"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
+	"gonum.org/v1/plot/vg/vgsvg"
+)
+
+// Figure geometry. Time plots are figWidth wide; the latency figure stacks
+// two panels and is taller.
+const (
+	figWidth         = 10 * vg.Inch
+	figHeight        = 5 * vg.Inch
+	latencyFigHeight = 7.5 * vg.Inch
+	pngDPI           = 120
+	// maxLegendEntries is the number of instances listed one by one in a
+	// legend; beyond it, healthy instances share one entry.
+	maxLegendEntries = 20
+)
+
+// instancePalette gives each instance id the same colour in every plot
+// (id modulo the palette length): the Tableau 10 colours, then their light
+// variants from Tableau 20.
+var instancePalette = []color.RGBA{
+	{0x1f, 0x77, 0xb4, 0xff}, {0xff, 0x7f, 0x0e, 0xff}, {0x2c, 0xa0, 0x2c, 0xff}, {0xd6, 0x27, 0x28, 0xff},
+	{0x94, 0x67, 0xbd, 0xff}, {0x8c, 0x56, 0x4b, 0xff}, {0xe3, 0x77, 0xc2, 0xff}, {0x7f, 0x7f, 0x7f, 0xff},
+	{0xbc, 0xbd, 0x22, 0xff}, {0x17, 0xbe, 0xcf, 0xff},
+	{0xae, 0xc7, 0xe8, 0xff}, {0xff, 0xbb, 0x78, 0xff}, {0x98, 0xdf, 0x8a, 0xff}, {0xff, 0x98, 0x96, 0xff},
+	{0xc5, 0xb0, 0xd5, 0xff}, {0xc4, 0x9c, 0x94, 0xff}, {0xf7, 0xb6, 0xd2, 0xff}, {0xc7, 0xc7, 0xc7, 0xff},
+	{0xdb, 0xdb, 0x8d, 0xff}, {0x9e, 0xda, 0xe5, 0xff},
+}
+
+// strategyPalette colours strategies in cross-strategy plots (Okabe–Ito,
+// safe for colour-blind readers). It is deliberately not the instance
+// palette: there, position on the x axis identifies the instance.
+var strategyPalette = []color.RGBA{
+	{0x00, 0x72, 0xb2, 0xff}, {0xe6, 0x9f, 0x00, 0xff}, {0x00, 0x9e, 0x73, 0xff}, {0xcc, 0x79, 0xa7, 0xff},
+	{0x56, 0xb4, 0xe9, 0xff}, {0xd5, 0x5e, 0x00, 0xff}, {0xf0, 0xe4, 0x42, 0xff}, {0x00, 0x00, 0x00, 0xff},
+}
+
+var (
+	faultShade  = color.NRGBA{0xd6, 0x27, 0x28, 0x30} // not premultiplied
+	healthyLine = vg.Points(1.2)
+	faultyLine  = vg.Points(3)
+)
+
+func instanceColor(id int) color.Color {
+	n := len(instancePalette)
+	return instancePalette[((id%n)+n)%n]
+}
+
+func strategyColor(i int) color.Color {
+	return strategyPalette[i%len(strategyPalette)]
+}
+
+// Slug turns a strategy name into a file-name-safe string: lower-case ASCII
+// letters and digits, runs of anything else replaced by one '-', no leading
+// or trailing '-', at most 80 bytes. A name with nothing usable gives
+// "strategy".
+func Slug(name string) string {
+	var b strings.Builder
+	dash := false
+	for _, r := range strings.ToLower(name) {
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
+			if dash && b.Len() > 0 {
+				b.WriteByte('-')
+			}
+			dash = false
+			b.WriteRune(r)
+			continue
+		}
+		dash = true
+	}
+	s := b.String()
+	if len(s) > 80 {
+		s = strings.TrimRight(s[:80], "-")
+	}
+	if s == "" {
+		return "strategy"
+	}
+	return s
+}
+
+// RenderPlots writes the plots of s into dir, each as PNG and SVG, and
+// returns them in the order written: for each strategy with a timeline, its
+// per-instance latency and error rate over time; then, when any strategy
+// has instances, the per-instance request share across strategies.
+// Strategies without a timeline get no time plots. Errors name the file.
+func RenderPlots(dir string, s *Summary) ([]Plot, error) {
+	if s == nil {
+		return nil, fmt.Errorf("reports: nil summary")
+	}
+	var out []Plot
+	used := map[string]bool{}
+	for i := range s.Strategies {
+		st := &s.Strategies[i]
+		slug := uniqueSlug(Slug(st.Name), used)
+		figs := []struct {
+			kind, title string
+			fig         *figure
+		}{
+			{"latency", st.Name + ": latency per instance over time", latencyFigure(s, st)},
+			{"errors", st.Name + ": error rate per instance over time", errorFigure(s, st)},
+		}
+		for _, f := range figs {
+			if f.fig == nil {
+				continue
+			}
+			p, err := f.fig.save(dir, f.kind+"-"+slug)
+			if err != nil {
+				return out, err
+			}
+			p.Title, p.Strategy = f.title, st.Name
+			out = append(out, p)
+		}
+	}
+	if fig := shareFigure(s); fig != nil {
+		p, err := fig.save(dir, "share")
+		if err != nil {
+			return out, err
+		}
+		p.Title = "Request share per instance, by strategy"
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+// uniqueSlug returns slug, or slug with a numeric suffix when an earlier
+// strategy already took it.
+func uniqueSlug(slug string, used map[string]bool) string {
+	s := slug
+	for n := 2; used[s]; n++ {
+		s = slug + "-" + strconv.Itoa(n)
+	}
+	used[s] = true
+	return s
+}
+
+// figure is one image: panels stacked vertically and a legend to their right.
+type figure struct {
+	panels []*plot.Plot
+	legend plot.Legend
+	labels []string // legend entry texts, to size the legend
+	w, h   vg.Length
+}
+
+func newLegend() plot.Legend {
+	l := plot.NewLegend()
+	l.Top, l.Left = true, true
+	l.TextStyle.Font.Size = vg.Points(10)
+	l.ThumbnailWidth = vg.Points(28)
+	l.Padding = vg.Points(4)
+	return l
+}
+
+// legendWidth is the room the legend needs, at most 40% of the figure.
+func (f *figure) legendWidth(labels []string) vg.Length {
+	var w vg.Length
+	for _, s := range labels {
+		w = max(w, f.legend.TextStyle.Width(s))
+	}
+	if w == 0 {
+		return 0
+	}
+	w += f.legend.ThumbnailWidth + vg.Points(24)
+	return min(w, f.w*2/5)
+}
+
+func (f *figure) draw(c draw.Canvas, legendW vg.Length) {
+	c.FillPolygon(color.White, rect(c.Min.X, c.Min.Y, c.Max.X, c.Max.Y))
+	pad := vg.Points(8)
+	area := draw.Crop(c, pad, -legendW-pad, pad, -pad)
+	rows := make([][]*plot.Plot, len(f.panels))
+	for i, p := range f.panels {
+		rows[i] = []*plot.Plot{p}
+	}
+	tiles := draw.Tiles{Rows: len(f.panels), Cols: 1, PadY: vg.Points(14)}
+	cs := plot.Align(rows, tiles, area)
+	for i, p := range f.panels {
+		p.Draw(cs[i][0])
+	}
+	if legendW > 0 {
+		top := vg.Points(30)
+		f.legend.Draw(draw.Crop(c, c.Size().X-legendW, 0, pad, -top))
+	}
+}
+
+// save writes the figure as base.png and base.svg into dir.
+func (f *figure) save(dir, base string) (Plot, error) {
+	legendW := f.legendWidth(f.labels)
+	p := Plot{PNG: base + ".png", SVG: base + ".svg"}
+
+	img := vgimg.NewWith(vgimg.UseWH(f.w, f.h), vgimg.UseDPI(pngDPI))
+	f.draw(draw.New(img), legendW)
+	if err := writeTo(filepath.Join(dir, p.PNG), pngWriter{img}); err != nil {
+		return Plot{}, err
+	}
+	svg := vgsvg.New(f.w, f.h)
+	f.draw(draw.New(svg), legendW)
+	if err := writeTo(filepath.Join(dir, p.SVG), svg); err != nil {
+		return Plot{}, err
+	}
+	return p, nil
+}
+
+// addLegend adds a legend entry.
+func (f *figure) addLegend(label string, thumbs ...plot.Thumbnailer) {
+	f.legend.Add(label, thumbs...)
+	f.labels = append(f.labels, label)
+}
+
+// pngWriter encodes a canvas as PNG favouring speed over size: plots are
+// mostly flat colour and compress well either way.
+type pngWriter struct{ c *vgimg.Canvas }
+
+func (w pngWriter) WriteTo(out io.Writer) (int64, error) {
+	enc := png.Encoder{CompressionLevel: png.BestSpeed}
+	cw := &countWriter{w: out}
+	err := enc.Encode(cw, w.c.Image())
+	return cw.n, err
+}
+
+type countWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
+}
+
+func writeTo(path string, c io.WriterTo) error {
+	var buf bytes.Buffer
+	if _, err := c.WriteTo(&buf); err != nil {
+		return fmt.Errorf("reports: rendering %s: %w", path, err)
+	}
+	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+		return fmt.Errorf("reports: %w", err)
+	}
+	return nil
+}

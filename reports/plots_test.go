@@ -1,0 +1,193 @@
+package reports
+
+import (
+	"bytes"
+	"encoding/xml"
+	"image/png"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestSlug(t *testing.T) {
+	for _, tc := range []struct{ name, in, want string }{
+		{"plain", "round-robin", "round-robin"},
+		{"wrapper with params", "least-inflight+eject(consecutive=5,duration=5s)", "least-inflight-eject-consecutive-5-duration-5s"},
+		{"upper case and spaces", "P2C Slow Start", "p2c-slow-start"},
+		{"decimal", "bounded-load(c=1.25)", "bounded-load-c-1-25"},
+		{"leading and trailing junk", "  +p2c+  ", "p2c"},
+		{"path separators", "../etc/passwd", "etc-passwd"},
+		{"non-ascii", "ρ-hash", "hash"},
+		{"nothing usable", "+()", "strategy"},
+		{"empty", "", "strategy"},
+		{"long", strings.Repeat("ab-", 40), strings.TrimSuffix(strings.Repeat("ab-", 27), "-")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := Slug(tc.in); got != tc.want {
+				t.Errorf("Slug(%q) = %q, want %q", tc.in, got, tc.want)
+			}
+		})
+	}
+}
+
+// checkFiles verifies every plot's PNG decodes and every SVG parses as XML.
+func checkFiles(t *testing.T, dir string, plots []Plot) {
+	t.Helper()
+	for _, p := range plots {
+		b, err := os.ReadFile(filepath.Join(dir, p.PNG))
+		if err != nil {
+			t.Fatal(err)
+		}
+		img, err := png.Decode(bytes.NewReader(b))
+		if err != nil {
+			t.Errorf("%s: %v", p.PNG, err)
+		} else if r := img.Bounds(); r.Dx() < 800 || r.Dy() < 400 {
+			t.Errorf("%s: %v, too small to read", p.PNG, r)
+		}
+		b, err = os.ReadFile(filepath.Join(dir, p.SVG))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Contains(b, []byte("<svg")) {
+			t.Errorf("%s: no <svg element", p.SVG)
+		}
+		dec := xml.NewDecoder(bytes.NewReader(b))
+		for {
+			if _, err := dec.Token(); err == io.EOF {
+				break
+			} else if err != nil {
+				t.Errorf("%s: %v", p.SVG, err)
+				break
+			}
+		}
+	}
+}
+
+func TestRenderPlots(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	s := sampleSummary()
+	plots, err := RenderPlots(dir, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, p := range plots {
+		names = append(names, p.PNG, p.SVG)
+	}
+	want := []string{
+		"latency-round-robin.png", "latency-round-robin.svg",
+		"errors-round-robin.png", "errors-round-robin.svg",
+		"latency-least-inflight.png", "latency-least-inflight.svg",
+		"errors-least-inflight.png", "errors-least-inflight.svg",
+		"latency-least-inflight-eject-consecutive-5-duration-5s.png", "latency-least-inflight-eject-consecutive-5-duration-5s.svg",
+		"errors-least-inflight-eject-consecutive-5-duration-5s.png", "errors-least-inflight-eject-consecutive-5-duration-5s.svg",
+		"share.png", "share.svg",
+	}
+	if d := cmp.Diff(want, names); d != "" {
+		t.Errorf("files (-want +got):\n%s", d)
+	}
+	for _, p := range plots {
+		if p.Title == "" {
+			t.Errorf("%s: no title", p.PNG)
+		}
+	}
+	if plots[0].Strategy != "round-robin" || plots[len(plots)-1].Strategy != "" {
+		t.Errorf("strategy fields: first %q, last %q", plots[0].Strategy, plots[len(plots)-1].Strategy)
+	}
+	checkFiles(t, dir, plots)
+}
+
+func TestRenderPlotsDegenerate(t *testing.T) {
+	t.Parallel()
+	nan, inf := math.NaN(), math.Inf(1)
+	many := sampleSummary().Strategies[0]
+	many.Name = "round-robin"
+	for i := 10; i < 25; i++ {
+		many.Instances = append(many.Instances, Instance{ID: i, Share: 0.02})
+		ser := many.Timeline.Instances[i%10]
+		ser.ID = i
+		many.Timeline.Instances = append(many.Timeline.Instances, ser)
+	}
+	for _, tc := range []struct {
+		name      string
+		s         *Summary
+		wantPlots int
+	}{
+		{"no strategies", &Summary{}, 0},
+		{"no timeline", &Summary{Strategies: []Strategy{{Name: "a", Instances: []Instance{{ID: 0, Share: 1}}}}}, 1},
+		{"empty timeline", &Summary{Strategies: []Strategy{{Name: "a", Timeline: &Timeline{BucketS: 1}}}}, 0},
+		{"zero bucket", &Summary{Strategies: []Strategy{{Name: "a", Timeline: &Timeline{Instances: []InstanceSeries{{Requests: []int64{1}}}}}}}, 0},
+		{"all zero latency", &Summary{Strategies: []Strategy{{Name: "a", Timeline: &Timeline{BucketS: 1,
+			Instances: []InstanceSeries{{Requests: []int64{0, 0}, Errors: []int64{0, 0}, P50Ms: []float64{0, 0}, P99Ms: []float64{0, 0}}}}}}}, 0},
+		{"non-finite values", &Summary{
+			FaultyInstances: []int{1},
+			Faults:          []FaultWindow{{Instance: 1, StartS: nan, EndS: 3}, {Instance: 1, StartS: 1, EndS: inf}, {Instance: 1, StartS: 2, EndS: 1}},
+			SlowThresholdMs: nan,
+			Strategies: []Strategy{{Name: "a", Events: []Event{{TimeS: nan, Kind: "eject"}},
+				Instances: []Instance{{ID: 0, Share: nan}, {ID: 1, Share: inf}},
+				Timeline: &Timeline{BucketS: 0.5, Instances: []InstanceSeries{
+					{ID: 0, Requests: []int64{1, 2, 3, 4}, Errors: []int64{0, 5, 1, 0}, P50Ms: []float64{1, nan, -1, 2}, P99Ms: []float64{inf, 3, 4, nan}},
+					{ID: 1, Requests: []int64{1, 0}, Errors: []int64{1}, P50Ms: []float64{5}, P99Ms: []float64{6, 7, 8}},
+				}}}}}, 3},
+		{"single point", &Summary{Strategies: []Strategy{{Name: "a", Timeline: &Timeline{BucketS: 1,
+			Instances: []InstanceSeries{{Requests: []int64{3}, Errors: []int64{1}, P50Ms: []float64{4}, P99Ms: []float64{4}}}}}}}, 2},
+		{"more instances than legend entries", &Summary{Instances: 25, FaultyInstances: []int{3}, Strategies: []Strategy{many}}, 3},
+		{"same slug twice", &Summary{Strategies: []Strategy{
+			{Name: "p2c+eject", Instances: []Instance{{ID: 0}}}, {Name: "p2c(eject)", Instances: []Instance{{ID: 0}}}}}, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			plots, err := RenderPlots(dir, tc.s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(plots) != tc.wantPlots {
+				t.Errorf("got %d plots %+v, want %d", len(plots), plots, tc.wantPlots)
+			}
+			checkFiles(t, dir, plots)
+		})
+	}
+}
+
+func TestUniqueSlug(t *testing.T) {
+	used := map[string]bool{}
+	var got []string
+	for _, name := range []string{"p2c+eject", "p2c(eject)", "p2c-eject", "p2c"} {
+		got = append(got, uniqueSlug(Slug(name), used))
+	}
+	if d := cmp.Diff([]string{"p2c-eject", "p2c-eject-2", "p2c-eject-3", "p2c"}, got); d != "" {
+		t.Error(d)
+	}
+}
+
+func TestWriteAllNamesFile(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	err := WriteAll(filepath.Join(file, "sub"), sampleSummary())
+	if err == nil || !strings.Contains(err.Error(), "file") {
+		t.Errorf("WriteAll into a path under a file: error %v", err)
+	}
+	err = WriteAll(t.TempDir(), &Summary{TargetRate: math.NaN()})
+	if err == nil || !strings.Contains(err.Error(), SummaryFile) {
+		t.Errorf("WriteAll with a NaN: error %v, want one naming %s", err, SummaryFile)
+	}
+}
+
+func BenchmarkRenderPlots(b *testing.B) {
+	s := sampleSummary()
+	dir := b.TempDir()
+	for b.Loop() {
+		if _, err := RenderPlots(dir, s); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

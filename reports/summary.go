@@ -1,0 +1,143 @@
+// Package reports holds the Summary of one experiment run and renders it as
+// summary.json, report.md, a terminal table and plots.
+//
+// The package knows nothing about how a Summary was measured: the harness (or
+// a simulator) fills it in, and every renderer here reads only the model.
+package reports
+
+import "time"
+
+// Schema identifies the summary.json contract. Fields may be added to the
+// model; existing field names and meanings never change.
+const Schema = "lbchaos/summary/v1"
+
+// Summary is the outcome of one experiment run across all its strategies.
+// JSON field names are the summary.json contract (see ARCHITECTURE.md).
+type Summary struct {
+	Schema          string    `json:"schema"`
+	Experiment      string    `json:"experiment"`
+	Engine          string    `json:"engine"`   // "real" or "sim"
+	Backends        string    `json:"backends"` // "process", "docker", "sim", ...
+	Seed            uint64    `json:"seed"`
+	Started         time.Time `json:"started"`
+	DurationS       float64   `json:"duration_s"` // configured attack duration per strategy
+	TargetRate      float64   `json:"target_rate"`
+	SlowThresholdMs float64   `json:"slow_threshold_ms"`
+	FaultyInstances []int     `json:"faulty_instances"` // ids that had any fault during the run
+
+	Strategies []Strategy `json:"strategies"`
+
+	// Fields beyond the v1 core.
+	Description string        `json:"description,omitempty"`
+	Arrival     string        `json:"arrival,omitempty"` // "poisson" or "constant"
+	TimeoutMs   float64       `json:"timeout_ms,omitempty"`
+	Instances   int           `json:"instances,omitempty"` // instance count
+	Workers     int           `json:"workers"`             // workers per instance (0 = unlimited)
+	Service     string        `json:"service,omitempty"`   // service-time distribution, human readable
+	Faults      []FaultWindow `json:"faults,omitempty"`
+	// Partial is true when the run was interrupted; the numbers cover only
+	// what was measured before the interruption.
+	Partial bool `json:"partial,omitempty"`
+	// Notes lists anything that weakens the measurement (generator behind,
+	// interrupted run, connection cap reached, ...), in plain sentences.
+	Notes []string `json:"notes,omitempty"`
+	// Environment of the run, for reproducing it.
+	GoVersion string `json:"go_version,omitempty"`
+	CPUs      int    `json:"cpus,omitempty"`
+	Version   string `json:"lbchaos_version,omitempty"`
+}
+
+// Strategy is the measured outcome of one strategy.
+type Strategy struct {
+	Name            string     `json:"name"` // as written in the experiment file
+	Requests        int64      `json:"requests"`
+	AchievedRate    float64    `json:"achieved_rate"`
+	GeneratorBehind bool       `json:"generator_behind"`
+	SuccessRatio    float64    `json:"success_ratio"`
+	ErrorRatio      float64    `json:"error_ratio"`
+	TimeoutRatio    float64    `json:"timeout_ratio"`
+	SlowRatio       float64    `json:"slow_ratio"`
+	FaultyShare     float64    `json:"faulty_share"`
+	Ejections       int        `json:"ejections"`
+	LatencyMs       Latency    `json:"latency_ms"`
+	Instances       []Instance `json:"instances"`
+
+	// Fields beyond the v1 core.
+	ElapsedS float64 `json:"elapsed_s"` // wall time the attack actually ran
+	// SendLagMs describes how late requests left relative to the arrival
+	// schedule (0 when the generator kept up).
+	SendLagMs    LagStats  `json:"send_lag_ms"`
+	Unattributed int64     `json:"unattributed,omitempty"` // requests that never reached a backend pick
+	Partial      bool      `json:"partial,omitempty"`
+	Events       []Event   `json:"events,omitempty"` // ejections and re-admissions
+	Timeline     *Timeline `json:"timeline,omitempty"`
+}
+
+// Instance is one backend's share of a strategy's traffic. Requests counts
+// every request sent to it, including those that got no response.
+type Instance struct {
+	ID         int     `json:"id"`
+	Faulty     bool    `json:"faulty"`
+	Requests   int64   `json:"requests"`
+	Share      float64 `json:"share"`
+	Errors     int64   `json:"errors"`
+	ErrorRatio float64 `json:"error_ratio"`
+	LatencyMs  Latency `json:"latency_ms"`
+
+	Timeouts int64 `json:"timeouts"`
+	Slow     int64 `json:"slow"`
+}
+
+// Latency is a latency distribution in milliseconds. It covers every
+// request, failed ones included; a timeout counts as its timeout.
+type Latency struct {
+	Mean float64 `json:"mean"`
+	P50  float64 `json:"p50"`
+	P90  float64 `json:"p90"`
+	P99  float64 `json:"p99"`
+	P999 float64 `json:"p999"`
+	Max  float64 `json:"max"`
+}
+
+// LagStats summarises how far behind schedule requests were sent.
+type LagStats struct {
+	P50 float64 `json:"p50"`
+	P99 float64 `json:"p99"`
+	Max float64 `json:"max"`
+}
+
+// FaultWindow is one scheduled fault: instance, mode, and when it was active,
+// in seconds from the start of each strategy's attack. EndS is the attack
+// duration when the fault was never cleared.
+type FaultWindow struct {
+	Instance int     `json:"instance"`
+	Mode     string  `json:"mode"`
+	Detail   string  `json:"detail,omitempty"` // e.g. "status=503 delay=1ms"
+	StartS   float64 `json:"start_s"`
+	EndS     float64 `json:"end_s"`
+}
+
+// Event is a change in a strategy's view of an instance (ejection,
+// re-admission), at TimeS seconds from the start of the attack.
+type Event struct {
+	TimeS    float64 `json:"t_s"`
+	Instance int     `json:"instance"`
+	Kind     string  `json:"kind"` // "eject" or "readmit"
+}
+
+// Timeline holds per-instance series in fixed buckets of BucketS seconds,
+// by the time each request was sent. Index k covers [k*BucketS, (k+1)*BucketS).
+type Timeline struct {
+	BucketS   float64          `json:"bucket_s"`
+	Instances []InstanceSeries `json:"instances"`
+}
+
+// InstanceSeries is one instance's per-bucket series. All slices have the
+// same length. Latency entries are 0 for buckets without requests.
+type InstanceSeries struct {
+	ID       int       `json:"id"`
+	Requests []int64   `json:"requests"`
+	Errors   []int64   `json:"errors"`
+	P50Ms    []float64 `json:"p50_ms"`
+	P99Ms    []float64 `json:"p99_ms"`
+}

@@ -1,0 +1,107 @@
+package reports
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+)
+
+// behindMarker flags a strategy whose load generator did not keep the target
+// rate, so its latencies describe a lighter load than the experiment asked for.
+const behindMarker = "<<< GENERATOR BEHIND"
+
+// WriteTable writes the terminal comparison of s's strategies: a heading, one
+// row per strategy (requests, achieved rate, faulty share, p50, p99, slow,
+// error and timeout ratios, ejections), a GENERATOR BEHIND marker on rows
+// whose generator fell behind, then one line per note. A partial run is
+// announced as PARTIAL RUN before anything else.
+func WriteTable(w io.Writer, s *Summary) error {
+	if s == nil {
+		return fmt.Errorf("reports: nil summary")
+	}
+	bw := bufio.NewWriter(w)
+	if s.Partial {
+		fmt.Fprintln(bw, "PARTIAL RUN: interrupted; numbers cover only what was measured before the interruption")
+	}
+	fmt.Fprintln(bw, heading(s))
+
+	var rows bytes.Buffer
+	tw := tabwriter.NewWriter(&rows, 0, 0, 2, ' ', 0)
+	slow := "SLOW%"
+	if s.SlowThresholdMs > 0 {
+		slow = "SLOW%>" + fmtNum(s.SlowThresholdMs) + "MS"
+	}
+	fmt.Fprintln(tw, strings.Join([]string{
+		"STRATEGY", "REQUESTS", "RATE/S", "FAULTY%", "P50MS", "P99MS", slow, "ERROR%", "TIMEOUT%", "EJECTIONS", "",
+	}, "\t"))
+	for i := range s.Strategies {
+		st := &s.Strategies[i]
+		faulty := "-"
+		if len(s.FaultyInstances) > 0 {
+			faulty = fmtPct(st.FaultyShare)
+		}
+		var flags []string
+		if st.GeneratorBehind {
+			flags = append(flags, behindMarker)
+		}
+		if st.Partial {
+			flags = append(flags, "PARTIAL")
+		}
+		fmt.Fprintln(tw, strings.Join([]string{
+			st.Name,
+			strconv.FormatInt(st.Requests, 10),
+			fmtNum(st.AchievedRate),
+			faulty,
+			fmtMs(st.LatencyMs.P50),
+			fmtMs(st.LatencyMs.P99),
+			fmtPct(st.SlowRatio),
+			fmtPct(st.ErrorRatio),
+			fmtPct(st.TimeoutRatio),
+			strconv.Itoa(st.Ejections),
+			strings.Join(flags, " "),
+		}, "\t"))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for line := range strings.Lines(rows.String()) {
+		fmt.Fprintln(bw, strings.TrimRight(line, " \n"))
+	}
+	if fair := fairFaultyShare(s); !math.IsNaN(fair) {
+		fmt.Fprintf(bw, "fair share of faulty instance(s) %s: %s%%\n", fmtIDs(s.FaultyInstances), fmtPct(fair))
+	}
+	for _, n := range s.Notes {
+		fmt.Fprintf(bw, "NOTE: %s\n", n)
+	}
+	return bw.Flush()
+}
+
+// heading is a one-line description of the run.
+func heading(s *Summary) string {
+	var b strings.Builder
+	b.WriteString(s.Experiment)
+	if s.Engine != "" || s.Backends != "" {
+		fmt.Fprintf(&b, " (%s)", strings.Join(nonEmpty(s.Engine, s.Backends), ", "))
+	}
+	fmt.Fprintf(&b, ": %s s per strategy at %s req/s", fmtNum(s.DurationS), fmtNum(s.TargetRate))
+	if n := instanceCount(s); n > 0 {
+		fmt.Fprintf(&b, ", %d instances", n)
+	}
+	fmt.Fprintf(&b, ", seed %d", s.Seed)
+	return b.String()
+}
+
+func nonEmpty(ss ...string) []string {
+	var out []string
+	for _, s := range ss {
+		if s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}

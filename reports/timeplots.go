@@ -1,0 +1,290 @@
+package reports
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+)
+
+// timeSeries is the part of a strategy's timeline the time plots draw.
+type timeSeries struct {
+	bucketS float64
+	buckets int
+	series  []InstanceSeries // healthy first, faulty last, each by id
+	faulty  map[int]bool
+	windows [][2]float64 // distinct fault windows, seconds
+	ejects  []Event
+}
+
+// newTimeSeries returns nil when st has no timeline worth drawing.
+func newTimeSeries(s *Summary, st *Strategy) *timeSeries {
+	tl := st.Timeline
+	if tl == nil || len(tl.Instances) == 0 || !(tl.BucketS > 0) || math.IsInf(tl.BucketS, 0) {
+		return nil
+	}
+	ts := &timeSeries{bucketS: tl.BucketS, faulty: faultySet(s, st)}
+	for _, in := range tl.Instances {
+		ts.buckets = max(ts.buckets, len(in.Requests), len(in.Errors), len(in.P50Ms), len(in.P99Ms))
+	}
+	if ts.buckets == 0 {
+		return nil
+	}
+	ts.series = slices.Clone(tl.Instances)
+	slices.SortStableFunc(ts.series, func(a, b InstanceSeries) int {
+		if fa, fb := ts.faulty[a.ID], ts.faulty[b.ID]; fa != fb {
+			if fa {
+				return 1
+			}
+			return -1
+		}
+		return cmp.Compare(a.ID, b.ID)
+	})
+	seen := map[[2]float64]bool{}
+	for _, f := range s.Faults {
+		w := [2]float64{f.StartS, f.EndS}
+		if !finite(w[0]) || !finite(w[1]) || w[1] <= w[0] || seen[w] {
+			continue
+		}
+		seen[w] = true
+		ts.windows = append(ts.windows, w)
+	}
+	for _, e := range st.Events {
+		if e.Kind == "eject" && finite(e.TimeS) {
+			ts.ejects = append(ts.ejects, e)
+		}
+	}
+	return ts
+}
+
+// faultySet holds the ids the summary or the strategy marks faulty.
+func faultySet(s *Summary, st *Strategy) map[int]bool {
+	m := map[int]bool{}
+	for _, id := range s.FaultyInstances {
+		m[id] = true
+	}
+	for _, in := range st.Instances {
+		if in.Faulty {
+			m[in.ID] = true
+		}
+	}
+	return m
+}
+
+func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
+
+// bucketPhrase is "per second" or "per 0.5 s".
+func (ts *timeSeries) bucketPhrase() string {
+	if ts.bucketS == 1 {
+		return "per second"
+	}
+	return "per " + fmtNum(ts.bucketS) + " s"
+}
+
+func (ts *timeSeries) lineStyle(id int) draw.LineStyle {
+	w := healthyLine
+	if ts.faulty[id] {
+		w = faultyLine
+	}
+	return draw.LineStyle{Color: instanceColor(id), Width: w}
+}
+
+func instanceLabel(id int, faulty bool) string {
+	if faulty {
+		return "instance " + strconv.Itoa(id) + " (faulty)"
+	}
+	return "instance " + strconv.Itoa(id)
+}
+
+// newTimePanel returns a panel with the x axis set to the timeline's span
+// and fault windows shaded.
+func (ts *timeSeries) newTimePanel(title, ylabel string) *plot.Plot {
+	p := plot.New()
+	p.Title.Text = title
+	p.Title.TextStyle.Font.Size = vg.Points(13)
+	p.X.Label.Text = "time since start of the attack (s)"
+	p.Y.Label.Text = ylabel
+	p.X.Min, p.X.Max = 0, float64(ts.buckets)*ts.bucketS
+	p.Add(plotter.NewGrid())
+	if len(ts.windows) > 0 {
+		p.Add(&bands{spans: ts.windows, color: faultShade})
+	}
+	return p
+}
+
+// addSeries draws y(k) for the buckets where ok, as lines broken at the
+// buckets where !ok; a lone point becomes a dot.
+func (ts *timeSeries) addSeries(p *plot.Plot, sty draw.LineStyle, y func(k int) (float64, bool)) {
+	var seg plotter.XYs
+	flush := func() {
+		switch len(seg) {
+		case 0:
+		case 1:
+			sc := &plotter.Scatter{XYs: seg, GlyphStyle: draw.GlyphStyle{Color: sty.Color, Radius: sty.Width, Shape: draw.CircleGlyph{}}}
+			p.Add(sc)
+		default:
+			p.Add(&plotter.Line{XYs: seg, LineStyle: sty})
+		}
+		seg = nil
+	}
+	for k := range ts.buckets {
+		v, ok := y(k)
+		if !ok || !finite(v) {
+			flush()
+			continue
+		}
+		seg = append(seg, plotter.XY{X: (float64(k) + 0.5) * ts.bucketS, Y: v})
+	}
+	flush()
+}
+
+// addEjections marks ejections as dotted vertical lines in the ejected
+// instance's colour.
+func (ts *timeSeries) addEjections(p *plot.Plot) {
+	if len(ts.ejects) > 0 {
+		p.Add(&vlines{events: ts.ejects})
+	}
+}
+
+// fillLegend lists the instances (collapsing healthy ones when there are
+// many), then the fault shading and the ejection marks.
+func (ts *timeSeries) fillLegend(f *figure) {
+	healthy := 0
+	for _, in := range ts.series {
+		if !ts.faulty[in.ID] {
+			healthy++
+		}
+	}
+	collapse := len(ts.series) > maxLegendEntries
+	for _, in := range ts.series {
+		if collapse && !ts.faulty[in.ID] {
+			continue
+		}
+		f.addLegend(instanceLabel(in.ID, ts.faulty[in.ID]), &plotter.Line{LineStyle: ts.lineStyle(in.ID)})
+	}
+	if collapse && healthy > 0 {
+		f.addLegend(fmt.Sprintf("%d healthy instances", healthy),
+			&plotter.Line{LineStyle: draw.LineStyle{Color: instanceColor(7), Width: healthyLine}})
+	}
+	if len(ts.windows) > 0 {
+		f.addLegend("fault active", &bands{color: faultShade})
+	}
+	if len(ts.ejects) > 0 {
+		f.addLegend("ejection", &vlines{})
+	}
+}
+
+// latencyFigure plots per-instance p99 (top) and p50 (bottom) latency over
+// time on a shared log-scale axis. Buckets without a positive latency are
+// gaps. It returns nil when there is nothing to draw.
+func latencyFigure(s *Summary, st *Strategy) *figure {
+	ts := newTimeSeries(s, st)
+	if ts == nil {
+		return nil
+	}
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, in := range ts.series {
+		for _, vs := range [][]float64{in.P50Ms, in.P99Ms} {
+			for _, v := range vs {
+				if v > 0 && finite(v) {
+					lo, hi = math.Min(lo, v), math.Max(hi, v)
+				}
+			}
+		}
+	}
+	if lo > hi {
+		return nil
+	}
+	lo, hi = lo/1.3, hi*1.3
+
+	f := &figure{legend: newLegend(), w: figWidth, h: latencyFigHeight}
+	for _, q := range []struct {
+		name string
+		vals func(InstanceSeries) []float64
+	}{
+		{"p99", func(in InstanceSeries) []float64 { return in.P99Ms }},
+		{"p50", func(in InstanceSeries) []float64 { return in.P50Ms }},
+	} {
+		title := fmt.Sprintf("%s: %s latency %s, by instance", st.Name, q.name, ts.bucketPhrase())
+		p := ts.newTimePanel(title, q.name+" latency (ms, log scale)")
+		p.Y.Scale = plot.LogScale{}
+		p.Y.Tick.Marker = logTicks{}
+		if t := s.SlowThresholdMs; t > lo && t < hi {
+			p.Add(&hline{y: t, style: draw.LineStyle{Color: gray(0x55), Width: vg.Points(1), Dashes: []vg.Length{vg.Points(6), vg.Points(3)}}})
+		}
+		for _, in := range ts.series {
+			vals := q.vals(in)
+			ts.addSeries(p, ts.lineStyle(in.ID), func(k int) (float64, bool) {
+				return at(vals, k), k < len(vals) && vals[k] > 0
+			})
+		}
+		ts.addEjections(p)
+		p.Y.Min, p.Y.Max = lo, hi
+		f.panels = append(f.panels, p)
+	}
+	ts.fillLegend(f)
+	if t := s.SlowThresholdMs; t > lo && t < hi {
+		f.addLegend("slow threshold "+fmtNum(t)+" ms",
+			&hline{style: draw.LineStyle{Color: gray(0x55), Width: vg.Points(1), Dashes: []vg.Length{vg.Points(6), vg.Points(3)}}})
+	}
+	return f
+}
+
+// errorFigure plots per-instance errors/requests per bucket in percent.
+// Buckets without requests are gaps. It returns nil when no bucket has
+// requests.
+func errorFigure(s *Summary, st *Strategy) *figure {
+	ts := newTimeSeries(s, st)
+	if ts == nil {
+		return nil
+	}
+	hi, some := 0.0, false
+	ratio := func(in InstanceSeries, k int) (float64, bool) {
+		req := at64(in.Requests, k)
+		if req <= 0 {
+			return 0, false
+		}
+		return 100 * math.Min(1, math.Max(0, float64(at64(in.Errors, k))/float64(req))), true
+	}
+	for _, in := range ts.series {
+		for k := range ts.buckets {
+			if v, ok := ratio(in, k); ok {
+				hi, some = math.Max(hi, v), true
+			}
+		}
+	}
+	if !some {
+		return nil
+	}
+	f := &figure{legend: newLegend(), w: figWidth, h: figHeight}
+	title := fmt.Sprintf("%s: error rate %s, by instance", st.Name, ts.bucketPhrase())
+	p := ts.newTimePanel(title, "errors / requests (%)")
+	for _, in := range ts.series {
+		ts.addSeries(p, ts.lineStyle(in.ID), func(k int) (float64, bool) { return ratio(in, k) })
+	}
+	ts.addEjections(p)
+	p.Y.Min, p.Y.Max = 0, math.Max(1, hi*1.08)
+	f.panels = append(f.panels, p)
+	ts.fillLegend(f)
+	return f
+}
+
+func at(vs []float64, k int) float64 {
+	if k < len(vs) {
+		return vs[k]
+	}
+	return 0
+}
+
+func at64(vs []int64, k int) int64 {
+	if k < len(vs) {
+		return vs[k]
+	}
+	return 0
+}
