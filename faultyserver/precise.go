@@ -15,7 +15,7 @@ import (
 // fires up to 1 ms late, 0.5 ms on average.
 //
 // precise therefore finishes the last preciseSpan of every sleep on one
-// goroutine per server that waits with nanosleep(2), in slices of at most
+// goroutine per process that waits with nanosleep(2), in slices of at most
 // preciseSlice so that a deadline added while it sleeps is not missed by
 // more than that. The coarse part before it stays on ordinary timers, so
 // the goroutine only works when a deadline is near.
@@ -67,16 +67,13 @@ func (p *precise) at(t time.Time) <-chan struct{} {
 }
 
 func (p *precise) loop() {
-	// Sleep on a thread of its own whose timer slack is minimal: the
-	// default slack of 50 µs would be added to every wake-up.
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	tightenTimerSlack()
 	for {
 		p.mu.Lock()
 		now := time.Now()
+		fired := false
 		for len(p.h) > 0 && !p.h[0].at.After(now) {
 			close(heap.Pop(&p.h).(deadlineEntry).ch)
+			fired = true
 		}
 		if len(p.h) == 0 {
 			p.running = false
@@ -85,6 +82,15 @@ func (p *precise) loop() {
 		}
 		wait := p.h[0].at.Sub(now)
 		p.mu.Unlock()
+		if fired {
+			// Let the woken handlers run on this P now: during nanosleep the
+			// P is held in a system call until the runtime retakes it.
+			runtime.Gosched()
+			continue
+		}
+		// The default timer slack of 50 µs would be added to every wake-up.
+		// The goroutine may have moved threads, so set it each time.
+		tightenTimerSlack()
 		nanosleep(min(wait, preciseSlice))
 	}
 }

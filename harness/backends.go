@@ -12,17 +12,15 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lbchaos/lbchaos/experiments"
 	"github.com/lbchaos/lbchaos/faultyserver"
 )
 
-// FleetSpec describes the backends one strategy runs against.
+// FleetSpec describes the backends one strategy runs against: the
+// experiment's instances, and the run's seed (mixed with each instance id).
 type FleetSpec struct {
-	Count         int
-	Workers       int // 0 = unlimited
-	QueueLimit    int // 0 = unbounded
-	KeepAbandoned bool
-	Service       faultyserver.Dist
-	Seed          uint64 // mixed with each instance id
+	experiments.Instances
+	Seed uint64
 }
 
 // Backend is one running instance.

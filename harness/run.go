@@ -170,14 +170,7 @@ func (l *eventLog) setStart(t time.Time) {
 
 // runStrategy measures one strategy against a fresh fleet.
 func runStrategy(ctx context.Context, exp *experiments.Experiment, name string, opts Options) (st *reports.Strategy, notes []string, err error) {
-	fleet, err := opts.Provider.Start(ctx, FleetSpec{
-		Count:         exp.Instances.Count,
-		Workers:       exp.Instances.Workers,
-		QueueLimit:    exp.Instances.QueueLimit,
-		KeepAbandoned: exp.Instances.KeepAbandoned,
-		Service:       exp.Instances.Service,
-		Seed:          exp.Seed,
-	})
+	fleet, err := opts.Provider.Start(ctx, FleetSpec{Instances: exp.Instances, Seed: exp.Seed})
 	if err != nil {
 		return nil, nil, fmt.Errorf("start %s backends: %w", opts.Provider.Name(), err)
 	}

@@ -11,9 +11,10 @@ func init() {
 // leastInflight picks the host with the fewest requests in flight from this
 // Balancer, scanning every given host (Envoy's least_request in full-scan
 // mode, nginx's least_conn without weights). Ties are broken uniformly at
-// random by reservoir sampling over the tied hosts: the k-th tie seen
-// replaces the current choice with probability 1/k, so every tie is chosen
-// with probability 1/(number of ties) whatever the order of hosts.
+// random: a first pass finds the least count and how many hosts share it, a
+// second takes the k-th of them for one uniform draw k, so every tie is
+// chosen with probability 1/(number of ties) whatever the order of hosts,
+// at the cost of one random number per pick rather than one per tie.
 //
 // nginx breaks ties by weighted round robin instead; a random tie-break
 // avoids sending every request of a burst to the lowest id.
@@ -28,19 +29,33 @@ type leastInflight struct {
 var _ Picker = (*leastInflight)(nil)
 
 func (l *leastInflight) Pick(_ Request, hosts []int) (int, func(Outcome)) {
-	best := hosts[0]
-	least := l.inflight[best]
+	// First pass: the least count and how many hosts share it.
+	least := l.inflight[hosts[0]]
 	ties := 1
 	for _, h := range hosts[1:] {
 		switch n := l.inflight[h]; {
 		case n < least:
-			best, least, ties = h, n, 1
+			least, ties = n, 1
 		case n == least:
 			ties++
-			if l.rand.IntN(ties) == 0 {
-				best = h
+		}
+	}
+	if ties == 1 {
+		for _, h := range hosts {
+			if l.inflight[h] == least {
+				return h, noDone
 			}
 		}
 	}
-	return best, noDone
+	// Second pass: the k-th tied host, k uniform in [0, ties).
+	k := l.rand.IntN(ties)
+	for _, h := range hosts {
+		if l.inflight[h] == least {
+			if k == 0 {
+				return h, noDone
+			}
+			k--
+		}
+	}
+	panic("unreachable: a tied host was counted but not found")
 }

@@ -1,0 +1,242 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/lbchaos/lbchaos/reports"
+)
+
+func runCLI(t *testing.T, ctx context.Context, args ...string) (stdout, stderr string, err error) {
+	t.Helper()
+	var o, e bytes.Buffer
+	err = run(ctx, args, &o, &e)
+	return o.String(), e.String(), err
+}
+
+func exitCode(err error) int {
+	var ee *exitError
+	if errors.As(err, &ee) {
+		return ee.code
+	}
+	if err != nil {
+		return 1
+	}
+	return 0
+}
+
+func readSummary(t *testing.T, dir string) *reports.Summary {
+	t.Helper()
+	f, err := os.Open(filepath.Join(dir, "summary.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	s, err := reports.ReadJSON(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func TestList(t *testing.T) {
+	out, _, err := runCLI(t, context.Background(), "list")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"baseline", "fast-fail", "slow-instance"} {
+		if !strings.Contains(out, name+" ") {
+			t.Errorf("list does not show %s:\n%s", name, out)
+		}
+	}
+}
+
+func TestRunWritesReportAndLatest(t *testing.T) {
+	results := t.TempDir()
+	out, errOut, err := runCLI(t, context.Background(), "run", "fast-fail",
+		"--duration", "1s", "--rate", "400", "--strategies", "round-robin,least-inflight+eject(consecutive=5,duration=5s)",
+		"--results", results, "--seed", "9")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, errOut)
+	}
+	latest := filepath.Join(results, "fast-fail", "latest")
+	target, err := os.Readlink(latest)
+	if err != nil {
+		t.Fatalf("latest link: %v", err)
+	}
+	if filepath.IsAbs(target) || !strings.HasSuffix(target, "Z") {
+		t.Errorf("latest points at %q, want a relative timestamp directory", target)
+	}
+	for _, f := range []string{"summary.json", "report.md", "share.png", "share.svg", "experiment.yaml",
+		"latency-round-robin.png", "errors-round-robin.png"} {
+		if _, err := os.Stat(filepath.Join(latest, f)); err != nil {
+			t.Errorf("missing %s: %v", f, err)
+		}
+	}
+	s := readSummary(t, latest)
+	if s.Experiment != "fast-fail" || s.Seed != 9 || s.TargetRate != 400 || s.DurationS != 1 || len(s.Strategies) != 2 {
+		t.Errorf("summary header: %+v", s)
+	}
+	if s.Backends != "process" || s.Engine != "real" || s.Partial {
+		t.Errorf("backends %q engine %q partial %v", s.Backends, s.Engine, s.Partial)
+	}
+	// The terminal shows the comparison table.
+	if !strings.Contains(out, "round-robin") || !strings.Contains(out, "report: ") {
+		t.Errorf("stdout lacks the table:\n%s", out)
+	}
+	if !strings.Contains(errOut, "[1/2] round-robin") {
+		t.Errorf("no progress on stderr:\n%s", errOut)
+	}
+}
+
+func TestRunErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"no command", nil, 2, "no command given"},
+		{"unknown command", []string{"frobnicate"}, 2, `unknown command "frobnicate"`},
+		{"no experiment", []string{"run"}, 2, "run takes one experiment name or file, got 0"},
+		{"unknown experiment", []string{"run", "nope"}, 1, `unknown experiment "nope"`},
+		{"bad backends", []string{"run", "baseline", "--backends", "cloud"}, 2, `--backends: unknown value "cloud"`},
+		{"bad rate", []string{"run", "baseline", "--rate", "-3"}, 2, "--rate: must be > 0"},
+		{"bad duration flag", []string{"run", "baseline", "--duration", "soon"}, 2, `invalid value "soon" for flag -duration`},
+		{"bad strategy", []string{"run", "baseline", "--strategies", "round-robin,fastest"}, 2, `strategies[1]: unknown strategy "fastest"`},
+		{"missing file", []string{"run", "./does-not-exist.yaml"}, 1, "does-not-exist.yaml"},
+		{"serve bad service", []string{"serve", "--service", "fixed:soon"}, 2, `--service: fixed: want a duration like 10ms, got "soon"`},
+		{"serve bad fault", []string{"serve", "--fault", `{"mode":"error-rate","p":2}`}, 2, "--fault: p: must be within [0,1]"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, _, err := runCLI(t, context.Background(), tt.args...)
+			if err == nil {
+				t.Fatal("no error")
+			}
+			if got := exitCode(err); got != tt.code {
+				t.Errorf("exit code %d, want %d (%v)", got, tt.code, err)
+			}
+			if !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("error %q\nwant it to contain %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestParseDist(t *testing.T) {
+	tests := []struct {
+		in, want, err string
+	}{
+		{in: "fixed:10ms", want: "fixed 10ms"},
+		{in: "uniform:5ms,15ms", want: "uniform"},
+		{in: "exponential:10ms", want: "exponential"},
+		{in: "normal:167ms,5ms", want: "normal"},
+		{in: "lognormal:10ms,0.5", want: "lognormal"},
+		{in: "pareto:1", err: `unknown distribution "pareto"`},
+		{in: "fixed", err: `fixed takes 1 parameter(s), got ""`},
+		{in: "normal:1ms", err: "normal takes 2 parameter(s)"},
+		{in: "lognormal:10ms,wide", err: `sigma: want a number, got "wide"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			d, err := parseDist(tt.in)
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.err) {
+					t.Fatalf("err = %v, want %q", err, tt.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(d.String(), tt.want) {
+				t.Errorf("%s parsed as %s", tt.in, d)
+			}
+		})
+	}
+}
+
+func TestSplitStrategies(t *testing.T) {
+	got := splitStrategies("p2c, least-inflight+eject(consecutive=5,duration=5s) ,random")
+	want := []string{"p2c", "least-inflight+eject(consecutive=5,duration=5s)", "random"}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("got %q", got)
+	}
+}
+
+// TestInterruptWritesPartialResults sends SIGINT to a real lbchaos process
+// in the middle of an attack and checks that it exits 130 after writing what
+// it measured, marked partial.
+func TestInterruptWritesPartialResults(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "lbchaos")
+	build := exec.Command("go", "build", "-o", bin, ".")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	out := filepath.Join(dir, "out")
+	cmd := exec.Command(bin, "run", "slow-instance", "--duration", "30s", "--rate", "500", "--out", out)
+	var stderr syncBuffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// Wait until the attack is under way.
+	deadline := time.Now().Add(15 * time.Second)
+	for !strings.Contains(stderr.String(), "[1/5]") && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	time.Sleep(1500 * time.Millisecond)
+	sent := time.Now()
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	err := cmd.Wait()
+	if took := time.Since(sent); took > 10*time.Second {
+		t.Errorf("took %v to stop after SIGINT", took)
+	}
+	var xe *exec.ExitError
+	if !errors.As(err, &xe) || xe.ExitCode() != 130 {
+		t.Fatalf("exit: %v, want code 130\n%s", err, stderr.String())
+	}
+	s := readSummary(t, out)
+	if !s.Partial || len(s.Strategies) != 1 || !s.Strategies[0].Partial || s.Strategies[0].Requests == 0 {
+		raw, _ := json.Marshal(s)
+		t.Errorf("summary not partial as expected: %s", raw)
+	}
+	if _, err := os.Stat(filepath.Join(out, "report.md")); err != nil {
+		t.Error(err)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for one writer and concurrent readers.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
