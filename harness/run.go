@@ -14,6 +14,7 @@ import (
 	"net/url"
 	"runtime"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -126,7 +127,7 @@ func newSummary(exp *experiments.Experiment, backends string) *reports.Summary {
 		sum.Faults = append(sum.Faults, reports.FaultWindow{
 			Instance: f.Instance,
 			Mode:     f.Spec.Mode(),
-			Detail:   faultyserver.Describe(f.Spec),
+			Detail:   strings.TrimSpace(strings.TrimPrefix(faultyserver.Describe(f.Spec), f.Spec.Mode())),
 			StartS:   f.At.Seconds(),
 			EndS:     end.Seconds(),
 		})
@@ -198,11 +199,11 @@ func runStrategy(ctx context.Context, exp *experiments.Experiment, name string, 
 		return nil, nil, err
 	}
 
-	bal := NewBalancer(lb, targets, opts.MaxConnsPerInstance, ctx)
+	bal := NewBalancer(lb, targets, exp.Timeout, opts.MaxConnsPerInstance, ctx)
 	defer bal.CloseIdleConnections()
 	client := &http.Client{
-		Transport: bal,
-		Timeout:   exp.Timeout,
+		Transport: bal, // applies the request timeout itself
+		Timeout:   0,
 		CheckRedirect: func(*http.Request, []*http.Request) error {
 			return http.ErrUseLastResponse
 		},

@@ -165,6 +165,9 @@ strategies: [round-robin]
 			}
 		}
 	}
+	if st.Instances[1].Errors != st.Instances[1].Timeouts {
+		t.Errorf("instance 1: %d errors but %d timeouts; every error here is a timeout", st.Instances[1].Errors, st.Instances[1].Timeouts)
+	}
 	if st.Instances[1].Timeouts < 80 || st.Instances[0].Timeouts != 0 {
 		t.Errorf("timeouts: instance 0 %d, instance 1 %d", st.Instances[0].Timeouts, st.Instances[1].Timeouts)
 	}
@@ -177,6 +180,36 @@ strategies: [round-robin]
 	}
 	if len(sum.Faults) != 1 || sum.Faults[0].StartS != 1 || sum.Faults[0].EndS != 2 {
 		t.Errorf("fault windows %+v", sum.Faults)
+	}
+}
+
+func TestRunClientQueueAtConnectionBound(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real load")
+	}
+	exp := mustExperiment(t, "bound", `
+duration: 1s
+arrival: constant
+rate: 100
+timeout: 400ms
+instances: {count: 2, workers: 0, service: {dist: fixed, value: 1ms}}
+faults:
+  - {instance: 0, at: 0s, fault: {mode: hang}}
+strategies: [round-robin]
+`)
+	sum, err := Run(context.Background(), exp, Options{MaxConnsPerInstance: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := sum.Strategies[0]
+	checkAccounting(t, st)
+	in0 := st.Instances[0]
+	// Requests that timed out waiting for a connection are timeouts too.
+	if in0.Requests < 40 || in0.Errors != in0.Requests || in0.Timeouts != in0.Requests {
+		t.Errorf("instance 0: %d requests, %d errors, %d timeouts; want all timed out", in0.Requests, in0.Errors, in0.Timeouts)
+	}
+	if !strings.Contains(strings.Join(sum.Notes, "\n"), "bound of 2 connections") {
+		t.Errorf("notes do not mention the connection bound: %q", sum.Notes)
 	}
 }
 

@@ -32,6 +32,7 @@ type Balancer struct {
 	targets []*url.URL
 	base    *http.Transport
 	abort   context.Context // cancelled when the run is interrupted
+	timeout time.Duration   // per request, body included; 0 = none
 
 	routes routes
 	// connCap is the per-instance connection bound; capHits counts requests
@@ -44,10 +45,11 @@ type Balancer struct {
 var _ http.RoundTripper = (*Balancer)(nil)
 
 // NewBalancer routes requests across targets (base URLs, one per instance,
-// indexed by instance id) with lb. maxConns bounds connections per instance
+// indexed by instance id) with lb. Each request, body included, is cut off
+// after timeout (0 = never); maxConns bounds connections per instance
 // (0 = unbounded). Requests still running when abort is cancelled are
 // cancelled and reported as aborted.
-func NewBalancer(lb *strategies.Balancer, targets []*url.URL, maxConns int, abort context.Context) *Balancer {
+func NewBalancer(lb *strategies.Balancer, targets []*url.URL, timeout time.Duration, maxConns int, abort context.Context) *Balancer {
 	dialer := &net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}
 	idle := maxConns
 	if idle == 0 || idle > 4096 {
@@ -57,6 +59,7 @@ func NewBalancer(lb *strategies.Balancer, targets []*url.URL, maxConns int, abor
 		lb:      lb,
 		targets: targets,
 		abort:   abort,
+		timeout: timeout,
 		connCap: maxConns,
 		base: &http.Transport{
 			Proxy:       nil, // backends are local; never go through an environment proxy
@@ -104,7 +107,7 @@ func (r *routes) take(seq uint64) (*route, bool) {
 	return rt, ok
 }
 
-// Take returns the route recorded for Vegeta sequence number seq.
+// take returns the route recorded for Vegeta sequence number seq.
 func (b *Balancer) take(seq uint64) (*route, bool) { return b.routes.take(seq) }
 
 // RoundTrip implements http.RoundTripper.
@@ -120,7 +123,19 @@ func (b *Balancer) RoundTrip(req *http.Request) (*http.Response, error) {
 		b.capHits.Add(1)
 	}
 
-	ctx, cancel := context.WithCancel(req.Context())
+	// The request timeout is applied here rather than by http.Client: the
+	// client's timer would cancel through Request.Cancel, racing the
+	// deadline, and a timeout could pass for an ordinary cancellation. It
+	// covers the whole exchange, body included.
+	var (
+		ctx    context.Context
+		cancel context.CancelFunc
+	)
+	if b.timeout > 0 {
+		ctx, cancel = context.WithTimeout(req.Context(), b.timeout)
+	} else {
+		ctx, cancel = context.WithCancel(req.Context())
+	}
 	stop := context.AfterFunc(b.abort, func() {
 		rt.aborted.Store(true)
 		cancel()
@@ -135,7 +150,7 @@ func (b *Balancer) RoundTrip(req *http.Request) (*http.Response, error) {
 		stop()
 		cancel()
 		b.inflight[ep].Add(-1)
-		timeout := err != nil && isTimeout(req.Context(), err)
+		timeout := err != nil && !rt.aborted.Load() && isTimeout(ctx, err)
 		rt.timeout.Store(timeout)
 		done(strategies.Outcome{Status: status, Err: err, Timeout: timeout, Latency: time.Since(start)})
 	}
@@ -150,9 +165,12 @@ func (b *Balancer) RoundTrip(req *http.Request) (*http.Response, error) {
 }
 
 // isTimeout reports whether err ended the request because its deadline (the
-// client's timeout) passed.
+// request timeout) passed.
 func isTimeout(ctx context.Context, err error) bool {
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return true
+	}
+	if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl) {
 		return true
 	}
 	var ne net.Error
