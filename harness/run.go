@@ -269,7 +269,12 @@ func runStrategy(ctx context.Context, exp *experiments.Experiment, name string, 
 			if now.Sub(lastLog) >= opts.ProgressEvery {
 				lastLog = now
 				el := now.Sub(start).Truncate(time.Second)
-				fmt.Fprintf(opts.Log, "      %v/%v: %d results, %.2f%% errors\n", el, exp.Duration, sent, 100*ratio(errs, sent))
+				if el <= exp.Duration {
+					fmt.Fprintf(opts.Log, "      %v/%v: %d results, %.2f%% errors\n", el, exp.Duration, sent, 100*ratio(errs, sent))
+				} else {
+					fmt.Fprintf(opts.Log, "      %v: attack over; %d results, waiting for %d requests still in flight (timeout %v)\n",
+						el, sent, bal.InFlight(), exp.Timeout)
+				}
 			}
 		case <-done:
 			done = nil

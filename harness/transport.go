@@ -180,6 +180,15 @@ func isTimeout(ctx context.Context, err error) bool {
 // CloseIdleConnections closes the balancer's idle connections.
 func (b *Balancer) CloseIdleConnections() { b.base.CloseIdleConnections() }
 
+// InFlight returns how many requests are between pick and done.
+func (b *Balancer) InFlight() int64 {
+	var n int64
+	for i := range b.inflight {
+		n += b.inflight[i].Load()
+	}
+	return n
+}
+
 // CapHits returns how many requests found their instance at the connection
 // bound and had to wait in the client for a connection.
 func (b *Balancer) CapHits() int64 { return b.capHits.Load() }

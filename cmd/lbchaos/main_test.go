@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lbchaos/lbchaos/faultyserver"
 	"github.com/lbchaos/lbchaos/reports"
 )
 
@@ -239,4 +242,56 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+func TestServeRunsAnInstanceUntilCancelled(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		var o, e bytes.Buffer
+		done <- run(ctx, []string{"serve", "--id", "4", "--listen", addr, "--workers", "2",
+			"--service", "fixed:1ms", "--fault", `{"mode":"fail","status":502}`}, &o, &e)
+	}()
+	ctl := &faultyserver.Client{BaseURL: "http://" + addr}
+	deadline := time.Now().Add(5 * time.Second)
+	for ctl.Healthy(ctx) != nil {
+		if time.Now().After(deadline) {
+			t.Fatal("serve did not come up")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	get := func() (int, string) {
+		resp, err := http.Get("http://" + addr + "/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		return resp.StatusCode, resp.Header.Get(faultyserver.InstanceHeader)
+	}
+	// The fault given on the command line is in force from the start.
+	if code, id := get(); code != 502 || id != "4" {
+		t.Errorf("with --fault: status %d instance %q, want 502 from 4", code, id)
+	}
+	if err := ctl.ClearFault(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if code, _ := get(); code != 200 {
+		t.Errorf("after clearing: status %d", code)
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("serve returned %v after cancel", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("serve did not stop")
+	}
 }
