@@ -5,12 +5,17 @@ NAME    ?=
 ARGS    ?=
 PKGS    := ./...
 
-.PHONY: all build experiment list test vet fmt-check bench bench-strategies bench-harness clean
+.PHONY: all build image experiment list test vet fmt-check bench bench-strategies bench-harness clean
 
 all: build
 
+# Static, so the same binary serves as the backend containers' entry point.
 build:
-	$(GO) build -o $(BIN) ./cmd/lbchaos
+	CGO_ENABLED=0 $(GO) build -o $(BIN) ./cmd/lbchaos
+
+# The backend image (FROM scratch + this binary), tagged by content hash.
+image: build
+	./$(BIN) image
 
 list: build
 	@./$(BIN) list
@@ -41,5 +46,7 @@ bench-strategies:
 bench-harness:
 	$(GO) test -run '^$$' -bench Overhead -benchtime 1x -timeout 20m ./harness/
 
+# Removes lbchaos's containers and networks (if Docker runs), bin/ and results/.
 clean:
+	@if [ -x $(BIN) ]; then ./$(BIN) clean; else CGO_ENABLED=0 $(GO) run ./cmd/lbchaos clean; fi
 	rm -rf bin results

@@ -94,6 +94,17 @@ func (e *Experiment) FaultyInstances() []int {
 	return ids
 }
 
+// NeedsContainers reports whether any fault acts on containers (pause,
+// kill, cpu), which only a container backend can apply.
+func (e *Experiment) NeedsContainers() bool {
+	for _, f := range e.Faults {
+		if faultyserver.IsContainerFault(f.Spec) {
+			return true
+		}
+	}
+	return false
+}
+
 // file is the on-disk shape. Durations are strings so that errors can name
 // the field; nested free-form objects are decoded by their owners.
 type file struct {

@@ -11,7 +11,7 @@ import (
 )
 
 func TestShippedExperimentsLoad(t *testing.T) {
-	want := []string{"baseline", "fast-fail", "slow-instance"}
+	want := []string{"baseline", "crash", "fast-fail", "freeze", "noisy-neighbor", "slow-instance"}
 	if diff := cmp.Diff(want, Names()); diff != "" {
 		t.Fatalf("Names() mismatch (-want +got):\n%s", diff)
 	}
@@ -180,7 +180,7 @@ func TestLoadFileAndUnknownName(t *testing.T) {
 	if e.Source != path || e.Name != "t" {
 		t.Errorf("source %q name %q", e.Source, e.Name)
 	}
-	if _, err := Load("nope"); err == nil || !strings.Contains(err.Error(), `unknown experiment "nope" (shipped: baseline, fast-fail, slow-instance`) {
+	if _, err := Load("nope"); err == nil || !strings.Contains(err.Error(), `unknown experiment "nope" (shipped: baseline, crash, fast-fail`) {
 		t.Errorf("err = %v", err)
 	}
 	if _, err := Load(filepath.Join(dir, "missing.yaml")); err == nil {
@@ -212,5 +212,17 @@ func TestOverrides(t *testing.T) {
 	}
 	if _, err := e.Apply(Overrides{Rate: -1}); err == nil || !strings.Contains(err.Error(), "--rate") {
 		t.Errorf("negative rate: %v", err)
+	}
+}
+
+func TestNeedsContainers(t *testing.T) {
+	for name, want := range map[string]bool{"baseline": false, "fast-fail": false, "crash": true, "freeze": true, "noisy-neighbor": true} {
+		e, err := Load(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := e.NeedsContainers(); got != want {
+			t.Errorf("%s: NeedsContainers() = %v, want %v", name, got, want)
+		}
 	}
 }

@@ -18,10 +18,14 @@ var (
 	_ Fault = ErrorRate{}
 	_ Fault = Hang{}
 	_ Fault = Reset{}
+
+	_ ContainerFault = Pause{}
+	_ ContainerFault = Kill{}
+	_ ContainerFault = CPU{}
 )
 
 func TestFaultModes(t *testing.T) {
-	want := []string{"error-rate", "fail", "hang", "reset", "slow"}
+	want := []string{"cpu", "error-rate", "fail", "hang", "kill", "pause", "reset", "slow"}
 	if diff := cmp.Diff(want, FaultModes()); diff != "" {
 		t.Fatalf("FaultModes() mismatch (-want +got):\n%s", diff)
 	}
@@ -45,6 +49,9 @@ var roundTrips = []struct {
 	{"hang", Hang{}, `{"mode":"hang"}`, "hang"},
 	{"hang unhealthy", Hang{Health{Status: 500}}, `{"mode":"hang","health_status":500}`, "hang health_status=500"},
 	{"reset", Reset{}, `{"mode":"reset"}`, "reset"},
+	{"pause", Pause{}, `{"mode":"pause"}`, "pause"},
+	{"kill", Kill{}, `{"mode":"kill"}`, "kill"},
+	{"cpu", CPU{CPUs: 0.1}, `{"mode":"cpu","cpus":0.1}`, "cpu cpus=0.1"},
 }
 
 func TestMarshalParseRoundTrip(t *testing.T) {
@@ -172,6 +179,10 @@ func TestPlan(t *testing.T) {
 		{"error-rate always", ErrorRate{P: 1, Status: 503}, Action{Kind: ActionFail, Status: 503}},
 		{"hang", Hang{}, Action{Kind: ActionHang}},
 		{"reset", Reset{}, Action{Kind: ActionReset}},
+		{"pause hangs", Pause{}, Action{Kind: ActionHang}},
+		{"kill resets", Kill{}, Action{Kind: ActionReset}},
+		{"cpu tenth is ten times slower", CPU{CPUs: 0.1}, Action{Kind: ActionServe, Service: 100 * time.Millisecond}},
+		{"cpu above one unchanged", CPU{CPUs: 2}, Action{Kind: ActionServe, Service: base}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -242,5 +253,42 @@ func TestFaultSpec(t *testing.T) {
 	err = yaml.Unmarshal([]byte("faults:\n  - mode: fail\n    status: 200\n"), &bad)
 	if err == nil || !strings.Contains(err.Error(), "status: must be within") {
 		t.Errorf("YAML with a bad status: error %v, want one naming status", err)
+	}
+}
+
+func TestContainerFaults(t *testing.T) {
+	for _, m := range FaultModes() {
+		f, err := ParseFault([]byte(`{"mode":"` + m + `","cpus":0.5}`))
+		if m != "cpu" {
+			f, err = ParseFault([]byte(`{"mode":"` + m + `"}`))
+			if m == "slow" {
+				f, err = ParseFault([]byte(`{"mode":"slow","factor":2}`))
+			}
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", m, err)
+		}
+		want := m == "pause" || m == "kill" || m == "cpu"
+		if got := IsContainerFault(f); got != want {
+			t.Errorf("IsContainerFault(%s) = %v, want %v", m, got, want)
+		}
+	}
+	if _, err := ParseFault([]byte(`{"mode":"cpu"}`)); err == nil || !strings.Contains(err.Error(), "cpus: must be within") {
+		t.Errorf("cpu without cpus: %v", err)
+	}
+	if _, err := ParseFault([]byte(`{"mode":"pause","health_status":500}`)); err == nil {
+		t.Error("pause accepted health_status")
+	}
+	s, err := New(Config{Service: Fixed(0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	err = s.SetFault(Pause{})
+	if err == nil || !strings.Contains(err.Error(), `"pause" acts on the instance's container`) {
+		t.Errorf("server took a container fault: %v", err)
+	}
+	if s.Fault() != nil {
+		t.Error("fault changed")
 	}
 }

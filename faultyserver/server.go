@@ -96,6 +96,7 @@ type Server struct {
 	pool *pool
 
 	randMu  sync.Mutex // guards rng and sampler
+	src     *rand.PCG  // rng's source, reseeded by Reset
 	rng     *rand.Rand
 	sampler *Sampler
 
@@ -119,7 +120,8 @@ func New(cfg Config) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("faultyserver: config: %w", err)
 	}
-	rng := rand.New(rand.NewPCG(cfg.Seed, pcgStream))
+	src := rand.NewPCG(cfg.Seed, pcgStream)
+	rng := rand.New(src)
 	sampler, err := NewSampler(cfg.Service, rng)
 	if err != nil {
 		return nil, fmt.Errorf("faultyserver: config: service: %w", err)
@@ -128,6 +130,7 @@ func New(cfg Config) (*Server, error) {
 		cfg:     cfg,
 		id:      strconv.Itoa(cfg.ID),
 		pool:    newPool(cfg.Workers, cfg.QueueLimit),
+		src:     src,
 		rng:     rng,
 		sampler: sampler,
 		drain:   make(chan struct{}),
@@ -152,6 +155,9 @@ func (s *Server) SetFault(f Fault) error {
 	}
 	if err := f.Validate(); err != nil {
 		return err
+	}
+	if IsContainerFault(f) {
+		return errContainerFault(f)
 	}
 	s.fault.Store(&faultBox{f})
 	return nil
@@ -187,13 +193,19 @@ func (s *Server) Stats() Stats {
 	return st
 }
 
-// Reset clears the fault and zeroes the served, failed and dropped counters.
-// InFlight and Queued describe requests still in the server and are kept.
+// Reset clears the fault, zeroes the served, failed and dropped counters and
+// reseeds the random source from Config.Seed. InFlight and Queued describe
+// requests still in the server and are kept.
 func (s *Server) Reset() {
 	s.ClearFault()
 	s.served.Store(0)
 	s.failed.Store(0)
 	s.dropped.Store(0)
+	// Reseed, so that the same requests draw the same service times and
+	// fault decisions as on a new server with this configuration.
+	s.randMu.Lock()
+	s.src.Seed(s.cfg.Seed, pcgStream)
+	s.randMu.Unlock()
 }
 
 // Close answers every request waiting in the server 503 at once (queued,

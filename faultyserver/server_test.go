@@ -426,3 +426,31 @@ func TestHealthz(t *testing.T) {
 		})
 	}
 }
+
+func TestResetReseeds(t *testing.T) {
+	cfg := Config{Workers: 1, Seed: 42, Service: Dist{Kind: DistNormal, Mean: Duration(10 * time.Millisecond), SD: Duration(3 * time.Millisecond)}}
+	draw := func(s *Server) []time.Duration {
+		var out []time.Duration
+		for range 20 {
+			out = append(out, s.plan().Service)
+		}
+		return out
+	}
+	a, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	first := draw(a)
+	a.Reset()
+	again := draw(a)
+	b, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	fresh := draw(b)
+	if !slices.Equal(first, again) || !slices.Equal(first, fresh) {
+		t.Errorf("service times after Reset differ from a new server's:\n%v\n%v\n%v", first, again, fresh)
+	}
+}

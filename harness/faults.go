@@ -3,6 +3,7 @@ package harness
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"sort"
 	"sync"
 	"time"
@@ -16,6 +17,7 @@ type faultOp struct {
 	at       time.Duration
 	instance int
 	fault    faultyserver.Fault // nil = clear
+	clears   faultyserver.Fault // for a clear: the fault it ends
 	index    int                // position in the experiment's fault list
 }
 
@@ -24,7 +26,7 @@ func faultOps(faults []experiments.Fault, duration time.Duration) []faultOp {
 	for i, f := range faults {
 		ops = append(ops, faultOp{at: f.At, instance: f.Instance, fault: f.Spec, index: i})
 		if f.Until != 0 && f.Until < duration {
-			ops = append(ops, faultOp{at: f.Until, instance: f.Instance, index: i})
+			ops = append(ops, faultOp{at: f.Until, instance: f.Instance, clears: f.Spec, index: i})
 		}
 	}
 	// Clears before sets at the same instant, so back-to-back windows on one
@@ -42,7 +44,9 @@ func faultOps(faults []experiments.Fault, duration time.Duration) []faultOp {
 // relative to the start of the attack. Operations due at 0 are applied
 // before the attack starts (apply), the rest by a goroutine (run).
 type faultRunner struct {
-	fleet []Backend
+	fleet Fleet
+	chaos ContainerChaos              // nil when the fleet has no containers
+	moved func(id int, base *url.URL) // told when a restarted instance's address changed
 	ops   []faultOp
 
 	mu      sync.Mutex
@@ -50,40 +54,96 @@ type faultRunner struct {
 	applied []time.Duration // when each op was actually applied, -1 if not
 }
 
-func newFaultRunner(fleet []Backend, faults []experiments.Fault, duration time.Duration) *faultRunner {
+func newFaultRunner(fleet Fleet, faults []experiments.Fault, duration time.Duration, moved func(int, *url.URL)) *faultRunner {
 	ops := faultOps(faults, duration)
 	applied := make([]time.Duration, len(ops))
 	for i := range applied {
 		applied[i] = -1
 	}
-	return &faultRunner{fleet: fleet, ops: ops, applied: applied}
+	chaos, _ := fleet.(ContainerChaos)
+	return &faultRunner{fleet: fleet, chaos: chaos, moved: moved, ops: ops, applied: applied}
+}
+
+// containerFaultCheck returns an error naming the first container-level
+// fault of faults when the provider cannot apply it.
+func containerFaultCheck(faults []experiments.Fault, p Provider) error {
+	if cp, ok := p.(ContainerProvider); ok && cp.ContainerFaults() {
+		return nil
+	}
+	for i, f := range faults {
+		if faultyserver.IsContainerFault(f.Spec) {
+			return fmt.Errorf("faults[%d]: mode %q acts on containers, which %s backends do not have; run with --backends docker",
+				i, f.Spec.Mode(), p.Name())
+		}
+	}
+	return nil
 }
 
 func (r *faultRunner) do(ctx context.Context, i int, at time.Duration) error {
 	op := r.ops[i]
-	if op.instance < 0 || op.instance >= len(r.fleet) {
-		return fmt.Errorf("faults[%d]: instance %d does not exist (the fleet has %d)", op.index, op.instance, len(r.fleet))
+	backends := r.fleet.Backends()
+	if op.instance < 0 || op.instance >= len(backends) {
+		return fmt.Errorf("faults[%d]: instance %d does not exist (the fleet has %d)", op.index, op.instance, len(backends))
 	}
-	ctl := r.fleet[op.instance].Control
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
+	verb, f := "set", op.fault
+	if f == nil {
+		verb, f = "clear", op.clears
+	}
 	var err error
-	if op.fault == nil {
-		err = ctl.ClearFault(ctx)
+	if faultyserver.IsContainerFault(f) {
+		err = r.container(ctx, op.instance, f, op.fault != nil)
 	} else {
-		err = ctl.SetFault(ctx, op.fault)
+		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		ctl := backends[op.instance].Control
+		if op.fault == nil {
+			err = ctl.ClearFault(cctx)
+		} else {
+			err = ctl.SetFault(cctx, op.fault)
+		}
+		cancel()
 	}
 	if err != nil {
-		verb := "set"
-		if op.fault == nil {
-			verb = "clear"
-		}
-		return fmt.Errorf("faults[%d]: %s fault on instance %d: %w", op.index, verb, op.instance, err)
+		return fmt.Errorf("faults[%d]: %s %s fault on instance %d: %w", op.index, verb, f.Mode(), op.instance, err)
 	}
 	r.mu.Lock()
 	r.applied[i] = at
 	r.mu.Unlock()
 	return nil
+}
+
+// container applies (set) or recovers from (!set) a container-level fault.
+func (r *faultRunner) container(ctx context.Context, id int, f faultyserver.Fault, set bool) error {
+	if r.chaos == nil {
+		return fmt.Errorf("mode %q acts on containers; run with --backends docker", f.Mode())
+	}
+	// A restart waits for the container to answer its health check.
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	switch f := f.(type) {
+	case faultyserver.Pause:
+		if set {
+			return r.chaos.Pause(ctx, id)
+		}
+		return r.chaos.Unpause(ctx, id)
+	case faultyserver.Kill:
+		if set {
+			return r.chaos.Kill(ctx, id)
+		}
+		if err := r.chaos.Restart(ctx, id); err != nil {
+			return err
+		}
+		if r.moved != nil {
+			r.moved(id, r.fleet.Backends()[id].URL)
+		}
+		return nil
+	case faultyserver.CPU:
+		if set {
+			return r.chaos.SetCPU(ctx, id, f.CPUs)
+		}
+		return r.chaos.SetCPU(ctx, id, 0)
+	default:
+		return fmt.Errorf("mode %q: no container action for it", f.Mode())
+	}
 }
 
 // applyInitial applies the operations due at time 0.

@@ -67,6 +67,9 @@ func Run(ctx context.Context, exp *experiments.Experiment, opts Options) (*repor
 		opts.MaxConnsPerInstance = connsPerInstance(limit, exp.Instances.Count, opts.Provider)
 	}
 
+	if err := containerFaultCheck(exp.Faults, opts.Provider); err != nil {
+		return nil, fmt.Errorf("%s: %w", exp.Source, err)
+	}
 	sum := newSummary(exp, opts.Provider.Name())
 	for i, name := range exp.Strategies {
 		if ctx.Err() != nil {
@@ -217,7 +220,7 @@ func runStrategy(ctx context.Context, exp *experiments.Experiment, name string, 
 	sched := NewSchedule(exp.Arrival, exp.Rate, exp.Seed)
 	coll := newCollector(len(backends), exp.Duration, exp.Timeout, exp.SlowThreshold)
 
-	faults := newFaultRunner(backends, exp.Faults, exp.Duration)
+	faults := newFaultRunner(fleet, exp.Faults, exp.Duration, bal.SetTarget)
 	if err := faults.applyInitial(ctx); err != nil {
 		return nil, nil, err
 	}

@@ -307,3 +307,18 @@ func TestConnsPerInstance(t *testing.T) {
 		})
 	}
 }
+
+func TestRunRefusesContainerFaultsWithoutContainers(t *testing.T) {
+	exp := mustExperiment(t, "frozen", `
+duration: 1s
+rate: 10
+instances: {count: 2, service: {dist: fixed, value: 1ms}}
+faults: [{instance: 1, at: 0s, until: 500ms, fault: {mode: pause}}]
+strategies: [random]
+`)
+	sum, err := Run(context.Background(), exp, Options{})
+	want := `frozen.yaml: faults[0]: mode "pause" acts on containers, which process backends do not have; run with --backends docker`
+	if err == nil || err.Error() != want || sum != nil {
+		t.Fatalf("err = %v\nwant %s", err, want)
+	}
+}

@@ -29,7 +29,7 @@ const seqHeader = "X-Vegeta-Seq"
 type Balancer struct {
 	// Immutable after construction.
 	lb      *strategies.Balancer
-	targets []*url.URL
+	targets []atomic.Pointer[url.URL] // an instance's address changes when its container restarts
 	base    *http.Transport
 	abort   context.Context // cancelled when the run is interrupted
 	timeout time.Duration   // per request, body included; 0 = none
@@ -55,9 +55,9 @@ func NewBalancer(lb *strategies.Balancer, targets []*url.URL, timeout time.Durat
 	if idle == 0 || idle > 4096 {
 		idle = 4096
 	}
-	return &Balancer{
+	b := &Balancer{
 		lb:      lb,
-		targets: targets,
+		targets: make([]atomic.Pointer[url.URL], len(targets)),
 		abort:   abort,
 		timeout: timeout,
 		connCap: maxConns,
@@ -77,7 +77,15 @@ func NewBalancer(lb *strategies.Balancer, targets []*url.URL, timeout time.Durat
 		routes:   routes{m: make(map[uint64]*route)},
 		inflight: make([]atomic.Int64, len(targets)),
 	}
+	for i, u := range targets {
+		b.targets[i].Store(u)
+	}
+	return b
 }
+
+// SetTarget points instance id at a new base URL, for requests picked from
+// now on (a restarted container may publish a different port).
+func (b *Balancer) SetTarget(id int, u *url.URL) { b.targets[id].Store(u) }
 
 // route is what the harness knows about one request beyond Vegeta's result.
 type route struct {
@@ -141,7 +149,7 @@ func (b *Balancer) RoundTrip(req *http.Request) (*http.Response, error) {
 		cancel()
 	})
 	out := req.Clone(ctx)
-	target := b.targets[ep]
+	target := b.targets[ep].Load()
 	out.URL.Scheme = target.Scheme
 	out.URL.Host = target.Host
 	out.Host = target.Host

@@ -4,7 +4,7 @@
 // traffic share.
 //
 //	lbchaos list
-//	lbchaos run NAME|FILE [--duration 10s] [--rate 2000] [--seed 7] [--strategies a,b] [--out DIR] [--backends process]
+//	lbchaos run NAME|FILE [--duration 10s] [--rate 2000] [--seed 7] [--strategies a,b] [--out DIR] [--backends auto|process|docker]
 //	lbchaos serve --id N --listen ADDR [--workers W] [--service fixed:10ms] ...
 package main
 
@@ -25,6 +25,8 @@ Usage:
   lbchaos list                      the shipped experiments
   lbchaos run NAME|FILE [flags]     run an experiment (lbchaos run --help)
   lbchaos serve [flags]             run one fake backend instance (lbchaos serve --help)
+  lbchaos image [--binary PATH]     build the backend container image (Docker)
+  lbchaos clean                     remove every container and network lbchaos created (Docker)
   lbchaos version
 `
 
@@ -74,6 +76,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return cmdRun(ctx, args[1:], stdout, stderr)
 	case "serve":
 		return cmdServe(ctx, args[1:], stderr)
+	case "image":
+		return cmdImage(ctx, args[1:], stdout, stderr)
+	case "clean":
+		return cmdClean(ctx, args[1:], stdout, stderr)
 	case "version":
 		fmt.Fprintln(stdout, "lbchaos", version())
 		return nil

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -17,6 +18,7 @@ import (
 	"time"
 
 	"github.com/lbchaos/lbchaos/faultyserver"
+	"github.com/lbchaos/lbchaos/harness"
 	"github.com/lbchaos/lbchaos/reports"
 )
 
@@ -68,7 +70,7 @@ func TestRunWritesReportAndLatest(t *testing.T) {
 	results := t.TempDir()
 	out, errOut, err := runCLI(t, context.Background(), "run", "fast-fail",
 		"--duration", "1s", "--rate", "400", "--strategies", "round-robin,least-inflight+eject(consecutive=5,duration=5s)",
-		"--results", results, "--seed", "9")
+		"--results", results, "--seed", "9", "--backends", "process")
 	if err != nil {
 		t.Fatalf("%v\n%s", err, errOut)
 	}
@@ -114,6 +116,8 @@ func TestRunErrors(t *testing.T) {
 		{"no experiment", []string{"run"}, 2, "run takes one experiment name or file, got 0"},
 		{"unknown experiment", []string{"run", "nope"}, 1, `unknown experiment "nope"`},
 		{"bad backends", []string{"run", "baseline", "--backends", "cloud"}, 2, `--backends: unknown value "cloud"`},
+		{"bad docker network", []string{"run", "baseline", "--docker-network", "overlay"}, 2, `--docker-network: unknown value "overlay"`},
+		{"container fault in process", []string{"run", "crash", "--backends", "process"}, 1, `faults[0]: mode "kill" acts on containers, which process backends do not have; run with --backends docker`},
 		{"bad rate", []string{"run", "baseline", "--rate", "-3"}, 2, "--rate: must be > 0"},
 		{"bad duration flag", []string{"run", "baseline", "--duration", "soon"}, 2, `invalid value "soon" for flag -duration`},
 		{"bad strategy", []string{"run", "baseline", "--strategies", "round-robin,fastest"}, 2, `strategies[1]: unknown strategy "fastest"`},
@@ -146,6 +150,8 @@ func TestParseDist(t *testing.T) {
 		{in: "exponential:10ms", want: "exponential"},
 		{in: "normal:167ms,5ms", want: "normal"},
 		{in: "lognormal:10ms,0.5", want: "lognormal"},
+		{in: `{"dist":"normal","mean":"167ms","sd":"5ms"}`, want: "normal"},
+		{in: `{"dist":"fixed","value":"10ms","shape":1}`, err: `unknown field "shape"`},
 		{in: "pareto:1", err: `unknown distribution "pareto"`},
 		{in: "fixed", err: `fixed takes 1 parameter(s), got ""`},
 		{in: "normal:1ms", err: "normal takes 2 parameter(s)"},
@@ -192,7 +198,7 @@ func TestInterruptWritesPartialResults(t *testing.T) {
 		t.Fatalf("build: %v\n%s", err, out)
 	}
 	out := filepath.Join(dir, "out")
-	cmd := exec.Command(bin, "run", "slow-instance", "--duration", "30s", "--rate", "500", "--out", out)
+	cmd := exec.Command(bin, "run", "slow-instance", "--duration", "30s", "--rate", "500", "--out", out, "--backends", "process")
 	var stderr syncBuffer
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
@@ -293,5 +299,85 @@ func TestServeRunsAnInstanceUntilCancelled(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("serve did not stop")
+	}
+}
+
+// buildStatic builds a static lbchaos binary, as the backend image needs.
+func buildStatic(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "lbchaos")
+	build := exec.Command("go", "build", "-o", bin, ".")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// requireDocker skips without a Docker daemon, except in CI, where the
+// container tests must run.
+func requireDocker(t *testing.T) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := harness.DockerAvailable(ctx); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("CI needs Docker: %v", err)
+		}
+		t.Skipf("no Docker: %v", err)
+	}
+}
+
+var runIDPattern = regexp.MustCompile(`containers of run ([0-9a-f]+)`)
+
+// TestInterruptDockerRunLeavesNoContainer sends SIGINT to a docker run in
+// the middle of its attack and then looks for any container or network of
+// that run.
+func TestInterruptDockerRunLeavesNoContainer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary and starts containers")
+	}
+	requireDocker(t)
+	bin := buildStatic(t)
+	out := filepath.Join(t.TempDir(), "out")
+	cmd := exec.Command(bin, "run", "fast-fail", "--backends", "docker", "--duration", "30s", "--rate", "500", "--out", out)
+	var stderr syncBuffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for !strings.Contains(stderr.String(), "[1/5]") && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	time.Sleep(1500 * time.Millisecond)
+	m := runIDPattern.FindStringSubmatch(stderr.String())
+	if m == nil {
+		_ = cmd.Process.Kill()
+		t.Fatalf("no run id in the output:\n%s", stderr.String())
+	}
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	err := cmd.Wait()
+	var xe *exec.ExitError
+	if !errors.As(err, &xe) || xe.ExitCode() != 130 {
+		t.Fatalf("exit: %v, want 130\n%s", err, stderr.String())
+	}
+	for _, kind := range []string{"ps", "network"} {
+		args := []string{kind, "ls", "--quiet", "--filter", "label=" + harness.LabelRun + "=" + m[1]}
+		if kind == "ps" {
+			args = []string{"ps", "--all", "--quiet", "--filter", "label=" + harness.LabelRun + "=" + m[1]}
+		}
+		left, err := exec.Command("docker", args...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("docker %v: %v\n%s", args, err, left)
+		}
+		if strings.TrimSpace(string(left)) != "" {
+			t.Errorf("run %s left %s objects behind: %s", m[1], kind, left)
+		}
+	}
+	if s := readSummary(t, out); !s.Partial || s.Backends != "docker" {
+		t.Errorf("summary: partial %v backends %q", s.Partial, s.Backends)
 	}
 }

@@ -21,7 +21,7 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 		listen    = fs.String("listen", "127.0.0.1:8080", "address to listen on")
 		workers   = fs.Int("workers", 8, "requests served at once; 0 = unlimited")
 		queue     = fs.Int("queue-limit", 0, "requests allowed to wait in the FIFO queue; 0 = unbounded (a full queue answers 503)")
-		service   = fs.String("service", "fixed:10ms", "service time: fixed:D | uniform:MIN,MAX | exponential:MEAN | normal:MEAN,SD | lognormal:MEDIAN,SIGMA")
+		service   = fs.String("service", "fixed:10ms", "service time: fixed:D | uniform:MIN,MAX | exponential:MEAN | normal:MEAN,SD | lognormal:MEDIAN,SIGMA, or JSON as in experiment files")
 		seed      = fs.Uint64("seed", 1, "seed of the instance's random choices")
 		keep      = fs.Bool("keep-abandoned", false, "serve queued requests whose client went away instead of dropping them")
 		faultJSON = fs.String("fault", "", `fault to start with, as the control API takes it, e.g. '{"mode":"fail","status":503}'`)
@@ -53,8 +53,18 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 	return faultyserver.Serve(ctx, cfg, *listen, logf)
 }
 
-// parseDist reads the --service shorthand into a distribution.
+// parseDist reads --service: the shorthand, or the JSON form experiment
+// files use ({"dist":"fixed","value":"10ms"}).
 func parseDist(s string) (faultyserver.Dist, error) {
+	if t := strings.TrimSpace(s); strings.HasPrefix(t, "{") {
+		var d faultyserver.Dist
+		dec := json.NewDecoder(strings.NewReader(t))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&d); err != nil {
+			return d, fmt.Errorf("%s", strings.TrimPrefix(err.Error(), "json: "))
+		}
+		return d, d.Validate()
+	}
 	kind, rest, _ := strings.Cut(s, ":")
 	params := strings.Split(rest, ",")
 	want := map[string]int{"fixed": 1, "uniform": 2, "exponential": 1, "normal": 2, "lognormal": 2}

@@ -1,0 +1,58 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/lbchaos/lbchaos/harness"
+)
+
+// cmdImage builds (or finds) the backend image from a static lbchaos binary.
+func cmdImage(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("lbchaos image", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	binary := fs.String("binary", "", "static linux lbchaos binary to put in the image (default: this executable)")
+	if err := fs.Parse(args); err != nil {
+		return &exitError{2, err}
+	}
+	if fs.NArg() > 0 {
+		return &exitError{2, fmt.Errorf("image takes no arguments, got %q", fs.Args())}
+	}
+	bin := *binary
+	if bin == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return err
+		}
+		bin = exe
+	}
+	if err := harness.DockerAvailable(ctx); err != nil {
+		return err
+	}
+	ref, err := harness.BuildImage(ctx, bin, stderr)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(stdout, ref)
+	return nil
+}
+
+// cmdClean removes every container and network lbchaos created, of any run.
+func cmdClean(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 {
+		return &exitError{2, fmt.Errorf("clean takes no arguments, got %q", args)}
+	}
+	if err := harness.DockerAvailable(ctx); err != nil {
+		fmt.Fprintf(stderr, "lbchaos clean: nothing to do: %v\n", err)
+		return nil
+	}
+	n, err := harness.SweepAll(ctx, stderr)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "removed %d containers and networks\n", n)
+	return nil
+}
