@@ -15,14 +15,13 @@ import (
 // fires up to 1 ms late, 0.5 ms on average.
 //
 // precise therefore finishes the last preciseSpan of every sleep on one
-// goroutine per process that waits with nanosleep(2), in slices of at most
-// preciseSlice so that a deadline added while it sleeps is not missed by
-// more than that. The coarse part before it stays on ordinary timers, so
-// the goroutine only works when a deadline is near.
-const (
-	preciseSpan  = 2 * time.Millisecond
-	preciseSlice = 200 * time.Microsecond
-)
+// goroutine per process, which waits for the earliest deadline with a
+// nanosecond timeout (ppoll(2) on Linux) and is woken early through an
+// eventfd when a nearer deadline arrives. It wakes once per deadline, not on
+// a polling tick, so its cost follows the request rate. The coarse part of
+// a sleep stays on ordinary timers, so the goroutine only runs while some
+// deadline is near.
+const preciseSpan = 2 * time.Millisecond
 
 // sleeper is shared by every server of the process. Its goroutine runs only
 // while some deadline is pending, so an idle process holds none.
@@ -31,7 +30,8 @@ var sleeper precise
 type precise struct {
 	mu      sync.Mutex
 	h       deadlineHeap
-	running bool // a loop goroutine is serving h
+	running bool      // a loop goroutine is serving h
+	until   time.Time // the deadline the loop is waiting for; zero when not waiting
 }
 
 type deadlineEntry struct {
@@ -59,9 +59,13 @@ func (p *precise) at(t time.Time) <-chan struct{} {
 	heap.Push(&p.h, deadlineEntry{at: t, ch: ch})
 	start := !p.running
 	p.running = true
+	nearer := !p.until.IsZero() && t.Before(p.until)
 	p.mu.Unlock()
 	if start {
 		go p.loop()
+	}
+	if nearer {
+		wake()
 	}
 	return ch
 }
@@ -69,6 +73,7 @@ func (p *precise) at(t time.Time) <-chan struct{} {
 func (p *precise) loop() {
 	for {
 		p.mu.Lock()
+		p.until = time.Time{}
 		now := time.Now()
 		fired := false
 		for len(p.h) > 0 && !p.h[0].at.After(now) {
@@ -80,17 +85,19 @@ func (p *precise) loop() {
 			p.mu.Unlock()
 			return
 		}
-		wait := p.h[0].at.Sub(now)
-		p.mu.Unlock()
 		if fired {
-			// Let the woken handlers run on this P now: during nanosleep the
-			// P is held in a system call until the runtime retakes it.
+			// Let the woken handlers run on this P now: while waiting in a
+			// system call the loop holds its P until the runtime retakes it.
+			p.mu.Unlock()
 			runtime.Gosched()
 			continue
 		}
+		p.until = p.h[0].at
+		wait := p.until.Sub(now)
+		p.mu.Unlock()
 		// The default timer slack of 50 µs would be added to every wake-up.
 		// The goroutine may have moved threads, so set it each time.
 		tightenTimerSlack()
-		nanosleep(min(wait, preciseSlice))
+		waitFor(wait)
 	}
 }

@@ -28,7 +28,7 @@ var (
 
 // staticBinary builds a static lbchaos binary once per test binary, into a
 // fixed path under the temporary directory that each build replaces.
-func staticBinary(t *testing.T) string {
+func staticBinary(t testing.TB) string {
 	t.Helper()
 	staticBinaryOnce.Do(func() {
 		dir := filepath.Join(os.TempDir(), "lbchaos-harness-test")
@@ -59,7 +59,7 @@ func staticBinary(t *testing.T) string {
 
 // requireDocker skips the test when no daemon answers, or fails it when
 // CI=true.
-func requireDocker(t *testing.T) {
+func requireDocker(t testing.TB) {
 	t.Helper()
 	if err := DockerAvailable(t.Context()); err != nil {
 		if os.Getenv("CI") == "true" {

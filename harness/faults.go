@@ -64,8 +64,16 @@ func newFaultRunner(fleet Fleet, faults []experiments.Fault, duration time.Durat
 	return &faultRunner{fleet: fleet, chaos: chaos, moved: moved, ops: ops, applied: applied}
 }
 
-// containerFaultCheck returns an error naming the first container-level
-// fault of faults when the provider cannot apply it.
+// CheckProvider returns an error naming the first fault of exp that p's
+// backends cannot take (a container-level fault on backends that are not
+// containers). Run checks it too; callers use it to fail before any work.
+func CheckProvider(exp *experiments.Experiment, p Provider) error {
+	if err := containerFaultCheck(exp.Faults, p); err != nil {
+		return fmt.Errorf("%s: %w", exp.Source, err)
+	}
+	return nil
+}
+
 func containerFaultCheck(faults []experiments.Fault, p Provider) error {
 	if cp, ok := p.(ContainerProvider); ok && cp.ContainerFaults() {
 		return nil

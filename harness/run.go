@@ -67,8 +67,8 @@ func Run(ctx context.Context, exp *experiments.Experiment, opts Options) (*repor
 		opts.MaxConnsPerInstance = connsPerInstance(limit, exp.Instances.Count, opts.Provider)
 	}
 
-	if err := containerFaultCheck(exp.Faults, opts.Provider); err != nil {
-		return nil, fmt.Errorf("%s: %w", exp.Source, err)
+	if err := CheckProvider(exp, opts.Provider); err != nil {
+		return nil, err
 	}
 	sum := newSummary(exp, opts.Provider.Name())
 	for i, name := range exp.Strategies {

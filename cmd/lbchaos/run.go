@@ -99,6 +99,9 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	// Deferred, so containers go on success, error, interrupt and panic.
 	defer closeProvider()
+	if err := harness.CheckProvider(exp, provider); err != nil {
+		return err
+	}
 
 	dir, latest := *out, ""
 	if dir == "" {
