@@ -381,3 +381,62 @@ func TestInterruptDockerRunLeavesNoContainer(t *testing.T) {
 		t.Errorf("summary: partial %v backends %q", s.Partial, s.Backends)
 	}
 }
+
+// countRun counts the containers and networks of a run.
+func countRun(t *testing.T, runID string) int {
+	t.Helper()
+	n := 0
+	for _, args := range [][]string{
+		{"ps", "--all", "--quiet", "--filter", "label=" + harness.LabelRun + "=" + runID},
+		{"network", "ls", "--quiet", "--filter", "label=" + harness.LabelRun + "=" + runID},
+	} {
+		out, err := exec.Command("docker", args...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("docker %v: %v\n%s", args, err, out)
+		}
+		n += len(strings.Fields(string(out)))
+	}
+	return n
+}
+
+// TestNextStartSweepsAKilledRun kills a docker run with SIGKILL, which no
+// handler can catch, and checks that the next run removes what it left.
+func TestNextStartSweepsAKilledRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary and starts containers")
+	}
+	requireDocker(t)
+	bin := buildStatic(t)
+	victim := exec.Command(bin, "run", "baseline", "--backends", "docker", "--duration", "30s", "--rate", "200",
+		"--strategies", "round-robin", "--out", filepath.Join(t.TempDir(), "victim"))
+	var stderr syncBuffer
+	victim.Stderr = &stderr
+	if err := victim.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	var m []string
+	for m == nil && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+		m = runIDPattern.FindStringSubmatch(stderr.String())
+	}
+	if m == nil {
+		_ = victim.Process.Kill()
+		t.Fatalf("no run id in the output:\n%s", stderr.String())
+	}
+	_ = victim.Process.Kill()
+	_ = victim.Wait()
+	if n := countRun(t, m[1]); n == 0 {
+		t.Fatalf("the killed run %s left nothing to sweep", m[1])
+	}
+
+	next := exec.Command(bin, "run", "baseline", "--backends", "docker", "--duration", "1s", "--rate", "100",
+		"--strategies", "round-robin", "--out", filepath.Join(t.TempDir(), "next"))
+	out, err := next.CombinedOutput()
+	if err != nil {
+		t.Fatalf("next run: %v\n%s", err, out)
+	}
+	if n := countRun(t, m[1]); n != 0 {
+		t.Errorf("%d objects of the killed run %s left after the next start:\n%s", n, m[1], out)
+	}
+}
