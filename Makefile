@@ -20,10 +20,10 @@ image: build
 list: build
 	@./$(BIN) list
 
-# make experiment NAME=fast-fail [ARGS="--duration 10s --rate 2000"]
+# make experiment NAME=fast-fail [ENGINE=sim] [ARGS="--duration 10s --rate 2000"]
 experiment: build
-	@if [ -z "$(NAME)" ]; then echo "usage: make experiment NAME=<experiment> [ARGS=...]; experiments:"; ./$(BIN) list; exit 2; fi
-	./$(BIN) run $(NAME) $(ARGS)
+	@if [ -z "$(NAME)" ]; then echo "usage: make experiment NAME=<experiment> [ENGINE=real|sim] [ARGS=...]; experiments:"; ./$(BIN) list; exit 2; fi
+	./$(BIN) run $(NAME) $(if $(ENGINE),--engine $(ENGINE)) $(ARGS)
 
 fmt-check:
 	@out="$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))"; \
@@ -37,14 +37,16 @@ test: fmt-check vet
 	$(GO) test -race -count=1 $(PKGS)
 
 # Go benchmarks: each strategy's pick+done cost, the backend's handler cost,
-# and the harness's own latency overhead on the baseline load.
+# the harness's own latency overhead on the baseline load (in-process and
+# Docker), and the simulator's speed and memory.
 bench: bench-strategies bench-harness
 
 bench-strategies:
 	$(GO) test -run '^$$' -bench . -benchmem ./strategies/ ./faultyserver/
 
+# Real load (overhead, in-process and Docker) and the simulator (speed, memory).
 bench-harness:
-	$(GO) test -run '^$$' -bench Overhead -benchtime 1x -timeout 20m ./harness/
+	$(GO) test -run '^$$' -bench 'Overhead|Sim' -benchtime 1x -timeout 20m ./harness/
 
 # Removes lbchaos's containers and networks (if Docker runs), bin/ and results/.
 clean:

@@ -115,12 +115,18 @@ var _ http.Handler = (*Server)(nil)
 // pcgStream is the second PCG seed word; Config.Seed is the first.
 const pcgStream = 0x6c626368616f73 // "lbchaos"
 
+// NewSource returns a fresh random source seeded as a server with
+// Config.Seed seed seeds its own. A simulator that samples the service time
+// from it and then plans the current fault with it, request by request,
+// makes the same choices as that server.
+func NewSource(seed uint64) *rand.PCG { return rand.NewPCG(seed, pcgStream) }
+
 // New validates cfg and returns a Server for it.
 func New(cfg Config) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("faultyserver: config: %w", err)
 	}
-	src := rand.NewPCG(cfg.Seed, pcgStream)
+	src := NewSource(cfg.Seed)
 	rng := rand.New(src)
 	sampler, err := NewSampler(cfg.Service, rng)
 	if err != nil {

@@ -86,7 +86,9 @@ func NewPoissonSchedule(rate float64, seed uint64) *PoissonSchedule {
 // arrival returns arrival k, generating the schedule up to it. p.mu held.
 func (p *PoissonSchedule) arrival(k uint64) (time.Duration, bool) {
 	for p.next <= k {
-		p.sum += p.rng.ExpFloat64() / p.rate * float64(time.Second)
+		// The explicit conversion forbids a fused multiply-add, so the
+		// schedule is bit-identical on every architecture.
+		p.sum += float64(p.rng.ExpFloat64() / p.rate * float64(time.Second))
 		p.ring[p.next%uint64(len(p.ring))] = time.Duration(p.sum)
 		p.next++
 	}
@@ -110,7 +112,7 @@ func (p *PoissonSchedule) Count(d time.Duration) uint64 {
 	var t float64
 	n := uint64(0)
 	for {
-		t += rng.ExpFloat64() / p.rate * float64(time.Second)
+		t += float64(rng.ExpFloat64() / p.rate * float64(time.Second))
 		if time.Duration(t) >= d {
 			return n
 		}

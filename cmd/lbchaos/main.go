@@ -25,6 +25,7 @@ Usage:
   lbchaos list                      the shipped experiments
   lbchaos run NAME|FILE [flags]     run an experiment (lbchaos run --help)
   lbchaos serve [flags]             run one fake backend instance (lbchaos serve --help)
+  lbchaos compare RUN_A RUN_B       headline metrics of two runs side by side (directories or summary.json files)
   lbchaos image [--binary PATH]     build the backend container image (Docker)
   lbchaos clean                     remove every container and network lbchaos created (Docker)
   lbchaos version
@@ -76,6 +77,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return cmdRun(ctx, args[1:], stdout, stderr)
 	case "serve":
 		return cmdServe(ctx, args[1:], stderr)
+	case "compare":
+		return cmdCompare(args[1:], stdout)
 	case "image":
 		return cmdImage(ctx, args[1:], stdout, stderr)
 	case "clean":

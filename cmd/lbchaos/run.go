@@ -50,6 +50,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		results  = fs.String("results", "results", "parent directory of timestamped outputs when --out is not given")
 		backends = fs.String("backends", "auto", "where backends run: process (in this process, on 127.0.0.1), docker (one container each), or auto (docker when a daemon answers, else process)")
 		quiet    = fs.Bool("quiet", false, "no progress lines")
+		engine   = fs.String("engine", "real", "real (real HTTP backends and load) or sim (the same model in virtual time: deterministic, seconds)")
 		dnet     = fs.String("docker-network", "auto", "how the harness reaches docker backends on 127.0.0.1: published (ports published by the engine; portable), host (containers share the host's network namespace; no userland proxy), or auto (host for a local Linux engine, else published)")
 	)
 	fs.Usage = func() {
@@ -89,18 +90,31 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if *quiet {
 		logw = io.Discard
 	}
-	hostNet, err := hostNetwork(*dnet)
-	if err != nil {
-		return &exitError{2, err}
-	}
-	provider, closeProvider, err := chooseProvider(ctx, *backends, exp, dockerOptions(logw, hostNet))
-	if err != nil {
-		return err
-	}
-	// Deferred, so containers go on success, error, interrupt and panic.
-	defer closeProvider()
-	if err := harness.CheckProvider(exp, provider); err != nil {
-		return err
+	var runExp func(context.Context) (*reports.Summary, error)
+	switch *engine {
+	case "sim":
+		runExp = func(ctx context.Context) (*reports.Summary, error) {
+			return harness.RunSim(ctx, exp, harness.SimOptions{Log: logw})
+		}
+	case "real":
+		hostNet, err := hostNetwork(*dnet)
+		if err != nil {
+			return &exitError{2, err}
+		}
+		provider, closeProvider, err := chooseProvider(ctx, *backends, exp, dockerOptions(logw, hostNet))
+		if err != nil {
+			return err
+		}
+		// Deferred, so containers go on success, error, interrupt and panic.
+		defer closeProvider()
+		if err := harness.CheckProvider(exp, provider); err != nil {
+			return err
+		}
+		runExp = func(ctx context.Context) (*reports.Summary, error) {
+			return harness.Run(ctx, exp, harness.Options{Provider: provider, Log: logw})
+		}
+	default:
+		return &exitError{2, fmt.Errorf("--engine: unknown value %q (real or sim)", *engine)}
 	}
 
 	dir, latest := *out, ""
@@ -114,7 +128,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 
 	fmt.Fprintf(logw, "lbchaos: running %s (%s), seed %d, writing to %s\n", exp.Name, exp.Source, exp.Seed, dir)
-	sum, runErr := harness.Run(ctx, exp, harness.Options{Provider: provider, Log: logw})
+	sum, runErr := runExp(ctx)
 	if sum == nil {
 		return runErr
 	}
