@@ -90,13 +90,19 @@ func Run(ctx context.Context, exp *experiments.Experiment, opts Options) (*repor
 		fmt.Fprintf(opts.Log, "      done: %d requests, %.2f%% errors, p50 %.1f ms, p99 %.1f ms\n",
 			st.Requests, 100*st.ErrorRatio, st.LatencyMs.P50, st.LatencyMs.P99)
 	}
-	if ctx.Err() != nil {
-		sum.Partial = true
-		sum.Notes = append(sum.Notes, fmt.Sprintf("The run was interrupted: %d of %d strategies measured; the last one only in part.",
-			len(sum.Strategies), len(exp.Strategies)))
-		return sum, fmt.Errorf("%w: %d of %d strategies measured", ErrInterrupted, len(sum.Strategies), len(exp.Strategies))
+	return finishRun(ctx, sum, exp)
+}
+
+// finishRun marks sum partial when ctx was cancelled before every strategy
+// of exp finished, and returns the error that says so.
+func finishRun(ctx context.Context, sum *reports.Summary, exp *experiments.Experiment) (*reports.Summary, error) {
+	if ctx.Err() == nil {
+		return sum, nil
 	}
-	return sum, nil
+	sum.Partial = true
+	sum.Notes = append(sum.Notes, fmt.Sprintf("The run was interrupted: %d of %d strategies measured; the last one only in part.",
+		len(sum.Strategies), len(exp.Strategies)))
+	return sum, fmt.Errorf("%w: %d of %d strategies measured", ErrInterrupted, len(sum.Strategies), len(exp.Strategies))
 }
 
 func newSummary(exp *experiments.Experiment, backends string) *reports.Summary {

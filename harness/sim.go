@@ -83,13 +83,7 @@ func RunSim(ctx context.Context, exp *experiments.Experiment, opts SimOptions) (
 			break
 		}
 	}
-	if ctx.Err() != nil {
-		sum.Partial = true
-		sum.Notes = append(sum.Notes, fmt.Sprintf("The run was interrupted: %d of %d strategies measured; the last one only in part.",
-			len(sum.Strategies), len(exp.Strategies)))
-		return sum, fmt.Errorf("%w: %d of %d strategies measured", ErrInterrupted, len(sum.Strategies), len(exp.Strategies))
-	}
-	return sum, nil
+	return finishRun(ctx, sum, exp)
 }
 
 // simClock is the strategies' clock in a simulation: simEpoch plus the
