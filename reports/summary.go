@@ -41,6 +41,15 @@ type Summary struct {
 	// Notes lists anything that weakens the measurement (generator behind,
 	// interrupted run, connection cap reached, ...), in plain sentences.
 	Notes []string `json:"notes,omitempty"`
+	// KeyMetric names the Strategy metric the experiment exists to show
+	// ("bad_ratio" when the file names none: the share of requests that
+	// failed or were slow); the report's verdict ranks strategies by it.
+	KeyMetric string `json:"key_metric,omitempty"`
+	// Expectations are the experiment file's expectations, checked
+	// against this run.
+	Expectations []ExpectationResult `json:"expectations,omitempty"`
+	// ExperimentFile is the experiment file's content as run.
+	ExperimentFile string `json:"experiment_file,omitempty"`
 	// Environment of the run, for reproducing it.
 	GoVersion string `json:"go_version,omitempty"`
 	CPUs      int    `json:"cpus,omitempty"`
@@ -71,6 +80,30 @@ type Strategy struct {
 	Partial      bool      `json:"partial,omitempty"`
 	Events       []Event   `json:"events,omitempty"` // ejections and re-admissions
 	Timeline     *Timeline `json:"timeline,omitempty"`
+	// Percentiles is the latency-by-percentile curve of every request,
+	// at percentiles from 50 to 99.99 and the maximum (100).
+	Percentiles []PercentilePoint `json:"percentiles,omitempty"`
+}
+
+// PercentilePoint is one point of a latency-by-percentile curve.
+type PercentilePoint struct {
+	Percentile float64 `json:"p"`  // e.g. 99.9
+	LatencyMs  float64 `json:"ms"` // latency at that percentile
+}
+
+// ExpectationResult is one expectation of the experiment file, checked: for
+// Strategy, Metric Op Want (e.g. error_ratio < 0.005), and what the run got.
+type ExpectationResult struct {
+	Strategy string  `json:"strategy"`
+	Metric   string  `json:"metric"`
+	Op       string  `json:"op"` // "<", "<=", ">", ">="
+	Want     float64 `json:"want"`
+	Got      float64 `json:"got"`
+	Passed   bool    `json:"passed"`
+	// Missing is true when the run has no such strategy (interrupted, or
+	// left out with --strategies); the expectation then neither passes nor
+	// fails the run.
+	Missing bool `json:"missing,omitempty"`
 }
 
 // Instance is one backend's share of a strategy's traffic. Requests counts
