@@ -1,6 +1,8 @@
 package harness
 
 import (
+	"fmt"
+	"io"
 	"math"
 	"sync"
 	"time"
@@ -284,6 +286,7 @@ func (c *collector) strategy(name string, faulty []int) reports.Strategy {
 		}
 	}
 	s.FaultyShare = ratio(faultyReqs, c.requests)
+	s.Percentiles = percentileCurve(c.overall)
 	if c.lag.TotalCount() > 0 {
 		s.SendLagMs = reports.LagStats{
 			P50: ms(c.lag.ValueAtPercentile(50)),
@@ -292,4 +295,73 @@ func (c *collector) strategy(name string, faulty []int) reports.Strategy {
 		}
 	}
 	return s
+}
+
+// curvePercentiles are the points of a latency-by-percentile curve, evenly
+// spaced in log(1/(1-p)) from 50 to 99.99 (eight per decade), as HdrHistogram
+// plots them, and the maximum.
+var curvePercentiles = func() []float64 {
+	var ps []float64
+	for i := 0; ; i++ {
+		x := 2 * math.Pow(10, float64(i)/8) // 1/(1-p)
+		if x > 10000*1.0001 {
+			break
+		}
+		ps = append(ps, 100*(1-1/x))
+	}
+	return append(ps, 99.99, 100)
+}()
+
+func percentileCurve(h *hdrhistogram.Histogram) []reports.PercentilePoint {
+	if h.TotalCount() == 0 {
+		return nil
+	}
+	out := make([]reports.PercentilePoint, 0, len(curvePercentiles))
+	for _, p := range curvePercentiles {
+		if n := len(out); n > 0 && out[n-1].Percentile >= p {
+			continue
+		}
+		v := h.ValueAtPercentile(p)
+		if p == 100 {
+			v = h.Max()
+		}
+		out = append(out, reports.PercentilePoint{Percentile: math.Round(p*1e4) / 1e4, LatencyMs: ms(v)})
+	}
+	return out
+}
+
+// writeHDRLog writes the overall and per-instance histograms in
+// HdrHistogram's interval log format (values in microseconds), tagged
+// "all" and "instance-N", covering [start, end].
+func (c *collector) writeHDRLog(w io.Writer, name string, start, end time.Time) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	lw := hdrhistogram.NewHistogramLogWriter(w)
+	if err := lw.OutputComment("lbchaos latency histograms of " + name + ", values in microseconds"); err != nil {
+		return err
+	}
+	if err := lw.OutputLogFormatVersion(); err != nil {
+		return err
+	}
+	if err := lw.OutputStartTime(start.UnixMilli()); err != nil {
+		return err
+	}
+	if err := lw.OutputLegend(); err != nil {
+		return err
+	}
+	out := func(h *hdrhistogram.Histogram, tag string) error {
+		h.SetTag(tag)
+		h.SetStartTimeMs(start.UnixMilli())
+		h.SetEndTimeMs(end.UnixMilli())
+		return lw.OutputIntervalHistogram(h)
+	}
+	if err := out(c.overall, "all"); err != nil {
+		return err
+	}
+	for i := range c.inst {
+		if err := out(c.inst[i].hist, fmt.Sprintf("instance-%d", i)); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -73,3 +73,32 @@ func TestCollectorMemoryDoesNotGrowWithRequests(t *testing.T) {
 		}
 	}
 }
+
+func TestPercentileCurve(t *testing.T) {
+	c := newCollector(1, time.Second, time.Second, time.Second)
+	for i := 1; i <= 10000; i++ {
+		c.add(outcome{instance: 0, latency: time.Duration(i) * time.Microsecond * 100, success: true})
+	}
+	curve := c.strategy("x", nil).Percentiles
+	if len(curve) < 20 || curve[0].Percentile != 50 || curve[len(curve)-1].Percentile != 100 {
+		t.Fatalf("curve from %v to %v, %d points", curve[0], curve[len(curve)-1], len(curve))
+	}
+	has9999 := false
+	for i, pt := range curve {
+		if pt.Percentile == 99.99 {
+			has9999 = true
+		}
+		if i > 0 && (pt.Percentile <= curve[i-1].Percentile || pt.LatencyMs < curve[i-1].LatencyMs) {
+			t.Errorf("point %d %+v does not follow %+v", i, pt, curve[i-1])
+		}
+	}
+	if !has9999 {
+		t.Error("no 99.99 point")
+	}
+	if p50 := curve[0].LatencyMs; p50 < 499 || p50 > 501 {
+		t.Errorf("p50 %v ms, want 500", p50)
+	}
+	if max := curve[len(curve)-1].LatencyMs; max < 999 || max > 1001 {
+		t.Errorf("max %v ms, want 1000", max)
+	}
+}

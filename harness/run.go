@@ -4,6 +4,7 @@
 package harness
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -12,6 +13,8 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"runtime"
 	"sort"
 	"strings"
@@ -40,6 +43,25 @@ type Options struct {
 	MaxConnsPerInstance int
 	// ProgressEvery is the interval of progress lines (default 5 s).
 	ProgressEvery time.Duration
+	// Progress, when set, is called about once a second during each attack
+	// instead of the periodic progress lines on Log.
+	Progress func(Progress)
+	// RawDir, when set, receives each strategy's raw data: every result in
+	// Vegeta's encoding (results-<strategy>.bin, readable by `vegeta
+	// report` and `vegeta plot`) and its latency histograms as an
+	// HdrHistogram log (latency-<strategy>.hlog).
+	RawDir string
+}
+
+// Progress is a snapshot of the attack in progress.
+type Progress struct {
+	Strategy     string
+	Index, Total int           // 1-based position of the strategy in the run
+	Elapsed      time.Duration // since the attack started
+	Duration     time.Duration // the attack's length
+	Results      int64         // requests answered or failed so far
+	Errors       int64
+	InFlight     int64 // requests between pick and done
 }
 
 // ErrInterrupted is returned (wrapped) with a partial summary when the run's
@@ -77,7 +99,7 @@ func Run(ctx context.Context, exp *experiments.Experiment, opts Options) (*repor
 		}
 		fmt.Fprintf(opts.Log, "[%d/%d] %s: %v at %g req/s (%s) against %d %s backends\n",
 			i+1, len(exp.Strategies), name, exp.Duration, exp.Rate, exp.Arrival, exp.Instances.Count, opts.Provider.Name())
-		st, notes, err := runStrategy(ctx, exp, name, opts)
+		st, notes, err := runStrategy(ctx, exp, i, opts)
 		sum.Notes = append(sum.Notes, notes...)
 		if err != nil {
 			sum.Partial = sum.Partial || st != nil
@@ -124,6 +146,7 @@ func newSummary(exp *experiments.Experiment, backends string) *reports.Summary {
 		Instances:       exp.Instances.Count,
 		Workers:         exp.Instances.Workers,
 		Service:         exp.Instances.Service.String(),
+		ExperimentFile:  string(exp.Raw),
 		GoVersion:       runtime.Version(),
 		CPUs:            runtime.NumCPU(),
 		Version:         Version,
@@ -179,7 +202,8 @@ func (l *eventLog) setStart(t time.Time) {
 }
 
 // runStrategy measures one strategy against a fresh fleet.
-func runStrategy(ctx context.Context, exp *experiments.Experiment, name string, opts Options) (st *reports.Strategy, notes []string, err error) {
+func runStrategy(ctx context.Context, exp *experiments.Experiment, index int, opts Options) (st *reports.Strategy, notes []string, err error) {
+	name := exp.Strategies[index]
 	fleet, err := opts.Provider.Start(ctx, FleetSpec{Instances: exp.Instances, Seed: exp.Seed})
 	if err != nil {
 		return nil, nil, fmt.Errorf("start %s backends: %w", opts.Provider.Name(), err)
@@ -226,6 +250,25 @@ func runStrategy(ctx context.Context, exp *experiments.Experiment, name string, 
 	sched := NewSchedule(exp.Arrival, exp.Rate, exp.Seed)
 	coll := newCollector(len(backends), exp.Duration, exp.Timeout, exp.SlowThreshold)
 
+	var encode vegeta.Encoder
+	if opts.RawDir != "" {
+		f, err := os.Create(filepath.Join(opts.RawDir, "results-"+reports.Slug(name)+".bin"))
+		if err != nil {
+			return nil, nil, fmt.Errorf("raw results: %w", err)
+		}
+		bw := bufio.NewWriterSize(f, 1<<16)
+		defer func() {
+			ferr := bw.Flush()
+			if cerr := f.Close(); ferr == nil {
+				ferr = cerr
+			}
+			if ferr != nil && err == nil {
+				err = fmt.Errorf("raw results: %w", ferr)
+			}
+		}()
+		encode = vegeta.NewEncoder(bw)
+	}
+
 	faults := newFaultRunner(fleet, exp.Faults, exp.Duration, bal.SetTarget)
 	if err := faults.applyInitial(ctx); err != nil {
 		return nil, nil, err
@@ -260,6 +303,12 @@ func runStrategy(ctx context.Context, exp *experiments.Experiment, name string, 
 				break
 			}
 			sent++
+			if encode != nil {
+				if err := encode(res); err != nil {
+					encode = nil
+					notes = append(notes, fmt.Sprintf("%s: raw results could not be written after %d: %v", name, sent-1, err))
+				}
+			}
 			rt, routed := bal.take(res.Seq)
 			if routed && rt.aborted.Load() {
 				coll.abort()
@@ -275,7 +324,10 @@ func runStrategy(ctx context.Context, exp *experiments.Experiment, name string, 
 			coll.add(o)
 		case now := <-tick.C:
 			coll.sweep(now.Sub(start))
-			if now.Sub(lastLog) >= opts.ProgressEvery {
+			if opts.Progress != nil {
+				opts.Progress(Progress{Strategy: name, Index: index + 1, Total: len(exp.Strategies),
+					Elapsed: now.Sub(start), Duration: exp.Duration, Results: sent, Errors: errs, InFlight: bal.InFlight()})
+			} else if now.Sub(lastLog) >= opts.ProgressEvery {
 				lastLog = now
 				el := now.Sub(start).Truncate(time.Second)
 				if el <= exp.Duration {
@@ -294,11 +346,13 @@ func runStrategy(ctx context.Context, exp *experiments.Experiment, name string, 
 	stopFaults()
 	faultWG.Wait()
 	coll.finish()
-
-	elapsed := exp.Duration
-	if interrupted >= 0 && interrupted < elapsed {
-		elapsed = interrupted
+	if opts.RawDir != "" {
+		if err := writeHDRLog(opts.RawDir, name, coll, start, start.Add(attackTime(exp.Duration, interrupted))); err != nil {
+			notes = append(notes, fmt.Sprintf("%s: histogram log not written: %v", name, err))
+		}
 	}
+
+	elapsed := attackTime(exp.Duration, interrupted)
 	s := coll.strategy(name, exp.FaultyInstances())
 	s.ElapsedS = elapsed.Seconds()
 	if elapsed > 0 {
@@ -334,6 +388,27 @@ func runStrategy(ctx context.Context, exp *experiments.Experiment, name string, 
 		return &s, notes, ferr
 	}
 	return &s, notes, nil
+}
+
+// attackTime is how long the attack sent requests: its duration, or until it
+// was interrupted (interrupted < 0: it was not).
+func attackTime(duration, interrupted time.Duration) time.Duration {
+	if interrupted >= 0 && interrupted < duration {
+		return interrupted
+	}
+	return duration
+}
+
+func writeHDRLog(dir, name string, coll *collector, start, end time.Time) error {
+	f, err := os.Create(filepath.Join(dir, "latency-"+reports.Slug(name)+".hlog"))
+	if err != nil {
+		return err
+	}
+	werr := coll.writeHDRLog(f, name, start, end)
+	if cerr := f.Close(); werr == nil {
+		werr = cerr
+	}
+	return werr
 }
 
 // connsPerInstance bounds connections per instance so that a queue that

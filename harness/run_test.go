@@ -4,10 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+	vegeta "github.com/tsenart/vegeta/v12/lib"
 	"go.uber.org/goleak"
 
 	"github.com/lbchaos/lbchaos/experiments"
@@ -320,5 +325,76 @@ strategies: [random]
 	want := `frozen.yaml: faults[0]: mode "pause" acts on containers, which process backends do not have; run with --backends docker`
 	if err == nil || err.Error() != want || sum != nil {
 		t.Fatalf("err = %v\nwant %s", err, want)
+	}
+}
+
+func TestRunWritesRawData(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real load")
+	}
+	exp := mustExperiment(t, "raw", `
+duration: 1s
+arrival: constant
+rate: 200
+instances: {count: 3, service: {dist: fixed, value: 2ms}}
+faults: [{instance: 1, fault: {mode: fail}}]
+strategies: [round-robin]
+`)
+	dir := t.TempDir()
+	sum, err := Run(context.Background(), exp, Options{RawDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := sum.Strategies[0]
+
+	// Every result, in Vegeta's own encoding.
+	f, err := os.Open(filepath.Join(dir, "results-round-robin.bin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	dec := vegeta.NewDecoder(f)
+	var n, failed int64
+	for {
+		var r vegeta.Result
+		if err := dec.Decode(&r); err != nil {
+			if !errors.Is(err, io.EOF) {
+				t.Fatalf("decode result %d: %v", n, err)
+			}
+			break
+		}
+		n++
+		if r.Code == 503 {
+			failed++
+		}
+	}
+	if n != st.Requests || failed != st.Instances[1].Errors {
+		t.Errorf("raw results: %d (%d failed), summary: %d (%d failed)", n, failed, st.Requests, st.Instances[1].Errors)
+	}
+
+	// The histograms, as an HdrHistogram log: overall and per instance.
+	hf, err := os.Open(filepath.Join(dir, "latency-round-robin.hlog"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hf.Close()
+	lr := hdrhistogram.NewHistogramLogReader(hf)
+	var tags []string
+	var total int64
+	for {
+		h, err := lr.NextIntervalHistogram()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h == nil {
+			break
+		}
+		tags = append(tags, h.Tag())
+		if h.Tag() == "all" {
+			total = h.TotalCount()
+		}
+	}
+	if strings.Join(tags, ",") != "all,instance-0,instance-1,instance-2" || total != st.Requests {
+		t.Errorf("histogram log: tags %v, total %d (want %d)", tags, total, st.Requests)
 	}
 }

@@ -42,3 +42,24 @@ func loadSummary(path string) (*reports.Summary, error) {
 	}
 	return s, nil
 }
+
+// cmdReport re-renders every artifact of a run (report.md, report.html,
+// plots) from its saved summary.json, without running anything.
+func cmdReport(args []string, stdout io.Writer) error {
+	if len(args) != 1 {
+		return &exitError{2, fmt.Errorf("report takes one run directory, got %d", len(args))}
+	}
+	dir := args[0]
+	s, err := loadSummary(dir)
+	if err != nil {
+		return err
+	}
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		dir = filepath.Dir(dir)
+	}
+	if err := reports.WriteAll(dir, s); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "re-rendered %s from %s\n", filepath.Join(dir, reports.MarkdownFile), reports.SummaryFile)
+	return nil
+}

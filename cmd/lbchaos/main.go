@@ -25,6 +25,7 @@ Usage:
   lbchaos list                      the shipped experiments
   lbchaos run NAME|FILE [flags]     run an experiment (lbchaos run --help)
   lbchaos serve [flags]             run one fake backend instance (lbchaos serve --help)
+  lbchaos report RUN                re-render a run's report and plots from its summary.json
   lbchaos compare RUN_A RUN_B       headline metrics of two runs side by side (directories or summary.json files)
   lbchaos image [--binary PATH]     build the backend container image (Docker)
   lbchaos clean                     remove every container and network lbchaos created (Docker)
@@ -77,6 +78,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return cmdRun(ctx, args[1:], stdout, stderr)
 	case "serve":
 		return cmdServe(ctx, args[1:], stderr)
+	case "report":
+		return cmdReport(args[1:], stdout)
 	case "compare":
 		return cmdCompare(args[1:], stdout)
 	case "image":

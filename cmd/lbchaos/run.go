@@ -50,6 +50,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		results  = fs.String("results", "results", "parent directory of timestamped outputs when --out is not given")
 		backends = fs.String("backends", "auto", "where backends run: process (in this process, on 127.0.0.1), docker (one container each), or auto (docker when a daemon answers, else process)")
 		quiet    = fs.Bool("quiet", false, "no progress lines")
+		raw      = fs.Bool("raw", true, "keep raw data in the output directory: every result in Vegeta's encoding (results-*.bin, for vegeta report/plot) and HdrHistogram logs (latency-*.hlog); real engine only")
 		engine   = fs.String("engine", "real", "real (real HTTP backends and load) or sim (the same model in virtual time: deterministic, seconds)")
 		dnet     = fs.String("docker-network", "auto", "how the harness reaches docker backends on 127.0.0.1: published (ports published by the engine; portable), host (containers share the host's network namespace; no userland proxy), or auto (host for a local Linux engine, else published)")
 	)
@@ -86,9 +87,20 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if exp, err = exp.Apply(ov); err != nil {
 		return &exitError{2, err}
 	}
-	logw := stderr
+	var logw io.Writer = stderr
+	var progress func(harness.Progress)
 	if *quiet {
 		logw = io.Discard
+	} else {
+		pp := newProgressPrinter(stderr)
+		logw, progress = pp, pp.update
+	}
+	// Created once the run is known to be possible.
+	dir, latest := *out, ""
+	if dir == "" {
+		stamp := time.Now().UTC().Format("20060102T150405Z")
+		latest = filepath.Join(*results, exp.Name, "latest")
+		dir = filepath.Join(*results, exp.Name, stamp)
 	}
 	var runExp func(context.Context) (*reports.Summary, error)
 	switch *engine {
@@ -111,18 +123,16 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			return err
 		}
 		runExp = func(ctx context.Context) (*reports.Summary, error) {
-			return harness.Run(ctx, exp, harness.Options{Provider: provider, Log: logw})
+			opts := harness.Options{Provider: provider, Log: logw, Progress: progress}
+			if *raw {
+				opts.RawDir = dir
+			}
+			return harness.Run(ctx, exp, opts)
 		}
 	default:
 		return &exitError{2, fmt.Errorf("--engine: unknown value %q (real or sim)", *engine)}
 	}
 
-	dir, latest := *out, ""
-	if dir == "" {
-		stamp := time.Now().UTC().Format("20060102T150405Z")
-		latest = filepath.Join(*results, exp.Name, "latest")
-		dir = filepath.Join(*results, exp.Name, stamp)
-	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("--out: %w", err)
 	}
