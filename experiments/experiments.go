@@ -2,7 +2,9 @@
 //
 // An experiment file (YAML) names its instances, their service-time model,
 // the arrival process and rate, duration, request timeout, slow threshold,
-// a fault schedule, the strategies to compare and the seed. The shipped
+// a fault schedule, the strategies to compare and the seed, and optionally
+// the metric the experiment exists to show (key_metric) and expectations
+// about the strategies' outcomes (expect) that a run checks. The shipped
 // experiments are embedded in the binary; a user's own file loads the same
 // way from disk. Loading rejects a bad file with an error that names the
 // file, the field and why.
@@ -16,10 +18,12 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -39,6 +43,7 @@ const (
 	DefaultSlowThreshold = time.Second
 	DefaultArrival       = ArrivalPoisson
 	DefaultSeed          = 1
+	DefaultKeyMetric     = "bad_ratio"
 )
 
 // Arrival processes.
@@ -61,8 +66,76 @@ type Experiment struct {
 	Instances     Instances
 	Faults        []Fault
 	Strategies    []string // strategy specs as written, e.g. "least-inflight+eject(consecutive=5,duration=5s)"
-	Raw           []byte   // the file's content
+	// KeyMetric is the metric the experiment exists to show, one of
+	// KeyMetrics(); DefaultKeyMetric when the file names none.
+	KeyMetric string
+	// Expect are the file's expectations, in file order. Each names one
+	// of the file's strategies; after Apply with other strategies some
+	// may name a strategy that is not run.
+	Expect []Expectation
+	Raw    []byte // the file's content
 }
+
+// Expectation is a claim about one strategy's outcome: its Metric compared
+// with Value by Op holds, e.g. error_ratio < 0.005.
+type Expectation struct {
+	Strategy string  // a strategy spec exactly as in the file's strategies
+	Metric   string  // one of Metrics()
+	Op       string  // one of Ops()
+	Value    float64 // finite
+}
+
+// Holds reports whether got satisfies the expectation's comparison. It is
+// false for an unknown Op and for a NaN got.
+func (x Expectation) Holds(got float64) bool {
+	switch x.Op {
+	case "<":
+		return got < x.Value
+	case "<=":
+		return got <= x.Value
+	case ">":
+		return got > x.Value
+	case ">=":
+		return got >= x.Value
+	}
+	return false
+}
+
+// String returns the comparison as an experiment file writes it, e.g.
+// "error_ratio < 0.005".
+func (x Expectation) String() string {
+	return x.Metric + " " + x.Op + " " + strconv.FormatFloat(x.Value, 'g', -1, 64)
+}
+
+// metrics are the names of Metrics().
+var metrics = []string{
+	"bad_ratio", "error_ratio", "success_ratio", "timeout_ratio", "slow_ratio", "faulty_share",
+	"p50_ms", "p90_ms", "p99_ms", "p999_ms", "max_ms", "mean_ms",
+	"ejections", "achieved_rate", "requests",
+}
+
+// keyMetrics are the names of KeyMetrics().
+var keyMetrics = []string{"bad_ratio", "error_ratio", "slow_ratio", "timeout_ratio", "faulty_share", "p99_ms", "p999_ms"}
+
+// ops are the comparisons of Ops(); two-character ones first, for parsing.
+var ops = []string{"<=", ">=", "<", ">"}
+
+// Metrics returns the names of the strategy metrics an expectation can
+// name: a strategy's headline numbers by their summary.json names
+// (error_ratio, success_ratio, timeout_ratio, slow_ratio, faulty_share,
+// ejections, achieved_rate, requests), its latency percentiles, maximum and
+// mean in milliseconds (p50_ms, p90_ms, p99_ms, p999_ms, max_ms, mean_ms),
+// and bad_ratio, the share of requests that failed or were slow:
+// error_ratio + slow_ratio − timeout_ratio (a timeout is both an error and
+// slow), kept within [max(error_ratio, slow_ratio), 1].
+func Metrics() []string { return slices.Clone(metrics) }
+
+// KeyMetrics returns the metrics a file's key_metric can name: the ratios
+// of requests that went wrong and the tail latencies.
+func KeyMetrics() []string { return slices.Clone(keyMetrics) }
+
+// Ops returns the comparisons an expectation can use.
+func Ops() []string { return []string{"<", "<=", ">", ">="} }
 
 // Instances describes the fleet of identical backends.
 type Instances struct {
@@ -119,6 +192,8 @@ type file struct {
 	Instances     *fileFleet  `yaml:"instances"`
 	Faults        []fileFault `yaml:"faults"`
 	Strategies    []string    `yaml:"strategies"`
+	KeyMetric     string      `yaml:"key_metric"`
+	Expect        yaml.Node   `yaml:"expect"`
 }
 
 type fileFleet struct {
@@ -215,6 +290,7 @@ func (f *file) build(source string) (*Experiment, error) {
 		Seed:        DefaultSeed,
 		Arrival:     DefaultArrival,
 		Strategies:  f.Strategies,
+		KeyMetric:   DefaultKeyMetric,
 	}
 	if e.Name == "" {
 		return nil, fieldErr("name", "is required")
@@ -284,14 +360,142 @@ func (f *file) build(source string) (*Experiment, error) {
 		}
 		e.Faults = append(e.Faults, flt)
 	}
+	if f.KeyMetric != "" {
+		e.KeyMetric = f.KeyMetric
+	}
 	if err := e.Validate(); err != nil {
+		return nil, err
+	}
+	if e.Expect, err = parseExpectations(&f.Expect, e.Strategies); err != nil {
 		return nil, err
 	}
 	return e, nil
 }
 
+// parseExpectations decodes expect, a sequence of expectations (or nothing).
+func parseExpectations(n *yaml.Node, strategies []string) ([]Expectation, error) {
+	if n.Kind == 0 || n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
+		return nil, nil
+	}
+	if n.Kind != yaml.SequenceNode {
+		return nil, fieldErr("expect", `want a list like [{strategy: round-robin, error_ratio: "< 0.01"}], got a %s`, nodeKind(n))
+	}
+	var xs []Expectation
+	for i, item := range n.Content {
+		x, err := parseExpectation(fmt.Sprintf("expect[%d]", i), item, strategies)
+		if err != nil {
+			return nil, err
+		}
+		xs = append(xs, x)
+	}
+	return xs, nil
+}
+
+// parseExpectation decodes one entry of expect: a mapping of strategy and
+// exactly one metric whose value is a condition "OP NUMBER". strategies are
+// the file's; the entry must name one of them.
+func parseExpectation(field string, n *yaml.Node, strategies []string) (Expectation, error) {
+	var x Expectation
+	if n.Kind != yaml.MappingNode {
+		return x, fieldErr(field, `want a mapping like {strategy: round-robin, error_ratio: "< 0.01"}`)
+	}
+	hasStrategy := false
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		key, val := n.Content[i].Value, n.Content[i+1]
+		switch {
+		case key == "strategy":
+			if hasStrategy {
+				return x, fieldErr(field+".strategy", "is given twice")
+			}
+			if val.Kind != yaml.ScalarNode || val.Tag == "!!null" {
+				return x, fieldErr(field+".strategy", "want one of the file's strategies (%s)", quoteAll(strategies))
+			}
+			x.Strategy, hasStrategy = val.Value, true
+		case slices.Contains(metrics, key):
+			if x.Metric != "" {
+				return x, fieldErr(field, "names two metrics, %s and %s; write one entry per metric", x.Metric, key)
+			}
+			x.Metric = key
+			var ok bool
+			if val.Kind == yaml.ScalarNode {
+				x.Op, x.Value, ok = parseCondition(val.Value)
+			}
+			if !ok {
+				got := fmt.Sprintf("%q", val.Value)
+				if val.Kind != yaml.ScalarNode {
+					got = "a " + nodeKind(val)
+				}
+				return x, fieldErr(field+"."+key, `want "OP NUMBER" like %q, got %s`, conditionExample(key), got)
+			}
+		default:
+			return x, fieldErr(field+"."+key, "unknown metric (known: %s)", strings.Join(metrics, ", "))
+		}
+	}
+	switch {
+	case !hasStrategy:
+		return x, fieldErr(field+".strategy", "is required: one of the file's strategies (%s)", quoteAll(strategies))
+	case !slices.Contains(strategies, x.Strategy):
+		return x, fieldErr(field+".strategy", "%q is not one of the file's strategies (%s)", x.Strategy, quoteAll(strategies))
+	case x.Metric == "":
+		return x, fieldErr(field, "names no metric; add one of %s", strings.Join(metrics, ", "))
+	}
+	return x, nil
+}
+
+// parseCondition parses "OP NUMBER", e.g. "< 0.005" or ">=3"; the number
+// must be finite.
+func parseCondition(s string) (op string, v float64, ok bool) {
+	s = strings.TrimSpace(s)
+	for _, op := range ops {
+		if rest, found := strings.CutPrefix(s, op); found {
+			v, err := strconv.ParseFloat(strings.TrimSpace(rest), 64)
+			if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
+				return "", 0, false
+			}
+			return op, v, true
+		}
+	}
+	return "", 0, false
+}
+
+// conditionExample is a plausible condition on metric, for messages.
+func conditionExample(metric string) string {
+	switch {
+	case strings.HasSuffix(metric, "_ratio") || metric == "faulty_share":
+		return "> 0.05"
+	case strings.HasSuffix(metric, "_ms"):
+		return "< 100"
+	}
+	return ">= 1"
+}
+
+// nodeKind names what n holds, for messages: "mapping", "sequence",
+// "alias", or a scalar's value.
+func nodeKind(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "mapping"
+	case yaml.SequenceNode:
+		return "sequence"
+	case yaml.AliasNode:
+		return "alias"
+	case yaml.ScalarNode:
+		return fmt.Sprintf("value %q", n.Value)
+	}
+	return "document"
+}
+
+func quoteAll(ss []string) string {
+	q := make([]string, len(ss))
+	for i, s := range ss {
+		q[i] = strconv.Quote(s)
+	}
+	return strings.Join(q, ", ")
+}
+
 // Validate checks every field's range and the cross-field rules. It is run
-// by Parse and again after command-line overrides.
+// by Parse and again after command-line overrides. That an expectation
+// names one of the strategies is checked by Parse only.
 func (e *Experiment) Validate() error {
 	switch {
 	case e.Duration <= 0:
@@ -349,6 +553,18 @@ func (e *Experiment) Validate() error {
 			return fieldErr(name, "%q is listed twice (also strategies[%d])", s, j)
 		}
 		seen[s] = i
+	}
+	if !slices.Contains(keyMetrics, e.KeyMetric) {
+		return fieldErr("key_metric", "unknown metric %q (one of %s)", e.KeyMetric, strings.Join(keyMetrics, ", "))
+	}
+	for i, x := range e.Expect {
+		name := fmt.Sprintf("expect[%d]", i)
+		switch {
+		case !slices.Contains(metrics, x.Metric):
+			return fieldErr(name, "unknown metric %q (known: %s)", x.Metric, strings.Join(metrics, ", "))
+		case !slices.Contains(ops, x.Op) || math.IsNaN(x.Value) || math.IsInf(x.Value, 0):
+			return fieldErr(name+"."+x.Metric, `want "OP NUMBER" like %q, got %q`, conditionExample(x.Metric), x.Op+" "+strconv.FormatFloat(x.Value, 'g', -1, 64))
+		}
 	}
 	return nil
 }
@@ -417,10 +633,12 @@ type Overrides struct {
 }
 
 // Apply returns a copy of e with the overrides applied and validated; the
-// error names the flag.
+// error names the flag. Expectations are kept as they are, also those on a
+// strategy the overrides leave out.
 func (e *Experiment) Apply(o Overrides) (*Experiment, error) {
 	c := *e
 	c.Faults = slices.Clone(e.Faults)
+	c.Expect = slices.Clone(e.Expect)
 	if o.Duration != 0 {
 		if o.Duration < 0 {
 			return nil, fmt.Errorf("--duration: must be > 0, got %v", o.Duration)

@@ -212,7 +212,9 @@ func NewDockerProvider(ctx context.Context, opts DockerOptions) (*DockerProvider
 	}
 	p.ncpu = info.Info.NCPU
 	if _, err := sweep(ctx, p.cli, opts.Log, staleOnly); err != nil {
-		return nil, fmt.Errorf("docker backends: removing leftovers of dead runs: %w", err)
+		// Leftovers of other runs do not stop this one; the next start
+		// tries again.
+		fmt.Fprintf(p.opts.Log, "docker: warning: leftovers of dead runs not all removed: %v\n", err)
 	}
 	if p.image, err = buildImage(ctx, tc, opts.Binary, opts.Log); err != nil {
 		return nil, err

@@ -121,6 +121,12 @@ func sweep(ctx context.Context, cli client.APIClient, log io.Writer, scope sweep
 	return n, err
 }
 
+// removalInProgress reports the engine's answer when another process (a
+// concurrent run's sweep) is already removing the container.
+func removalInProgress(err error) bool {
+	return strings.Contains(err.Error(), "already in progress")
+}
+
 // removeLabelled force-removes the containers, then the networks, that
 // carry LabelRun and satisfy match, and returns how many it removed. An
 // object already gone counts as neither removed nor failed.
@@ -141,7 +147,7 @@ func removeLabelled(ctx context.Context, cli client.APIClient, log io.Writer, ma
 		case err == nil:
 			n++
 			fmt.Fprintf(log, "docker: removed container %.12s (run %s, owner %s)\n", c.ID, c.Labels[LabelRun], c.Labels[LabelOwner])
-		case cerrdefs.IsNotFound(err):
+		case cerrdefs.IsNotFound(err), removalInProgress(err):
 		default:
 			errs = append(errs, fmt.Errorf("remove container %.12s: %w", c.ID, err))
 		}

@@ -156,19 +156,18 @@ strategies: [round-robin]
 	st := sum.Strategies[0]
 	checkAccounting(t, st)
 	in1 := st.Timeline.Instances[1]
-	for sec := range in1.Requests {
-		errs, reqs := in1.Errors[sec], in1.Requests[sec]
-		switch sec {
-		case 1:
-			// Requests sent while instance 1 hangs all time out.
-			if errs != reqs || reqs < 80 {
-				t.Errorf("second 1: %d of %d requests failed, want all of about 100", errs, reqs)
-			}
-		default:
-			if errs != 0 {
-				t.Errorf("second %d: %d errors outside the fault window", sec, errs)
-			}
-		}
+	// A fault applies to requests that start after the control call, which
+	// a loaded machine may make a few milliseconds late: the second before
+	// the window is clean, the second inside it (almost) all timeouts, and
+	// the second after it clean but for requests sent just before the clear.
+	if in1.Errors[0] != 0 {
+		t.Errorf("second 0: %d errors before the fault window", in1.Errors[0])
+	}
+	if errs, reqs := in1.Errors[1], in1.Requests[1]; reqs < 80 || float64(errs) < 0.9*float64(reqs) {
+		t.Errorf("second 1: %d of %d requests failed, want (nearly) all of about 100", errs, reqs)
+	}
+	if errs, reqs := in1.Errors[2], in1.Requests[2]; float64(errs) > 0.1*float64(reqs) {
+		t.Errorf("second 2: %d of %d requests failed after the fault was cleared", errs, reqs)
 	}
 	if st.Instances[1].Errors != st.Instances[1].Timeouts {
 		t.Errorf("instance 1: %d errors but %d timeouts; every error here is a timeout", st.Instances[1].Errors, st.Instances[1].Timeouts)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 )
@@ -133,4 +134,153 @@ func number(v float64) string {
 	default:
 		return fmt.Sprintf("%.3g", v)
 	}
+}
+
+// Tolerance bounds how much worse a strategy's metric may get from one run
+// to the next before WriteRegressions calls it a regression. A ratio
+// (error, timeout, slow, faulty share; fractions) regresses when it rises by
+// more than RatioPoints absolute and more than RatioRelative of its old
+// value; p99 and p99.9 latency when they rise by more than LatencyMs and
+// more than LatencyRelative; the achieved rate when it falls by more than
+// RateRelative.
+type Tolerance struct {
+	RatioPoints     float64 // absolute, as a fraction: 0.01 is one percentage point
+	RatioRelative   float64 // fraction of the old value
+	LatencyMs       float64
+	LatencyRelative float64
+	RateRelative    float64
+}
+
+// DefaultTolerance: ratios +1 percentage point and +20%, p99 and p99.9 +5 ms
+// and +20%, achieved rate −5%.
+var DefaultTolerance = Tolerance{RatioPoints: 0.01, RatioRelative: 0.2, LatencyMs: 5, LatencyRelative: 0.2, RateRelative: 0.05}
+
+// tolEps absorbs floating-point noise in a difference that equals its bound.
+const tolEps = 1e-9
+
+// regressionCheck is one metric WriteRegressions compares, by its headline
+// name, and whether the change from a to b is beyond t.
+type regressionCheck struct {
+	name   string
+	beyond func(t Tolerance, a, b float64) bool
+}
+
+var regressionChecks = []regressionCheck{
+	{"achieved rate req/s", func(t Tolerance, a, b float64) bool { return b < a*(1-t.RateRelative)-tolEps }},
+	{"faulty share", ratioBeyond},
+	{"error ratio", ratioBeyond},
+	{"timeout ratio", ratioBeyond},
+	{"slow ratio", ratioBeyond},
+	{"p99 ms", latencyBeyond},
+	{"p99.9 ms", latencyBeyond},
+}
+
+func ratioBeyond(t Tolerance, a, b float64) bool {
+	d := b - a
+	return d > t.RatioPoints+tolEps && d > t.RatioRelative*a+tolEps
+}
+
+func latencyBeyond(t Tolerance, a, b float64) bool {
+	d := b - a
+	return d > t.LatencyMs+tolEps && d > t.LatencyRelative*a+tolEps
+}
+
+func headlineMetric(name string) metric {
+	for _, m := range headline {
+		if m.name == name {
+			return m
+		}
+	}
+	panic("reports: no headline metric " + name)
+}
+
+// WriteRegressions prints, after a blank line and a heading that states
+// tol, the metrics of each strategy that got worse from run a (the
+// reference, "A") to run b ("B") beyond tol, one line each starting with
+// "REGRESSION", or "none"; it returns how many. A strategy in only one run
+// is noted and not compared. The numbers are compared as they are: runs of
+// different load, engine or length are compared all the same (see
+// WriteComparison's notes).
+func WriteRegressions(w io.Writer, a, b *Summary, tol Tolerance) (regressions int, err error) {
+	fmt.Fprintf(w, "\nregressions of B against A (ratios beyond %+.3g pp and %+.3g%%, p99 and p99.9 beyond %+.3g ms and %+.3g%%, achieved rate beyond −%.3g%%):\n",
+		100*tol.RatioPoints, 100*tol.RatioRelative, tol.LatencyMs, 100*tol.LatencyRelative, 100*tol.RateRelative)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	var notes []string
+	for _, sa := range a.Strategies {
+		sb, ok := strategyNamed(b, sa.Name)
+		if !ok {
+			notes = append(notes, fmt.Sprintf("NOTE: %s is only in A; not compared", sa.Name))
+			continue
+		}
+		for _, c := range regressionChecks {
+			m := headlineMetric(c.name)
+			va, vb := m.value(sa), m.value(sb)
+			if !c.beyond(tol, va, vb) {
+				continue
+			}
+			regressions++
+			fmt.Fprintf(tw, "REGRESSION\t%s\t%s\t%s → %s\t%s\t%s\n", sa.Name, m.name, cell(m, va, true), cell(m, vb, true), diffCell(m, vb-va), relCell(va, vb))
+		}
+	}
+	for _, sb := range b.Strategies {
+		if _, ok := strategyNamed(a, sb.Name); !ok {
+			notes = append(notes, fmt.Sprintf("NOTE: %s is only in B; not compared", sb.Name))
+		}
+	}
+	if err := tw.Flush(); err != nil {
+		return regressions, err
+	}
+	for _, n := range notes {
+		fmt.Fprintln(w, n)
+	}
+	if regressions == 0 {
+		_, err = fmt.Fprintln(w, "none")
+	}
+	return regressions, err
+}
+
+// WriteExpectations prints checked expectations: a count line, then one
+// line per expectation, marked "passed", "FAILED" or "missing" (the run has
+// no such strategy). It writes nothing when results is empty.
+func WriteExpectations(w io.Writer, results []ExpectationResult) error {
+	if len(results) == 0 {
+		return nil
+	}
+	var passed, failed, missing int
+	for _, r := range results {
+		switch {
+		case r.Missing:
+			missing++
+		case r.Passed:
+			passed++
+		default:
+			failed++
+		}
+	}
+	fmt.Fprintf(w, "expectations: %d passed, %d failed", passed, failed)
+	if missing > 0 {
+		fmt.Fprintf(w, ", %d missing (strategy not run)", missing)
+	}
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	for _, r := range results {
+		status, got := "FAILED", "got "+expectNumber(r.Got)
+		switch {
+		case r.Missing:
+			status, got = "missing", "not run"
+		case r.Passed:
+			status = "passed"
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s %s %s\t%s\n", status, r.Strategy, r.Metric, r.Op, strconv.FormatFloat(r.Want, 'g', -1, 64), got)
+	}
+	return tw.Flush()
+}
+
+// expectNumber formats a measured value next to an expectation's bound:
+// integers and values from 1000 up whole, others to four significant digits.
+func expectNumber(v float64) string {
+	if v == math.Trunc(v) || math.Abs(v) >= 1000 {
+		return fmt.Sprintf("%.0f", v)
+	}
+	return strconv.FormatFloat(v, 'g', 4, 64)
 }

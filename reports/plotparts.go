@@ -4,6 +4,7 @@ import (
 	"image/color"
 	"math"
 	"strconv"
+	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/vg"
@@ -125,6 +126,21 @@ func (logTicks) Ticks(lo, hi float64) []plot.Tick {
 	if labelled < 2 {
 		for i := range ticks {
 			ticks[i].Label = strconv.FormatFloat(ticks[i].Value, 'f', -1, 64)
+		}
+	}
+	return ticks
+}
+
+// plainTicks are gonum's default ticks labelled without trailing zeros
+// ("250", not "250.00").
+type plainTicks struct{}
+
+// Ticks implements plot.Ticker.
+func (plainTicks) Ticks(lo, hi float64) []plot.Tick {
+	ticks := plot.DefaultTicks{}.Ticks(lo, hi)
+	for i, t := range ticks {
+		if t.Label != "" {
+			ticks[i].Label = strings.TrimSuffix(strings.TrimRight(strconv.FormatFloat(t.Value, 'f', 6, 64), "0"), ".")
 		}
 	}
 	return ticks

@@ -94,10 +94,14 @@ func Slug(name string) string {
 }
 
 // RenderPlots writes the plots of s into dir, each as PNG and SVG, and
-// returns them in the order written: for each strategy with a timeline, its
-// per-instance latency and error rate over time; then, when any strategy
-// has instances, the per-instance request share across strategies.
-// Strategies without a timeline get no time plots. Errors name the file.
+// returns them in the order written. For each strategy with a timeline: its
+// per-instance latency (latency-<slug>), error rate (errors-<slug>) and
+// requests per second (rate-<slug>) over time; for each strategy that
+// ejected an instance, its ejections per instance (health-<slug>). Then
+// across strategies: the success rate when any strategy sent requests
+// (success), the latency-by-percentile curves when any strategy has
+// Percentiles (percentiles), and the per-instance request share when any
+// strategy has instances (share). Errors name the file.
 func RenderPlots(dir string, s *Summary) ([]Plot, error) {
 	if s == nil {
 		return nil, fmt.Errorf("reports: nil summary")
@@ -113,6 +117,8 @@ func RenderPlots(dir string, s *Summary) ([]Plot, error) {
 		}{
 			{"latency", st.Name + ": latency per instance over time", latencyFigure(s, st)},
 			{"errors", st.Name + ": error rate per instance over time", errorFigure(s, st)},
+			{"rate", st.Name + ": requests per second per instance over time", rateFigure(s, st)},
+			{"health", st.Name + ": ejections by instance over time", healthFigure(s, st)},
 		}
 		for _, f := range figs {
 			if f.fig == nil {
@@ -126,12 +132,22 @@ func RenderPlots(dir string, s *Summary) ([]Plot, error) {
 			out = append(out, p)
 		}
 	}
-	if fig := shareFigure(s); fig != nil {
-		p, err := fig.save(dir, "share")
+	for _, f := range []struct {
+		base, title string
+		fig         *figure
+	}{
+		{"success", "Success rate by strategy", successFigure(s)},
+		{"percentiles", "Latency by percentile, all strategies", percentileFigure(s)},
+		{"share", "Request share per instance, by strategy", shareFigure(s)},
+	} {
+		if f.fig == nil {
+			continue
+		}
+		p, err := f.fig.save(dir, f.base)
 		if err != nil {
 			return out, err
 		}
-		p.Title = "Request share per instance, by strategy"
+		p.Title = f.title
 		out = append(out, p)
 	}
 	return out, nil
@@ -148,12 +164,14 @@ func uniqueSlug(slug string, used map[string]bool) string {
 	return s
 }
 
-// figure is one image: panels stacked vertically and a legend to their right.
+// figure is one image: panels stacked vertically and a legend to their
+// right, or below them when legendBelow is set.
 type figure struct {
-	panels []*plot.Plot
-	legend plot.Legend
-	labels []string // legend entry texts, to size the legend
-	w, h   vg.Length
+	panels      []*plot.Plot
+	legend      plot.Legend
+	labels      []string // legend entry texts, to size the legend
+	w, h        vg.Length
+	legendBelow bool
 }
 
 func newLegend() plot.Legend {
@@ -178,9 +196,27 @@ func (f *figure) legendWidth(labels []string) vg.Length {
 	return min(w, f.w*2/5)
 }
 
+// legendHeight is the room a legend below the panels needs.
+func (f *figure) legendHeight() vg.Length {
+	if len(f.labels) == 0 {
+		return 0
+	}
+	row := f.legend.TextStyle.FontExtents().Height + f.legend.Padding
+	return vg.Length(len(f.labels))*row + vg.Points(10)
+}
+
 func (f *figure) draw(c draw.Canvas, legendW vg.Length) {
 	c.FillPolygon(color.White, rect(c.Min.X, c.Min.Y, c.Max.X, c.Max.Y))
 	pad := vg.Points(8)
+	if f.legendBelow {
+		legendH := f.legendHeight()
+		area := draw.Crop(c, pad, -pad, pad+legendH, -pad)
+		for _, p := range f.panels {
+			p.Draw(area) // one panel: legendBelow figures do not stack
+		}
+		f.legend.Draw(draw.Crop(c, vg.Points(64), -pad, pad, -(c.Size().Y - pad - legendH)))
+		return
+	}
 	area := draw.Crop(c, pad, -legendW-pad, pad, -pad)
 	rows := make([][]*plot.Plot, len(f.panels))
 	for i, p := range f.panels {
@@ -199,7 +235,10 @@ func (f *figure) draw(c draw.Canvas, legendW vg.Length) {
 
 // save writes the figure as base.png and base.svg into dir.
 func (f *figure) save(dir, base string) (Plot, error) {
-	legendW := f.legendWidth(f.labels)
+	var legendW vg.Length
+	if !f.legendBelow {
+		legendW = f.legendWidth(f.labels)
+	}
 	p := Plot{PNG: base + ".png", SVG: base + ".svg"}
 
 	img := vgimg.NewWith(vgimg.UseWH(f.w, f.h), vgimg.UseDPI(pngDPI))
@@ -207,12 +246,17 @@ func (f *figure) save(dir, base string) (Plot, error) {
 	if err := writeTo(filepath.Join(dir, p.PNG), pngWriter{img}); err != nil {
 		return Plot{}, err
 	}
-	svg := vgsvg.New(f.w, f.h)
-	f.draw(draw.New(svg), legendW)
-	if err := writeTo(filepath.Join(dir, p.SVG), svg); err != nil {
+	if err := writeTo(filepath.Join(dir, p.SVG), f.svg(legendW)); err != nil {
 		return Plot{}, err
 	}
 	return p, nil
+}
+
+// svg draws the figure on an SVG canvas.
+func (f *figure) svg(legendW vg.Length) *vgsvg.Canvas {
+	c := vgsvg.New(f.w, f.h)
+	f.draw(draw.New(c), legendW)
+	return c
 }
 
 // addLegend adds a legend entry.

@@ -46,7 +46,7 @@ func checkFiles(t *testing.T, dir string, plots []Plot) {
 		img, err := png.Decode(bytes.NewReader(b))
 		if err != nil {
 			t.Errorf("%s: %v", p.PNG, err)
-		} else if r := img.Bounds(); r.Dx() < 800 || r.Dy() < 400 {
+		} else if r := img.Bounds(); r.Dx() < 800 || r.Dy() < 250 {
 			t.Errorf("%s: %v, too small to read", p.PNG, r)
 		}
 		b, err = os.ReadFile(filepath.Join(dir, p.SVG))
@@ -80,13 +80,20 @@ func TestRenderPlots(t *testing.T) {
 	for _, p := range plots {
 		names = append(names, p.PNG, p.SVG)
 	}
+	const ej = "least-inflight-eject-consecutive-5-duration-5s"
 	want := []string{
 		"latency-round-robin.png", "latency-round-robin.svg",
 		"errors-round-robin.png", "errors-round-robin.svg",
+		"rate-round-robin.png", "rate-round-robin.svg",
 		"latency-least-inflight.png", "latency-least-inflight.svg",
 		"errors-least-inflight.png", "errors-least-inflight.svg",
-		"latency-least-inflight-eject-consecutive-5-duration-5s.png", "latency-least-inflight-eject-consecutive-5-duration-5s.svg",
-		"errors-least-inflight-eject-consecutive-5-duration-5s.png", "errors-least-inflight-eject-consecutive-5-duration-5s.svg",
+		"rate-least-inflight.png", "rate-least-inflight.svg",
+		"latency-" + ej + ".png", "latency-" + ej + ".svg",
+		"errors-" + ej + ".png", "errors-" + ej + ".svg",
+		"rate-" + ej + ".png", "rate-" + ej + ".svg",
+		"health-" + ej + ".png", "health-" + ej + ".svg",
+		"success.png", "success.svg",
+		"percentiles.png", "percentiles.svg",
 		"share.png", "share.svg",
 	}
 	if d := cmp.Diff(want, names); d != "" {
@@ -108,6 +115,7 @@ func TestRenderPlotsDegenerate(t *testing.T) {
 	nan, inf := math.NaN(), math.Inf(1)
 	many := sampleSummary().Strategies[0]
 	many.Name = "round-robin"
+	many.Percentiles = nil
 	for i := 10; i < 25; i++ {
 		many.Instances = append(many.Instances, Instance{ID: i, Share: 0.02})
 		ser := many.Timeline.Instances[i%10]
@@ -134,10 +142,10 @@ func TestRenderPlotsDegenerate(t *testing.T) {
 				Timeline: &Timeline{BucketS: 0.5, Instances: []InstanceSeries{
 					{ID: 0, Requests: []int64{1, 2, 3, 4}, Errors: []int64{0, 5, 1, 0}, P50Ms: []float64{1, nan, -1, 2}, P99Ms: []float64{inf, 3, 4, nan}},
 					{ID: 1, Requests: []int64{1, 0}, Errors: []int64{1}, P50Ms: []float64{5}, P99Ms: []float64{6, 7, 8}},
-				}}}}}, 3},
+				}}}}}, 4},
 		{"single point", &Summary{Strategies: []Strategy{{Name: "a", Timeline: &Timeline{BucketS: 1,
-			Instances: []InstanceSeries{{Requests: []int64{3}, Errors: []int64{1}, P50Ms: []float64{4}, P99Ms: []float64{4}}}}}}}, 2},
-		{"more instances than legend entries", &Summary{Instances: 25, FaultyInstances: []int{3}, Strategies: []Strategy{many}}, 3},
+			Instances: []InstanceSeries{{Requests: []int64{3}, Errors: []int64{1}, P50Ms: []float64{4}, P99Ms: []float64{4}}}}}}}, 3},
+		{"more instances than legend entries", &Summary{Instances: 25, FaultyInstances: []int{3}, Strategies: []Strategy{many}}, 5},
 		{"same slug twice", &Summary{Strategies: []Strategy{
 			{Name: "p2c+eject", Instances: []Instance{{ID: 0}}}, {Name: "p2c(eject)", Instances: []Instance{{ID: 0}}}}}, 1},
 	} {

@@ -114,7 +114,23 @@ func sampleSummary() *Summary {
 			st.Events = append(st.Events, Event{TimeS: t, Instance: 0, Kind: "eject"}, Event{TimeS: t + 5, Instance: 0, Kind: "readmit"})
 		}
 		st.Ejections = len(pl.ejections)
+		st.Percentiles = samplePercentiles(rng, pl.faulty)
 		s.Strategies = append(s.Strategies, st)
 	}
 	return s
+}
+
+// samplePercentiles is a latency-by-percentile curve at the percentiles
+// the harness reports: about 10 ms at the median and a tail that grows with
+// the faulty share.
+func samplePercentiles(rng *rand.Rand, faulty float64) []PercentilePoint {
+	var out []PercentilePoint
+	for i := 0; i <= 32; i++ {
+		x := 2 * math.Pow(10, float64(i)/8) // 1/(1-p)
+		p := math.Round(100*(1-1/x)*1e4) / 1e4
+		d := math.Log10(x) - math.Log10(2)
+		ms := 10 + 0.4*d + (0.5+20*faulty)*d*d*d*(1+0.1*rng.Float64())
+		out = append(out, PercentilePoint{Percentile: p, LatencyMs: math.Round(ms*1000) / 1000})
+	}
+	return append(out, PercentilePoint{Percentile: 100, LatencyMs: math.Round(2500+500*rng.Float64()) / 10})
 }

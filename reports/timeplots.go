@@ -288,3 +288,48 @@ func at64(vs []int64, k int) int64 {
 	}
 	return 0
 }
+
+// rateFigure plots per-instance requests per second over time, with the
+// even split of the target rate as a dashed line. Buckets count requests by
+// the time they were sent. It returns nil when no bucket has requests.
+func rateFigure(s *Summary, st *Strategy) *figure {
+	ts := newTimeSeries(s, st)
+	if ts == nil {
+		return nil
+	}
+	hi, some := 0.0, false
+	for _, in := range ts.series {
+		for _, r := range in.Requests {
+			if r > 0 {
+				hi, some = math.Max(hi, float64(r)/ts.bucketS), true
+			}
+		}
+	}
+	if !some {
+		return nil
+	}
+	f := &figure{legend: newLegend(), w: figWidth, h: figHeight}
+	title := fmt.Sprintf("%s: requests per second by instance (%s buckets)", st.Name, fmtNum(ts.bucketS)+" s")
+	p := ts.newTimePanel(title, "requests sent (req/s)")
+	fairSty := draw.LineStyle{Color: gray(0), Width: vg.Points(1.2), Dashes: []vg.Length{vg.Points(6), vg.Points(3)}}
+	n := instanceCount(s)
+	fair := 0.0
+	if n > 0 && s.TargetRate > 0 && finite(s.TargetRate) {
+		fair = s.TargetRate / float64(n)
+		p.Add(&hline{y: fair, style: fairSty})
+	}
+	for _, in := range ts.series {
+		ts.addSeries(p, ts.lineStyle(in.ID), func(k int) (float64, bool) {
+			return float64(at64(in.Requests, k)) / ts.bucketS, k < len(in.Requests)
+		})
+	}
+	ts.addEjections(p)
+	p.Y.Min, p.Y.Max = 0, math.Max(hi, fair)*1.08
+	p.Y.Tick.Marker = plainTicks{}
+	f.panels = append(f.panels, p)
+	ts.fillLegend(f)
+	if fair > 0 {
+		f.addLegend("even split "+fmtNum(fair)+" req/s", &hline{style: fairSty})
+	}
+	return f
+}

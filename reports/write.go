@@ -11,10 +11,11 @@ import (
 const (
 	SummaryFile  = "summary.json"
 	MarkdownFile = "report.md"
+	HTMLFile     = "report.html"
 )
 
-// WriteAll writes summary.json, the plots and report.md into dir, creating
-// dir if needed. summary.json is written first, so the measurement survives
+// WriteAll writes summary.json, the plots, report.md and report.html into
+// dir, creating dir if needed. summary.json is written first, so the measurement survives
 // a failure to render. Errors name the file that could not be written.
 func WriteAll(dir string, s *Summary) error {
 	if s == nil {
@@ -30,7 +31,10 @@ func WriteAll(dir string, s *Summary) error {
 	if err != nil {
 		return err
 	}
-	return writeFile(filepath.Join(dir, MarkdownFile), func(b *bytes.Buffer) error { return WriteMarkdown(b, s, plots) })
+	if err := writeFile(filepath.Join(dir, MarkdownFile), func(b *bytes.Buffer) error { return WriteMarkdown(b, s, plots) }); err != nil {
+		return err
+	}
+	return writeFile(filepath.Join(dir, HTMLFile), func(b *bytes.Buffer) error { return WriteHTML(b, s, plots, os.DirFS(dir)) })
 }
 
 // writeFile renders into memory and writes path only when rendering worked.

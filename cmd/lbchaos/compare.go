@@ -1,6 +1,7 @@
 package main
 
 import (
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -9,20 +10,41 @@ import (
 	"github.com/lbchaos/lbchaos/reports"
 )
 
-// cmdCompare prints two runs' headline metrics side by side.
-func cmdCompare(args []string, stdout io.Writer) error {
-	if len(args) != 2 {
-		return &exitError{2, fmt.Errorf("compare takes two run directories (or summary.json files), got %d", len(args))}
+// cmdCompare prints two runs' headline metrics side by side and, with
+// --fail-on-regression, fails when the second is worse than the first.
+func cmdCompare(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("lbchaos compare", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	failOnReg := fs.Bool("fail-on-regression", false, "exit 3 when a strategy of RUN_B is worse than in RUN_A beyond the tolerance (ratios +1 pp and +20%, p99/p99.9 +5 ms and +20%, achieved rate -5%)")
+	pos, err := splitPositional(fs, args)
+	if err != nil {
+		return &exitError{2, err}
+	}
+	if len(pos) != 2 {
+		return &exitError{2, fmt.Errorf("compare takes two run directories (or summary.json files), got %d", len(pos))}
 	}
 	var runs [2]*reports.Summary
-	for i, arg := range args {
+	for i, arg := range pos {
 		s, err := loadSummary(arg)
 		if err != nil {
 			return err
 		}
 		runs[i] = s
 	}
-	return reports.WriteComparison(stdout, runs[0], runs[1])
+	if err := reports.WriteComparison(stdout, runs[0], runs[1]); err != nil {
+		return err
+	}
+	if *failOnReg {
+		fmt.Fprintln(stdout)
+		n, err := reports.WriteRegressions(stdout, runs[0], runs[1], reports.DefaultTolerance)
+		if err != nil {
+			return err
+		}
+		if n > 0 {
+			return &exitError{3, fmt.Errorf("%d regressions of %s against %s", n, pos[1], pos[0])}
+		}
+	}
+	return nil
 }
 
 // loadSummary reads a run's summary.json from its directory, or the file

@@ -26,7 +26,8 @@ Usage:
   lbchaos run NAME|FILE [flags]     run an experiment (lbchaos run --help)
   lbchaos serve [flags]             run one fake backend instance (lbchaos serve --help)
   lbchaos report RUN                re-render a run's report and plots from its summary.json
-  lbchaos compare RUN_A RUN_B       headline metrics of two runs side by side (directories or summary.json files)
+  lbchaos compare [--fail-on-regression] RUN_A RUN_B
+                                    headline metrics of two runs side by side (directories or summary.json files)
   lbchaos image [--binary PATH]     build the backend container image (Docker)
   lbchaos clean                     remove every container and network lbchaos created (Docker)
   lbchaos version
@@ -81,7 +82,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	case "report":
 		return cmdReport(args[1:], stdout)
 	case "compare":
-		return cmdCompare(args[1:], stdout)
+		return cmdCompare(args[1:], stdout, stderr)
 	case "image":
 		return cmdImage(ctx, args[1:], stdout, stderr)
 	case "clean":

@@ -451,7 +451,8 @@ func TestSimRunIsDeterministicAndComparable(t *testing.T) {
 	dir := t.TempDir()
 	var sums [2][]byte
 	for i, out := range []string{filepath.Join(dir, "a"), filepath.Join(dir, "b")} {
-		if _, errOut, err := runCLI(t, context.Background(), "run", "fast-fail", "--engine", "sim", "--out", out); err != nil {
+		if _, errOut, err := runCLI(t, context.Background(), "run", "fast-fail", "--engine", "sim", "--out", out,
+			"--duration", "5s", "--strategies", "round-robin,least-inflight+eject(consecutive=5,duration=5s)"); err != nil {
 			t.Fatalf("%v\n%s", err, errOut)
 		}
 		b, err := os.ReadFile(filepath.Join(out, "summary.json"))
@@ -464,7 +465,7 @@ func TestSimRunIsDeterministicAndComparable(t *testing.T) {
 		t.Error("two sim runs of the same experiment and seed differ")
 	}
 	s := readSummary(t, filepath.Join(dir, "a"))
-	if s.Engine != "sim" || s.Backends != "sim" || len(s.Strategies) != 5 {
+	if s.Engine != "sim" || s.Backends != "sim" || len(s.Strategies) != 2 {
 		t.Errorf("engine %q backends %q strategies %d", s.Engine, s.Backends, len(s.Strategies))
 	}
 	out, _, err := runCLI(t, context.Background(), "compare", filepath.Join(dir, "a"), filepath.Join(dir, "b", "summary.json"))
@@ -478,5 +479,71 @@ func TestSimRunIsDeterministicAndComparable(t *testing.T) {
 		if strings.Contains(line, "pp") && !strings.Contains(line, "+0.00 pp") {
 			t.Errorf("identical runs differ in: %s", line)
 		}
+	}
+}
+
+// TestWrongExpectationFailsTheRun runs, in virtual time, an experiment
+// whose expectation contradicts the behaviour it exists to show.
+func TestWrongExpectationFailsTheRun(t *testing.T) {
+	dir := t.TempDir()
+	data, err := os.ReadFile("../../experiments/fast-fail.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wrong := strings.Replace(string(data), "name: fast-fail", "name: wrong", 1) +
+		"\n  - {strategy: least-inflight, error_ratio: \"< 0.15\"}\n"
+	if !strings.Contains(string(data), "\nexpect:") || !strings.HasSuffix(strings.TrimSpace(string(data)), "}") {
+		t.Fatalf("test bug: fast-fail.yaml no longer ends with its expect list")
+	}
+	path := filepath.Join(dir, "wrong.yaml")
+	if err := os.WriteFile(path, []byte(wrong), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// Only the strategy concerned: the others' expectations are missing,
+	// which neither passes nor fails the run.
+	out, _, err := runCLI(t, context.Background(), "run", path, "--engine", "sim", "--out", filepath.Join(dir, "out"),
+		"--strategies", "least-inflight")
+	if code := exitCode(err); code != 3 || !strings.Contains(err.Error(), "1 of 10 expectations failed") {
+		t.Fatalf("exit %d, err %v", code, err)
+	}
+	if !regexp.MustCompile(`FAILED\s+least-inflight\s+error_ratio < 0.15`).MatchString(out) {
+		t.Errorf("the failed expectation is not shown:\n%s", out)
+	}
+	s := readSummary(t, filepath.Join(dir, "out"))
+	failed := 0
+	for _, r := range s.Expectations {
+		if !r.Passed && !r.Missing {
+			failed++
+		}
+	}
+	if failed != 1 || s.KeyMetric != "error_ratio" {
+		t.Errorf("summary: %d failed expectations, key metric %q", failed, s.KeyMetric)
+	}
+}
+
+func TestCompareFailsOnRegression(t *testing.T) {
+	dir := t.TempDir()
+	a := filepath.Join(dir, "a")
+	if _, errOut, err := runCLI(t, context.Background(), "run", "slow-instance", "--engine", "sim", "--out", a,
+		"--strategies", "round-robin,least-inflight"); err != nil {
+		t.Fatalf("%v\n%s", err, errOut)
+	}
+	if _, _, err := runCLI(t, context.Background(), "compare", "--fail-on-regression", a, a); err != nil {
+		t.Fatalf("a run regressed against itself: %v", err)
+	}
+	s := readSummary(t, a)
+	s.Strategies[1].SlowRatio += 0.1 // least-inflight got much worse
+	b := filepath.Join(dir, "b.json")
+	f, err := os.Create(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := reports.WriteJSON(f, s); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	out, _, err := runCLI(t, context.Background(), "compare", a, b, "--fail-on-regression")
+	if exitCode(err) != 3 || !strings.Contains(out, "REGRESSION") {
+		t.Fatalf("exit %d (%v)\n%s", exitCode(err), err, out)
 	}
 }

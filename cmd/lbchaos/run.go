@@ -142,6 +142,15 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if sum == nil {
 		return runErr
 	}
+	sum.KeyMetric = exp.KeyMetric
+	checked, failed := harness.CheckExpectations(exp, sum)
+	sum.Expectations = checked
+	// The file's expectations describe the file's load: with another
+	// duration or rate they are shown but do not decide the exit status.
+	advisory := ov.Duration != 0 || ov.Rate != 0
+	if advisory && len(checked) > 0 {
+		sum.Notes = append(sum.Notes, "The expectations were written for the experiment file's duration and rate; this run overrode them, so they are advisory.")
+	}
 	if err := reports.WriteAll(dir, sum); err != nil {
 		return errors.Join(runErr, fmt.Errorf("write report: %w", err))
 	}
@@ -157,12 +166,21 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err := reports.WriteTable(stdout, sum); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "\nreport: %s\n", filepath.Join(dir, "report.md"))
+	if len(checked) > 0 {
+		fmt.Fprintln(stdout)
+		if err := reports.WriteExpectations(stdout, checked); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(stdout, "\nreport: %s\n", filepath.Join(dir, reports.MarkdownFile))
 	if runErr != nil {
 		if errors.Is(runErr, harness.ErrInterrupted) {
 			return &exitError{130, fmt.Errorf("%w; the partial results are in %s", runErr, dir)}
 		}
 		return fmt.Errorf("%w; results measured so far are in %s", runErr, dir)
+	}
+	if failed > 0 && !advisory {
+		return &exitError{3, fmt.Errorf("%d of %d expectations failed; results are in %s", failed, len(checked), dir)}
 	}
 	return nil
 }
