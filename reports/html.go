@@ -492,15 +492,7 @@ func newHTMLStrategy(s *Summary, st *Strategy, anchor string) htmlStrategy {
 		hs.Facts = append(hs.Facts, fmt.Sprintf("%d requests never reached an instance", st.Unattributed))
 	}
 	if len(st.Events) > 0 {
-		ej, re := 0, 0
-		for _, e := range st.Events {
-			switch e.Kind {
-			case "eject":
-				ej++
-			case "readmit":
-				re++
-			}
-		}
+		ej, re := eventCounts(st.Events)
 		hs.Facts = append(hs.Facts, fmt.Sprintf("%d ejection and %d re-admission events", ej, re))
 	}
 	faulty := faultySet(s, st)

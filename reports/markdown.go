@@ -200,15 +200,7 @@ func (m mdWriter) strategy(s *Summary, st *Strategy, plots []Plot) {
 		facts = append(facts, fmt.Sprintf("%d requests never reached an instance", st.Unattributed))
 	}
 	if len(st.Events) > 0 {
-		ej, re := 0, 0
-		for _, e := range st.Events {
-			switch e.Kind {
-			case "eject":
-				ej++
-			case "readmit":
-				re++
-			}
-		}
+		ej, re := eventCounts(st.Events)
 		facts = append(facts, fmt.Sprintf("%d ejection and %d re-admission events", ej, re))
 	}
 	for _, f := range facts {
@@ -257,4 +249,17 @@ func mdText(s string) string {
 // mdAlt makes s safe as image alt text.
 func mdAlt(s string) string {
 	return strings.NewReplacer("[", "(", "]", ")").Replace(mdText(s))
+}
+
+// eventCounts counts ejections and re-admissions.
+func eventCounts(events []Event) (ejects, readmits int) {
+	for _, e := range events {
+		switch e.Kind {
+		case "eject":
+			ejects++
+		case "readmit":
+			readmits++
+		}
+	}
+	return ejects, readmits
 }
