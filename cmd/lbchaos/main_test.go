@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"os"
@@ -545,5 +546,47 @@ func TestCompareFailsOnRegression(t *testing.T) {
 	out, _, err := runCLI(t, context.Background(), "compare", a, b, "--fail-on-regression")
 	if exitCode(err) != 3 || !strings.Contains(out, "REGRESSION") {
 		t.Fatalf("exit %d (%v)\n%s", exitCode(err), err, out)
+	}
+}
+
+// TestReportReRendersFromSavedData deletes a run's rendered artifacts and
+// has `lbchaos report` make them again from summary.json.
+func TestReportReRendersFromSavedData(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "run")
+	if _, errOut, err := runCLI(t, context.Background(), "run", "fast-fail", "--engine", "sim", "--out", dir,
+		"--duration", "3s", "--strategies", "p2c"); err != nil {
+		t.Fatalf("%v\n%s", err, errOut)
+	}
+	rendered := []string{"report.md", "report.html", "share.png", "latency-p2c.svg", "percentiles.png"}
+	for _, f := range rendered {
+		if err := os.Remove(filepath.Join(dir, f)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, _, err := runCLI(t, context.Background(), "report", dir); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range rendered {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Errorf("not re-rendered: %v", err)
+		}
+	}
+}
+
+func TestProgressPrinter(t *testing.T) {
+	pr := harness.Progress{Strategy: "p2c", Index: 2, Total: 5, Elapsed: 3 * time.Second, Duration: 30 * time.Second, Results: 11900, Errors: 119, InFlight: 40}
+	var plain bytes.Buffer
+	p := newProgressPrinter(&plain)
+	p.update(pr)
+	p.update(pr) // within the interval: no second line
+	if got := strings.Count(plain.String(), "\n"); got != 1 || !strings.Contains(plain.String(), "[2/5] p2c  3s/30s  3980 req/s  11900 results  1.00% errors") {
+		t.Errorf("plain progress:\n%q", plain.String())
+	}
+	var tty bytes.Buffer
+	p = &progressPrinter{w: &tty, tty: true, every: time.Second}
+	p.update(pr)
+	fmt.Fprintln(p, "      done")
+	if got := tty.String(); !strings.HasPrefix(got, "\r\033[K[2/5] p2c") || !strings.Contains(got, "\r\033[K      done\n") {
+		t.Errorf("terminal progress: %q", got)
 	}
 }
