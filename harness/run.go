@@ -250,23 +250,16 @@ func runStrategy(ctx context.Context, exp *experiments.Experiment, index int, op
 	sched := NewSchedule(exp.Arrival, exp.Rate, exp.Seed)
 	coll := newCollector(len(backends), exp.Duration, exp.Timeout, exp.SlowThreshold)
 
-	var encode vegeta.Encoder
+	var raw *rawWriter
 	if opts.RawDir != "" {
-		f, err := os.Create(filepath.Join(opts.RawDir, "results-"+reports.Slug(name)+".bin"))
-		if err != nil {
+		if raw, err = newRawWriter(filepath.Join(opts.RawDir, "results-"+reports.Slug(name)+".bin")); err != nil {
 			return nil, nil, fmt.Errorf("raw results: %w", err)
 		}
-		bw := bufio.NewWriterSize(f, 1<<16)
 		defer func() {
-			ferr := bw.Flush()
-			if cerr := f.Close(); ferr == nil {
-				ferr = cerr
-			}
-			if ferr != nil && err == nil {
-				err = fmt.Errorf("raw results: %w", ferr)
+			if cerr := raw.close(); cerr != nil && err == nil {
+				err = fmt.Errorf("raw results: %w", cerr)
 			}
 		}()
-		encode = vegeta.NewEncoder(bw)
 	}
 
 	faults := newFaultRunner(fleet, exp.Faults, exp.Duration, bal.SetTarget)
@@ -303,11 +296,8 @@ func runStrategy(ctx context.Context, exp *experiments.Experiment, index int, op
 				break
 			}
 			sent++
-			if encode != nil {
-				if err := encode(res); err != nil {
-					encode = nil
-					notes = append(notes, fmt.Sprintf("%s: raw results could not be written after %d: %v", name, sent-1, err))
-				}
+			if raw != nil {
+				raw.add(res)
 			}
 			rt, routed := bal.take(res.Seq)
 			if routed && rt.aborted.Load() {
@@ -388,6 +378,48 @@ func runStrategy(ctx context.Context, exp *experiments.Experiment, index int, op
 		return &s, notes, ferr
 	}
 	return &s, notes, nil
+}
+
+// rawWriter encodes results in Vegeta's format on a goroutine of its own,
+// so that file output never slows the loop that collects results.
+type rawWriter struct {
+	ch   chan *vegeta.Result
+	done chan error
+}
+
+func newRawWriter(path string) (*rawWriter, error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	w := &rawWriter{ch: make(chan *vegeta.Result, 1<<14), done: make(chan error, 1)}
+	go func() {
+		bw := bufio.NewWriterSize(f, 1<<20)
+		enc := vegeta.NewEncoder(bw)
+		var werr error
+		for r := range w.ch {
+			if werr == nil {
+				werr = enc(r)
+			}
+		}
+		if ferr := bw.Flush(); werr == nil {
+			werr = ferr
+		}
+		if cerr := f.Close(); werr == nil {
+			werr = cerr
+		}
+		w.done <- werr
+	}()
+	return w, nil
+}
+
+// add queues r; it blocks only when the encoder is 16384 results behind.
+func (w *rawWriter) add(r *vegeta.Result) { w.ch <- r }
+
+// close waits until everything queued is written.
+func (w *rawWriter) close() error {
+	close(w.ch)
+	return <-w.done
 }
 
 // attackTime is how long the attack sent requests: its duration, or until it
