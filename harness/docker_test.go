@@ -479,12 +479,11 @@ func TestDockerSweepStale(t *testing.T) {
 	other := create("lbchaos-test-other-host", map[string]string{LabelRun: p.RunID(), LabelOwner: "elsewhere/999999/1"})
 	unlabelled := create("lbchaos-test-unlabelled", map[string]string{LabelOwner: host + "/999999/1"})
 
-	n, err := SweepStale(ctx, testLog{t})
-	if err != nil {
+	// Another lbchaos process starting meanwhile (a concurrent test) may
+	// sweep the stale ones first, so what counts is what is left, not how
+	// many this call removed.
+	if _, err := SweepStale(ctx, testLog{t}); err != nil {
 		t.Fatal(err)
-	}
-	if n < 2 {
-		t.Errorf("SweepStale removed %d, want at least 2", n)
 	}
 	exists := func(id string) bool {
 		_, err := cli.ContainerInspect(ctx, id, client.ContainerInspectOptions{})
