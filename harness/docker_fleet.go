@@ -115,7 +115,7 @@ func (p *DockerProvider) request(spec FleetSpec, seq, id, port int) (testcontain
 		Image:  p.image,
 		Name:   fmt.Sprintf("lbchaos-%s-%d-%d", p.runID, seq, id),
 		Cmd:    args,
-		Labels: map[string]string{LabelRun: p.runID, LabelOwner: p.owner},
+		Labels: map[string]string{LabelRun: p.runID, LabelOwner: p.owner, labelFleet: strconv.Itoa(seq)},
 	}
 	if p.opts.HostNetwork {
 		// Readiness is checked by the fleet on the known port: there is no
@@ -215,6 +215,7 @@ func (p *DockerProvider) startFleet(ctx context.Context, spec FleetSpec, seq int
 	}
 	if err := g.Wait(); err != nil {
 		terminateAll(p.cli, ctrs)
+		p.removeFleet(seq)
 		return nil, fmt.Errorf("docker backends: %w", err)
 	}
 	return f, nil
@@ -276,6 +277,26 @@ func terminateAll(cli client.APIClient, ctrs []testcontainers.Container) {
 		wg.Go(func() { terminateContainer(ctx, cli, c) })
 	}
 	wg.Wait()
+}
+
+// labelFleet tells apart the fleets of one run (their sequence number).
+const labelFleet = "io.lbchaos.fleet"
+
+// removeFleet force-removes every container of fleet seq of this run,
+// including ones whose creation the engine finished after a cancelled
+// request returned without a handle. It looks three times, a moment apart,
+// for creations still landing.
+func (p *DockerProvider) removeFleet(seq int) {
+	ctx, cancel := context.WithTimeout(context.Background(), dockerCleanupTimeout)
+	defer cancel()
+	want := strconv.Itoa(seq)
+	match := func(l map[string]string) bool { return l[LabelRun] == p.runID && l[labelFleet] == want }
+	for i := range 3 {
+		if i > 0 {
+			time.Sleep(300 * time.Millisecond)
+		}
+		_, _ = removeLabelled(ctx, p.cli, io.Discard, match)
+	}
 }
 
 // terminateContainer removes c, thawing it first: a paused container
