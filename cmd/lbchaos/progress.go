@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/lbchaos/lbchaos/harness"
@@ -25,8 +26,10 @@ type progressPrinter struct {
 	w     io.Writer
 	tty   bool
 	every time.Duration
-	last  time.Time
-	live  bool // a line is being updated in place
+
+	mu   sync.Mutex // log lines may come from several goroutines
+	last time.Time
+	live bool // a line is being updated in place
 }
 
 func newProgressPrinter(w io.Writer) *progressPrinter {
@@ -53,6 +56,8 @@ func (p *progressPrinter) line(pr harness.Progress) string {
 
 // update is harness.Options.Progress.
 func (p *progressPrinter) update(pr harness.Progress) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	if p.tty {
 		fmt.Fprintf(p.w, "\r\033[K%s", p.line(pr))
 		p.live = true
@@ -66,6 +71,8 @@ func (p *progressPrinter) update(pr harness.Progress) {
 
 // Write passes log lines through, ending an in-place line first.
 func (p *progressPrinter) Write(b []byte) (int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	if p.live {
 		fmt.Fprint(p.w, "\r\033[K")
 		p.live = false
