@@ -64,7 +64,7 @@ func TestNoExpectations(t *testing.T) {
 
 func TestBadExpectations(t *testing.T) {
 	const (
-		metricList   = "bad_ratio, error_ratio, success_ratio, timeout_ratio, slow_ratio, faulty_share, p50_ms, p90_ms, p99_ms, p999_ms, max_ms, mean_ms, ejections, achieved_rate, requests"
+		metricList   = "achieved_rate, bad_ratio, ejections, error_ratio, faulty_share, max_ms, mean_ms, p50_ms, p90_ms, p999_ms, p99_ms, requests, slow_ratio, success_ratio, timeout_ratio"
 		strategyList = `"round-robin", "p2c+eject(consecutive=5,duration=5s)"`
 	)
 	tests := []struct {

@@ -30,6 +30,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/lbchaos/lbchaos/faultyserver"
+	"github.com/lbchaos/lbchaos/reports"
 	"github.com/lbchaos/lbchaos/strategies"
 )
 
@@ -43,8 +44,10 @@ const (
 	DefaultSlowThreshold = time.Second
 	DefaultArrival       = ArrivalPoisson
 	DefaultSeed          = 1
-	DefaultKeyMetric     = "bad_ratio"
 )
+
+// DefaultKeyMetric is the key metric of a file that names none.
+const DefaultKeyMetric = reports.DefaultKeyMetric
 
 // Arrival processes.
 const (
@@ -107,32 +110,8 @@ func (x Expectation) String() string {
 	return x.Metric + " " + x.Op + " " + strconv.FormatFloat(x.Value, 'g', -1, 64)
 }
 
-// metrics are the names of Metrics().
-var metrics = []string{
-	"bad_ratio", "error_ratio", "success_ratio", "timeout_ratio", "slow_ratio", "faulty_share",
-	"p50_ms", "p90_ms", "p99_ms", "p999_ms", "max_ms", "mean_ms",
-	"ejections", "achieved_rate", "requests",
-}
-
-// keyMetrics are the names of KeyMetrics().
-var keyMetrics = []string{"bad_ratio", "error_ratio", "slow_ratio", "timeout_ratio", "faulty_share", "p99_ms", "p999_ms"}
-
 // ops are the comparisons of Ops(); two-character ones first, for parsing.
 var ops = []string{"<=", ">=", "<", ">"}
-
-// Metrics returns the names of the strategy metrics an expectation can
-// name: a strategy's headline numbers by their summary.json names
-// (error_ratio, success_ratio, timeout_ratio, slow_ratio, faulty_share,
-// ejections, achieved_rate, requests), its latency percentiles, maximum and
-// mean in milliseconds (p50_ms, p90_ms, p99_ms, p999_ms, max_ms, mean_ms),
-// and bad_ratio, the share of requests that failed or were slow:
-// error_ratio + slow_ratio − timeout_ratio (a timeout is both an error and
-// slow), kept within [max(error_ratio, slow_ratio), 1].
-func Metrics() []string { return slices.Clone(metrics) }
-
-// KeyMetrics returns the metrics a file's key_metric can name: the ratios
-// of requests that went wrong and the tail latencies.
-func KeyMetrics() []string { return slices.Clone(keyMetrics) }
 
 // Ops returns the comparisons an expectation can use.
 func Ops() []string { return []string{"<", "<=", ">", ">="} }
@@ -411,7 +390,7 @@ func parseExpectation(field string, n *yaml.Node, strategies []string) (Expectat
 				return x, fieldErr(field+".strategy", "want one of the file's strategies (%s)", quoteAll(strategies))
 			}
 			x.Strategy, hasStrategy = val.Value, true
-		case slices.Contains(metrics, key):
+		case slices.Contains(reports.Metrics(), key):
 			if x.Metric != "" {
 				return x, fieldErr(field, "names two metrics, %s and %s; write one entry per metric", x.Metric, key)
 			}
@@ -428,7 +407,7 @@ func parseExpectation(field string, n *yaml.Node, strategies []string) (Expectat
 				return x, fieldErr(field+"."+key, `want "OP NUMBER" like %q, got %s`, conditionExample(key), got)
 			}
 		default:
-			return x, fieldErr(field+"."+key, "unknown metric (known: %s)", strings.Join(metrics, ", "))
+			return x, fieldErr(field+"."+key, "unknown metric (known: %s)", strings.Join(reports.Metrics(), ", "))
 		}
 	}
 	switch {
@@ -437,7 +416,7 @@ func parseExpectation(field string, n *yaml.Node, strategies []string) (Expectat
 	case !slices.Contains(strategies, x.Strategy):
 		return x, fieldErr(field+".strategy", "%q is not one of the file's strategies (%s)", x.Strategy, quoteAll(strategies))
 	case x.Metric == "":
-		return x, fieldErr(field, "names no metric; add one of %s", strings.Join(metrics, ", "))
+		return x, fieldErr(field, "names no metric; add one of %s", strings.Join(reports.Metrics(), ", "))
 	}
 	return x, nil
 }
@@ -554,14 +533,14 @@ func (e *Experiment) Validate() error {
 		}
 		seen[s] = i
 	}
-	if !slices.Contains(keyMetrics, e.KeyMetric) {
-		return fieldErr("key_metric", "unknown metric %q (one of %s)", e.KeyMetric, strings.Join(keyMetrics, ", "))
+	if !slices.Contains(reports.KeyMetrics(), e.KeyMetric) {
+		return fieldErr("key_metric", "unknown metric %q (one of %s)", e.KeyMetric, strings.Join(reports.KeyMetrics(), ", "))
 	}
 	for i, x := range e.Expect {
 		name := fmt.Sprintf("expect[%d]", i)
 		switch {
-		case !slices.Contains(metrics, x.Metric):
-			return fieldErr(name, "unknown metric %q (known: %s)", x.Metric, strings.Join(metrics, ", "))
+		case !slices.Contains(reports.Metrics(), x.Metric):
+			return fieldErr(name, "unknown metric %q (known: %s)", x.Metric, strings.Join(reports.Metrics(), ", "))
 		case !slices.Contains(ops, x.Op) || math.IsNaN(x.Value) || math.IsInf(x.Value, 0):
 			return fieldErr(name+"."+x.Metric, `want "OP NUMBER" like %q, got %q`, conditionExample(x.Metric), x.Op+" "+strconv.FormatFloat(x.Value, 'g', -1, 64))
 		}

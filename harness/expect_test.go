@@ -20,49 +20,6 @@ var metricSample = reports.Strategy{
 	LatencyMs: reports.Latency{Mean: 12, P50: 10, P90: 11, P99: 20, P999: 40, Max: 90},
 }
 
-func TestMetricValue(t *testing.T) {
-	want := map[string]float64{
-		"bad_ratio": 0.4375, "error_ratio": 0.375, "success_ratio": 0.625, "timeout_ratio": 0.0625, "slow_ratio": 0.125,
-		"faulty_share": 0.25, "p50_ms": 10, "p90_ms": 11, "p99_ms": 20, "p999_ms": 40, "max_ms": 90, "mean_ms": 12,
-		"ejections": 4, "achieved_rate": 99.5, "requests": 1000,
-	}
-	for _, m := range experiments.Metrics() {
-		got, ok := MetricValue(metricSample, m)
-		if w, listed := want[m]; !ok || !listed || got != w {
-			t.Errorf("MetricValue(%s) = %v, %v; want %v (listed %v)", m, got, ok, w, listed)
-		}
-	}
-	if len(want) != len(experiments.Metrics()) {
-		t.Errorf("experiments.Metrics() has %d names, this test %d", len(experiments.Metrics()), len(want))
-	}
-	if _, ok := MetricValue(metricSample, "p95_ms"); ok {
-		t.Error("unknown metric accepted")
-	}
-}
-
-// The experiment file's key metrics are the verdict's, with the same values.
-func TestKeyMetricsAgreeWithVerdict(t *testing.T) {
-	if d := cmp.Diff(reports.KeyMetrics(), experiments.KeyMetrics()); d != "" {
-		t.Errorf("key metrics (-reports +experiments):\n%s", d)
-	}
-	if experiments.DefaultKeyMetric != reports.DefaultKeyMetric {
-		t.Errorf("default key metric %q, reports %q", experiments.DefaultKeyMetric, reports.DefaultKeyMetric)
-	}
-	// Timeouts not counted as slow: the verdict keeps bad_ratio at least
-	// error_ratio.
-	st := metricSample
-	st.SlowRatio = 0
-	for _, m := range experiments.KeyMetrics() {
-		for _, s := range []reports.Strategy{metricSample, st} {
-			got, _ := MetricValue(s, m)
-			verdict, _ := reports.MetricValue(&s, m)
-			if got != verdict {
-				t.Errorf("%s: %v, verdict %v", m, got, verdict)
-			}
-		}
-	}
-}
-
 func TestCheckExpectations(t *testing.T) {
 	sum := &reports.Summary{Strategies: []reports.Strategy{metricSample}}
 	tests := []struct {

@@ -9,24 +9,30 @@ import (
 	"text/tabwriter"
 )
 
-// metric is one headline number of a strategy, for comparisons.
+// metric is one headline number of a strategy, for comparisons: its label
+// and its name among Metrics.
 type metric struct {
 	name    string
+	key     string
 	percent bool // a ratio shown in percent; differences in percentage points
-	value   func(Strategy) float64
+}
+
+func (m metric) value(st Strategy) float64 {
+	v, _ := Value(&st, m.key)
+	return v
 }
 
 var headline = []metric{
-	{"requests", false, func(s Strategy) float64 { return float64(s.Requests) }},
-	{"achieved rate req/s", false, func(s Strategy) float64 { return s.AchievedRate }},
-	{"faulty share", true, func(s Strategy) float64 { return s.FaultyShare }},
-	{"error ratio", true, func(s Strategy) float64 { return s.ErrorRatio }},
-	{"timeout ratio", true, func(s Strategy) float64 { return s.TimeoutRatio }},
-	{"slow ratio", true, func(s Strategy) float64 { return s.SlowRatio }},
-	{"p50 ms", false, func(s Strategy) float64 { return s.LatencyMs.P50 }},
-	{"p99 ms", false, func(s Strategy) float64 { return s.LatencyMs.P99 }},
-	{"p99.9 ms", false, func(s Strategy) float64 { return s.LatencyMs.P999 }},
-	{"ejections", false, func(s Strategy) float64 { return float64(s.Ejections) }},
+	{"requests", "requests", false},
+	{"achieved rate req/s", "achieved_rate", false},
+	{"faulty share", "faulty_share", true},
+	{"error ratio", "error_ratio", true},
+	{"timeout ratio", "timeout_ratio", true},
+	{"slow ratio", "slow_ratio", true},
+	{"p50 ms", "p50_ms", false},
+	{"p99 ms", "p99_ms", false},
+	{"p99.9 ms", "p999_ms", false},
+	{"ejections", "ejections", false},
 }
 
 // WriteComparison prints, per strategy, the headline metrics of two runs

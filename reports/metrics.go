@@ -10,23 +10,62 @@ import (
 // DefaultKeyMetric is the key metric of an experiment that names none.
 const DefaultKeyMetric = "bad_ratio"
 
-// keyMetric describes one metric a Summary's KeyMetric may name. For every
-// one of them lower is better.
+// metricValues are the Strategy metrics that expectations and the verdict
+// name: ratios as fractions, latencies in milliseconds.
+var metricValues = map[string]func(*Strategy) float64{
+	"bad_ratio":     badRatio,
+	"error_ratio":   func(st *Strategy) float64 { return st.ErrorRatio },
+	"success_ratio": func(st *Strategy) float64 { return st.SuccessRatio },
+	"timeout_ratio": func(st *Strategy) float64 { return st.TimeoutRatio },
+	"slow_ratio":    func(st *Strategy) float64 { return st.SlowRatio },
+	"faulty_share":  func(st *Strategy) float64 { return st.FaultyShare },
+	"p50_ms":        func(st *Strategy) float64 { return st.LatencyMs.P50 },
+	"p90_ms":        func(st *Strategy) float64 { return st.LatencyMs.P90 },
+	"p99_ms":        func(st *Strategy) float64 { return st.LatencyMs.P99 },
+	"p999_ms":       func(st *Strategy) float64 { return st.LatencyMs.P999 },
+	"max_ms":        func(st *Strategy) float64 { return st.LatencyMs.Max },
+	"mean_ms":       func(st *Strategy) float64 { return st.LatencyMs.Mean },
+	"ejections":     func(st *Strategy) float64 { return float64(st.Ejections) },
+	"achieved_rate": func(st *Strategy) float64 { return st.AchievedRate },
+	"requests":      func(st *Strategy) float64 { return float64(st.Requests) },
+}
+
+// Metrics returns the names of every Strategy metric Value knows, sorted.
+func Metrics() []string {
+	names := make([]string, 0, len(metricValues))
+	for name := range metricValues {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// Value returns st's value of the named metric (one of Metrics), and false
+// for a name it does not know.
+func Value(st *Strategy, name string) (float64, bool) {
+	f, ok := metricValues[name]
+	if !ok {
+		return math.NaN(), false
+	}
+	return f(st), true
+}
+
+// keyMetric is a metric a Summary's KeyMetric may name. For every one of
+// them lower is better.
 type keyMetric struct {
 	name    string
 	label   string // noun phrase for prose, e.g. "p99 latency"
 	percent bool   // a ratio, shown in percent; else milliseconds
-	value   func(*Strategy) float64
 }
 
 var keyMetrics = []keyMetric{
-	{"bad_ratio", "bad requests (failed or slow)", true, badRatio},
-	{"error_ratio", "failed requests", true, func(st *Strategy) float64 { return st.ErrorRatio }},
-	{"slow_ratio", "slow requests", true, func(st *Strategy) float64 { return st.SlowRatio }},
-	{"timeout_ratio", "timed-out requests", true, func(st *Strategy) float64 { return st.TimeoutRatio }},
-	{"faulty_share", "share of requests sent to faulty instances", true, func(st *Strategy) float64 { return st.FaultyShare }},
-	{"p99_ms", "p99 latency", false, func(st *Strategy) float64 { return st.LatencyMs.P99 }},
-	{"p999_ms", "p99.9 latency", false, func(st *Strategy) float64 { return st.LatencyMs.P999 }},
+	{"bad_ratio", "bad requests (failed or slow)", true},
+	{"error_ratio", "failed requests", true},
+	{"slow_ratio", "slow requests", true},
+	{"timeout_ratio", "timed-out requests", true},
+	{"faulty_share", "share of requests sent to faulty instances", true},
+	{"p99_ms", "p99 latency", false},
+	{"p999_ms", "p99.9 latency", false},
 }
 
 // KeyMetrics returns the metric names a Summary's KeyMetric may take, the
@@ -48,17 +87,16 @@ func lookupKeyMetric(name string) (keyMetric, bool) {
 }
 
 // MetricValue returns st's value of the named key metric (one of
-// KeyMetrics; "" means DefaultKeyMetric), and false for a name it does not
-// know.
+// KeyMetrics; "" means DefaultKeyMetric), and false for a name that is not
+// a key metric.
 func MetricValue(st *Strategy, name string) (float64, bool) {
 	if name == "" {
 		name = DefaultKeyMetric
 	}
-	m, ok := lookupKeyMetric(name)
-	if !ok {
+	if _, ok := lookupKeyMetric(name); !ok {
 		return math.NaN(), false
 	}
-	return m.value(st), true
+	return Value(st, name)
 }
 
 // badRatio is the share of requests that failed or were slow, computed from

@@ -98,3 +98,33 @@ func TestVerdictOf(t *testing.T) {
 		t.Errorf("unknown key metric: Metric %q Unknown %q", v.Metric, v.Unknown)
 	}
 }
+
+func TestValueOfEveryMetric(t *testing.T) {
+	st := &Strategy{
+		Name: "s", Requests: 1000, AchievedRate: 99.5, SuccessRatio: 0.625, ErrorRatio: 0.375, TimeoutRatio: 0.0625, SlowRatio: 0.125,
+		FaultyShare: 0.25, Ejections: 4,
+		LatencyMs: Latency{Mean: 12, P50: 10, P90: 11, P99: 20, P999: 40, Max: 90},
+	}
+	want := map[string]float64{
+		"bad_ratio": 0.4375, "error_ratio": 0.375, "success_ratio": 0.625, "timeout_ratio": 0.0625, "slow_ratio": 0.125,
+		"faulty_share": 0.25, "p50_ms": 10, "p90_ms": 11, "p99_ms": 20, "p999_ms": 40, "max_ms": 90, "mean_ms": 12,
+		"ejections": 4, "achieved_rate": 99.5, "requests": 1000,
+	}
+	for _, m := range Metrics() {
+		got, ok := Value(st, m)
+		if w, listed := want[m]; !ok || !listed || got != w {
+			t.Errorf("Value(%s) = %v, %v; want %v (listed %v)", m, got, ok, w, listed)
+		}
+	}
+	if len(want) != len(Metrics()) {
+		t.Errorf("Metrics() has %d names, this test %d", len(Metrics()), len(want))
+	}
+	if _, ok := Value(st, "p95_ms"); ok {
+		t.Error("unknown metric accepted")
+	}
+	for _, m := range KeyMetrics() {
+		if _, ok := Value(st, m); !ok {
+			t.Errorf("key metric %s has no value", m)
+		}
+	}
+}
