@@ -183,7 +183,7 @@ type simInstance struct {
 	sampler *faultyserver.Sampler
 	fault   faultyserver.Fault // nil when none
 	busy    int                // workers held
-	queue   ring               // waiting for a worker, oldest first
+	queue   ring[int32]        // waiting for a worker, oldest first
 }
 
 // Request kinds, after the instance's plan.
@@ -390,7 +390,7 @@ func (s *sim) expire(i int32) {
 			return // served later for nothing; freed at its service end
 		}
 		q := &s.insts[r.inst].queue
-		if q.len() == 0 || q.front() != i {
+		if q.len() == 0 || *q.front() != i {
 			panic("harness: sim: a timed-out request is not at its queue's front")
 		}
 		q.pop()

@@ -23,52 +23,39 @@ func (e *simEvent) before(f *simEvent) bool {
 // every service end lands in the lane at O(1); the heap takes only the
 // events that overtake it. Its zero value is empty.
 type eventQueue struct {
-	lane     []simEvent // ring; length a power of two or 0
-	laneHead int
-	laneLen  int
-	heap     eventHeap
+	lane ring[simEvent]
+	heap eventHeap
 }
 
-func (q *eventQueue) len() int { return q.laneLen + len(q.heap) }
+func (q *eventQueue) len() int { return q.lane.len() + len(q.heap) }
 
 func (q *eventQueue) push(e simEvent) {
-	if q.laneLen > 0 && e.before(&q.lane[(q.laneHead+q.laneLen-1)&(len(q.lane)-1)]) {
+	if q.lane.len() > 0 && e.before(q.lane.back()) {
 		q.heap.push(e)
 		return
 	}
-	if q.laneLen == len(q.lane) {
-		lane := make([]simEvent, max(16, 2*len(q.lane)))
-		for i := range q.laneLen {
-			lane[i] = q.lane[(q.laneHead+i)&(len(q.lane)-1)]
-		}
-		q.lane, q.laneHead = lane, 0
-	}
-	q.lane[(q.laneHead+q.laneLen)&(len(q.lane)-1)] = e
-	q.laneLen++
+	q.lane.push(e)
 }
 
 // next returns the time of the earliest event, or never when there is none.
 func (q *eventQueue) next() time.Duration {
 	switch {
-	case q.laneLen == 0 && len(q.heap) == 0:
+	case q.lane.len() == 0 && len(q.heap) == 0:
 		return never
-	case q.laneLen == 0:
+	case q.lane.len() == 0:
 		return q.heap[0].at
 	case len(q.heap) == 0:
-		return q.lane[q.laneHead].at
+		return q.lane.front().at
 	}
-	return min(q.heap[0].at, q.lane[q.laneHead].at)
+	return min(q.heap[0].at, q.lane.front().at)
 }
 
 // pop removes and returns the earliest event; the queue must not be empty.
 func (q *eventQueue) pop() simEvent {
-	if q.laneLen == 0 || (len(q.heap) > 0 && q.heap[0].before(&q.lane[q.laneHead])) {
+	if q.lane.len() == 0 || (len(q.heap) > 0 && q.heap[0].before(q.lane.front())) {
 		return q.heap.pop()
 	}
-	e := q.lane[q.laneHead]
-	q.laneHead = (q.laneHead + 1) & (len(q.lane) - 1)
-	q.laneLen--
-	return e
+	return q.lane.pop()
 }
 
 // eventHeap is a 4-ary min-heap of events by (at, seq) over a plain slice:
@@ -123,20 +110,19 @@ func (h *eventHeap) pop() simEvent {
 	return top
 }
 
-// ring is a FIFO queue of request slots in a circular buffer whose length
-// is a power of two; it grows by doubling and never shrinks. Its zero value
-// is empty.
-type ring struct {
-	buf  []int32
+// ring is a FIFO queue in a circular buffer whose length is a power of
+// two; it grows by doubling and never shrinks. Its zero value is empty.
+type ring[T any] struct {
+	buf  []T
 	head int
 	n    int
 }
 
-func (q *ring) len() int { return q.n }
+func (q *ring[T]) len() int { return q.n }
 
-func (q *ring) push(v int32) {
+func (q *ring[T]) push(v T) {
 	if q.n == len(q.buf) {
-		buf := make([]int32, max(16, 2*len(q.buf)))
+		buf := make([]T, max(16, 2*len(q.buf)))
 		for i := range q.n {
 			buf[i] = q.buf[(q.head+i)&(len(q.buf)-1)]
 		}
@@ -147,10 +133,13 @@ func (q *ring) push(v int32) {
 }
 
 // front returns the oldest entry; the queue must not be empty.
-func (q *ring) front() int32 { return q.buf[q.head] }
+func (q *ring[T]) front() *T { return &q.buf[q.head] }
+
+// back returns the newest entry; the queue must not be empty.
+func (q *ring[T]) back() *T { return &q.buf[(q.head+q.n-1)&(len(q.buf)-1)] }
 
 // pop removes and returns the oldest entry; the queue must not be empty.
-func (q *ring) pop() int32 {
+func (q *ring[T]) pop() T {
 	v := q.buf[q.head]
 	q.head = (q.head + 1) & (len(q.buf) - 1)
 	q.n--
