@@ -192,7 +192,7 @@ func (l *eventLog) add(e strategies.Event) {
 		l.drops++
 		return
 	}
-	l.events = append(l.events, reports.Event{TimeS: e.Time.Sub(l.start).Seconds(), Instance: e.Endpoint, Kind: e.Kind})
+	l.events = append(l.events, reports.Event{TimeS: e.Time.Sub(l.start).Seconds(), Instance: e.Endpoint, Kind: e.Kind, Detail: e.Detail})
 }
 
 func (l *eventLog) setStart(t time.Time) {

@@ -150,12 +150,16 @@ type FaultWindow struct {
 	EndS     float64 `json:"end_s"`
 }
 
-// Event is a change in a strategy's view of an instance (ejection,
-// re-admission), at TimeS seconds from the start of the attack.
+// Event is a change in a strategy's view of an instance, at TimeS seconds
+// from the start of the attack.
 type Event struct {
 	TimeS    float64 `json:"t_s"`
 	Instance int     `json:"instance"`
-	Kind     string  `json:"kind"` // "eject" or "readmit"
+	// Kind is "eject" or "readmit"; "health" (a new health level, named by
+	// Detail); "probe" (an active health check's verdict, Detail "down" or
+	// "up"); "join" or "leave" (the instance entered or left the host set).
+	Kind   string `json:"kind"`
+	Detail string `json:"detail,omitempty"`
 }
 
 // Timeline holds per-instance series in fixed buckets of BucketS seconds,

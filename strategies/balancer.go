@@ -3,6 +3,7 @@ package strategies
 import (
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -23,9 +24,13 @@ type Balancer struct {
 	picker   Picker    // outermost Picker
 	sweepers []Sweeper // the Pickers with time-based state
 	ejectors []ejecting
+	probers  []Prober
+	clock    Clock
+	events   func(Event)
 
 	mu       sync.Mutex
 	inflight []int64 // guarded by mu; read by Pickers with mu held
+	present  []bool  // guarded by mu; whether each endpoint is in hosts
 }
 
 // ejecting is implemented by Pickers that eject endpoints.
@@ -42,6 +47,21 @@ func New(spec string, env Env) (*Balancer, error) {
 	if env.Rand == nil {
 		return nil, errors.New("strategies: Env.Rand is nil; a seeded *rand.Rand is required so that runs are repeatable")
 	}
+	weights := make([]float64, env.N)
+	for i := range weights {
+		weights[i] = 1
+	}
+	if env.Weights != nil {
+		if len(env.Weights) != env.N {
+			return nil, fmt.Errorf("strategies: Env.Weights has %d weights for %d endpoints", len(env.Weights), env.N)
+		}
+		for i, w := range env.Weights {
+			if !(w > 0) || math.IsInf(w, 0) {
+				return nil, fmt.Errorf("strategies: weight of endpoint %d must be a finite number > 0, got %v", i, w)
+			}
+		}
+		copy(weights, env.Weights)
+	}
 	c, err := compile(spec)
 	if err != nil {
 		return nil, err
@@ -51,6 +71,7 @@ func New(spec string, env Env) (*Balancer, error) {
 		clock:    env.Clock,
 		rand:     env.Rand,
 		events:   env.Events,
+		weights:  weights,
 		inflight: make([]int64, env.N),
 	}
 	if be.clock == nil {
@@ -63,9 +84,13 @@ func New(spec string, env Env) (*Balancer, error) {
 		spec:     spec,
 		hosts:    make([]int, env.N),
 		inflight: be.inflight,
+		present:  make([]bool, env.N),
+		clock:    be.clock,
+		events:   be.events,
 	}
 	for i := range b.hosts {
 		b.hosts[i] = i
+		b.present[i] = true
 	}
 	layers := []Picker{c.base(be)}
 	for _, wrap := range c.wrappers {
@@ -79,8 +104,78 @@ func New(spec string, env Env) (*Balancer, error) {
 		if e, ok := p.(ejecting); ok {
 			b.ejectors = append(b.ejectors, e)
 		}
+		if pr, ok := p.(Prober); ok {
+			b.probers = append(b.probers, pr)
+		}
 	}
 	return b, nil
+}
+
+// SetHosts replaces the set of endpoints that may be picked, as a service
+// discovery update does: ids in 0..N-1, at least one, without duplicates,
+// in any order. Endpoints that enter or leave the set are reported as
+// EventJoin and EventLeave events. Requests in flight to an endpoint that
+// left still end normally through their done.
+func (b *Balancer) SetHosts(ids []int) error {
+	if len(ids) == 0 {
+		return errors.New("strategies: SetHosts needs at least one endpoint")
+	}
+	present := make([]bool, len(b.present))
+	for _, id := range ids {
+		if id < 0 || id >= len(present) {
+			return fmt.Errorf("strategies: SetHosts: endpoint %d is out of range 0..%d", id, len(present)-1)
+		}
+		if present[id] {
+			return fmt.Errorf("strategies: SetHosts: endpoint %d given twice", id)
+		}
+		present[id] = true
+	}
+	hosts := slices.Sorted(slices.Values(ids))
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	now := b.clock.Now()
+	for id, was := range b.present {
+		switch {
+		case was && !present[id]:
+			b.events(Event{Time: now, Endpoint: id, Kind: EventLeave})
+		case !was && present[id]:
+			b.events(Event{Time: now, Endpoint: id, Kind: EventJoin})
+		}
+	}
+	// A new slice, never the old one rewritten: wrappers cache on its
+	// identity.
+	b.hosts, b.present = hosts, present
+	return nil
+}
+
+// Hosts returns the endpoints that may currently be picked, ascending.
+func (b *Balancer) Hosts() []int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return slices.Clone(b.hosts)
+}
+
+// Probes returns how the Balancer wants its endpoints probed, and false
+// when no wrapper checks them actively. Whoever runs the Balancer then sends
+// those probes and reports each with ReportProbe.
+func (b *Balancer) Probes() (ProbeConfig, bool) {
+	if len(b.probers) == 0 {
+		return ProbeConfig{}, false
+	}
+	return b.probers[0].ProbeConfig(), true
+}
+
+// ReportProbe records the result of one active probe of endpoint.
+func (b *Balancer) ReportProbe(endpoint int, healthy bool) {
+	if endpoint < 0 || endpoint >= len(b.inflight) {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	now := b.clock.Now()
+	for _, p := range b.probers {
+		p.ProbeResult(endpoint, healthy, now)
+	}
 }
 
 // Pick chooses an endpoint for req. The caller must call done once the

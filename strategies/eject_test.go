@@ -99,7 +99,7 @@ func TestEject(t *testing.T) {
 			name: "five failures eject", n: 4, consecutive: 5, max: 0.5,
 			script:    func(r *ejectRig) { r.send(1, fail503, 5) },
 			ejected:   []int{1},
-			events:    []Event{{at(0), 1, EventEject}},
+			events:    []Event{{at(0), 1, EventEject, ""}},
 			ejections: 1,
 		},
 		{
@@ -110,7 +110,7 @@ func TestEject(t *testing.T) {
 				r.send(2, Outcome{Status: 500}, 1)
 			},
 			ejected:   []int{2},
-			events:    []Event{{at(0), 2, EventEject}},
+			events:    []Event{{at(0), 2, EventEject, ""}},
 			ejections: 1,
 		},
 		{
@@ -143,7 +143,7 @@ func TestEject(t *testing.T) {
 				}
 			},
 			ejected:   []int{1},
-			events:    []Event{{at(0), 1, EventEject}},
+			events:    []Event{{at(0), 1, EventEject, ""}},
 			ejections: 1,
 		},
 		{
@@ -155,8 +155,8 @@ func TestEject(t *testing.T) {
 				r.send(1, ok200, 1)
 			},
 			events: []Event{
-				{at(time.Second), 1, EventEject},
-				{at(time.Second + dur + 2*time.Second), 1, EventReadmit},
+				{at(time.Second), 1, EventEject, ""},
+				{at(time.Second + dur + 2*time.Second), 1, EventReadmit, ""},
 			},
 			ejections: 1,
 		},
@@ -167,7 +167,7 @@ func TestEject(t *testing.T) {
 				r.e.Sweep(at(dur - 1))
 				r.e.Sweep(at(dur))
 			},
-			events:    []Event{{at(0), 1, EventEject}, {at(dur), 1, EventReadmit}},
+			events:    []Event{{at(0), 1, EventEject, ""}, {at(dur), 1, EventReadmit, ""}},
 			ejections: 1,
 		},
 		{
@@ -181,9 +181,9 @@ func TestEject(t *testing.T) {
 			},
 			ejected: []int{1},
 			events: []Event{
-				{at(0), 0, EventEject},
-				{at(2 * time.Second), 1, EventEject},
-				{at(dur), 0, EventReadmit},
+				{at(0), 0, EventEject, ""},
+				{at(2 * time.Second), 1, EventEject, ""},
+				{at(dur), 0, EventReadmit, ""},
 			},
 			ejections: 2,
 		},
@@ -202,11 +202,11 @@ func TestEject(t *testing.T) {
 			},
 			ejected: []int{1},
 			events: []Event{
-				{at(0), 0, EventEject},
-				{at(time.Second), 2, EventEject},
-				{at(3 * time.Second), 1, EventEject},
-				{at(dur), 0, EventReadmit},
-				{at(dur + time.Second), 2, EventReadmit},
+				{at(0), 0, EventEject, ""},
+				{at(time.Second), 2, EventEject, ""},
+				{at(3 * time.Second), 1, EventEject, ""},
+				{at(dur), 0, EventReadmit, ""},
+				{at(dur + time.Second), 2, EventReadmit, ""},
 			},
 			ejections: 3,
 		},
@@ -223,9 +223,9 @@ func TestEject(t *testing.T) {
 			},
 			ejected: []int{1},
 			events: []Event{
-				{at(0), 1, EventEject},
-				{at(dur), 1, EventReadmit},
-				{at(dur), 1, EventEject},
+				{at(0), 1, EventEject, ""},
+				{at(dur), 1, EventReadmit, ""},
+				{at(dur), 1, EventEject, ""},
 			},
 			ejections: 2,
 		},
@@ -236,7 +236,7 @@ func TestEject(t *testing.T) {
 				r.send(1, fail503, 7)
 			},
 			ejected:   []int{0},
-			events:    []Event{{at(0), 0, EventEject}},
+			events:    []Event{{at(0), 0, EventEject, ""}},
 			ejections: 1,
 		},
 		{
@@ -250,9 +250,9 @@ func TestEject(t *testing.T) {
 			},
 			ejected: []int{1},
 			events: []Event{
-				{at(0), 0, EventEject},
-				{at(dur), 0, EventReadmit},
-				{at(dur), 1, EventEject},
+				{at(0), 0, EventEject, ""},
+				{at(dur), 0, EventReadmit, ""},
+				{at(dur), 1, EventEject, ""},
 			},
 			ejections: 2,
 		},
@@ -267,9 +267,9 @@ func TestEject(t *testing.T) {
 			},
 			ejected: []int{1},
 			events: []Event{
-				{at(0), 0, EventEject},
-				{at(dur), 0, EventReadmit},
-				{at(dur), 1, EventEject},
+				{at(0), 0, EventEject, ""},
+				{at(dur), 0, EventReadmit, ""},
+				{at(dur), 1, EventEject, ""},
 			},
 			ejections: 2,
 		},
@@ -282,7 +282,7 @@ func TestEject(t *testing.T) {
 				r.clock.Advance(dur)
 				r.send(1, fail503, 4)
 			},
-			events:    []Event{{at(0), 0, EventEject}, {at(dur), 0, EventReadmit}},
+			events:    []Event{{at(0), 0, EventEject, ""}, {at(dur), 0, EventReadmit, ""}},
 			ejections: 1,
 		},
 		{
@@ -293,7 +293,7 @@ func TestEject(t *testing.T) {
 				}
 			},
 			ejected:   []int{0, 1, 2},
-			events:    []Event{{at(0), 0, EventEject}, {at(0), 1, EventEject}, {at(0), 2, EventEject}},
+			events:    []Event{{at(0), 0, EventEject, ""}, {at(0), 1, EventEject, ""}, {at(0), 2, EventEject, ""}},
 			ejections: 3,
 		},
 		{
@@ -305,7 +305,7 @@ func TestEject(t *testing.T) {
 				r.send(2, fail503, 5)
 			},
 			ejected:   []int{0, 1},
-			events:    []Event{{at(0), 0, EventEject}, {at(0), 1, EventEject}},
+			events:    []Event{{at(0), 0, EventEject, ""}, {at(0), 1, EventEject, ""}},
 			ejections: 2,
 		},
 		{
@@ -320,7 +320,7 @@ func TestEject(t *testing.T) {
 				r.release(fail503)
 			},
 			ejected:   []int{1},
-			events:    []Event{{at(0), 1, EventEject}},
+			events:    []Event{{at(0), 1, EventEject, ""}},
 			ejections: 1,
 		},
 		{
@@ -334,7 +334,7 @@ func TestEject(t *testing.T) {
 				r.send(1, ok200, 1)
 				r.send(1, fail503, 4)
 			},
-			events:    []Event{{at(0), 1, EventEject}, {at(dur), 1, EventReadmit}},
+			events:    []Event{{at(0), 1, EventEject, ""}, {at(dur), 1, EventReadmit, ""}},
 			ejections: 1,
 		},
 		{
@@ -347,7 +347,7 @@ func TestEject(t *testing.T) {
 				r.send(1, fail503, 1)
 				r.release(fail503)
 			},
-			events:    []Event{{at(0), 1, EventEject}, {at(dur), 1, EventReadmit}},
+			events:    []Event{{at(0), 1, EventEject, ""}, {at(dur), 1, EventReadmit, ""}},
 			ejections: 1,
 		},
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -320,4 +321,44 @@ func fractionParam(params map[string]string, key string, def float64) (float64, 
 // noParams is the configure of a base strategy without parameters.
 func noParams(build func(*buildEnv) Picker) func(map[string]string) (func(*buildEnv) Picker, error) {
 	return func(map[string]string) (func(*buildEnv) Picker, error) { return build, nil }
+}
+
+// floatParam reads a finite number in [least, most].
+func floatParam(params map[string]string, key string, def, least, most float64) (float64, error) {
+	v, ok := params[key]
+	if !ok {
+		return def, nil
+	}
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil || math.IsNaN(f) || f < least || f > most {
+		return 0, fmt.Errorf("%s: want a number in [%g, %g], got %q", key, least, most, v)
+	}
+	return f, nil
+}
+
+// boolParam reads true/false (also on/off, yes/no, 1/0).
+func boolParam(params map[string]string, key string, def bool) (bool, error) {
+	v, ok := params[key]
+	if !ok {
+		return def, nil
+	}
+	switch strings.ToLower(v) {
+	case "true", "on", "yes", "1":
+		return true, nil
+	case "false", "off", "no", "0":
+		return false, nil
+	}
+	return false, fmt.Errorf("%s: want true or false, got %q", key, v)
+}
+
+// enumParam reads one of allowed.
+func enumParam(params map[string]string, key, def string, allowed ...string) (string, error) {
+	v, ok := params[key]
+	if !ok {
+		return def, nil
+	}
+	if !slices.Contains(allowed, v) {
+		return "", fmt.Errorf("%s: want one of %s, got %q", key, strings.Join(allowed, ", "), v)
+	}
+	return v, nil
 }

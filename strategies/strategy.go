@@ -31,6 +31,18 @@ type Outcome struct {
 	Err     error         // transport error (refused, reset, ...), nil otherwise
 	Timeout bool          // the request hit the client's timeout
 	Latency time.Duration // from pick to done
+	// Load is the load the backend reported with its response (its
+	// requests in flight, from faultyserver.LoadHeader); valid when
+	// HasLoad is set.
+	Load    float64
+	HasLoad bool
+}
+
+// LocalOrigin reports whether the failure happened without an answer from
+// the backend: a transport error (refused, reset) or a timeout. Envoy calls
+// these locally originated errors.
+func (o Outcome) LocalOrigin() bool {
+	return o.Err != nil || o.Timeout
 }
 
 // Failed reports whether the request counts as a failure: a transport error,
@@ -42,8 +54,8 @@ func (o Outcome) Failed() bool {
 
 // Request describes a request to the picker.
 type Request struct {
-	Key    uint64 // affinity key for hash-based strategies; none uses it yet
-	HasKey bool   // whether Key is set
+	Key    uint64 // affinity key for hash-based strategies (from KeyHeader)
+	HasKey bool   // whether Key is set; strategies that hash use 0 otherwise
 }
 
 // Clock is the source of the current time.
@@ -57,17 +69,33 @@ type SystemClock struct{}
 // Now returns time.Now().
 func (SystemClock) Now() time.Time { return time.Now() }
 
+// KeyHeader is the request header that carries a request's affinity key,
+// a decimal uint64; the load generator sets it when the experiment draws
+// keys, and the harness reads it into Request.Key.
+const KeyHeader = "X-Lbchaos-Key"
+
 // Event kinds.
 const (
-	EventEject   = "eject"
-	EventReadmit = "readmit"
+	EventEject   = "eject"   // the endpoint gets no traffic until re-admitted
+	EventReadmit = "readmit" // an ejected endpoint gets traffic again
+	// EventHealth is a change of an endpoint's health level; Detail names
+	// the new level ("healthy", "degraded", "critical", "unhealthy").
+	EventHealth = "health"
+	// EventProbe is a change of an endpoint's actively checked state;
+	// Detail is "down" or "up".
+	EventProbe = "probe"
+	// EventJoin is an endpoint entering the host set (Balancer.SetHosts);
+	// EventLeave is one leaving it.
+	EventJoin  = "join"
+	EventLeave = "leave"
 )
 
-// Event records an ejection or a re-admission of an endpoint.
+// Event records a change in a strategy's view of an endpoint.
 type Event struct {
 	Time     time.Time // the Env clock's time when the change took effect
 	Endpoint int
-	Kind     string // EventEject or EventReadmit
+	Kind     string // one of the Event* kinds
+	Detail   string // kind-specific, e.g. the new health level; may be empty
 }
 
 // Env is what a strategy is built against.
@@ -80,15 +108,22 @@ type Env struct {
 	// that a seed makes a run repeatable. The Balancer serialises its use
 	// under its mutex; nothing else may use it concurrently.
 	Rand *rand.Rand
-	// Events, when not nil, observes ejections and re-admissions. It is
-	// called synchronously with the Balancer's mutex held and must not call
-	// back into the Balancer.
+	// Events, when not nil, observes ejections, re-admissions and health
+	// changes. It is called synchronously with the Balancer's mutex held and
+	// must not call back into the Balancer.
 	Events func(Event)
+	// Weights are the endpoints' configured weights (len N, each > 0 and
+	// finite), as a balancer's per-host weight; nil means all equal (1).
+	// Weighted strategies read them; the others ignore them.
+	Weights []float64
 }
 
 // Picker chooses one endpoint.
 //
-// hosts is non-empty and ascending; it is read-only and must not be retained,
+// hosts is non-empty and ascending (the Balancer and every wrapper keep that
+// order), but a selection by load or weight must not depend on it: tests run
+// each such selection with the loads, and the hosts, in every order. hosts
+// is read-only and must not be retained,
 // except that a wrapper may remember its identity (backing array and length)
 // to cache a slice derived from it: a caller passes a new slice, never the
 // same one rewritten in place, when its host set changes. The returned
@@ -110,6 +145,25 @@ type Sweeper interface {
 	Sweep(now time.Time)
 }
 
+// Prober is implemented by Pickers that check endpoints actively, such as
+// the healthcheck wrapper. Pickers start no goroutines and set no timers, so
+// whoever runs the Balancer (the harness, the simulator) sends the probes:
+// every ProbeConfig().Interval it checks each endpoint's health path with
+// the given timeout and reports the result with Balancer.ReportProbe.
+type Prober interface {
+	ProbeConfig() ProbeConfig
+	// ProbeResult records one probe of endpoint: healthy is true when it
+	// answered 2xx within the timeout.
+	ProbeResult(endpoint int, healthy bool, now time.Time)
+}
+
+// ProbeConfig says how to probe endpoints.
+type ProbeConfig struct {
+	Interval time.Duration // between probes of one endpoint
+	Timeout  time.Duration // a probe not answered within it failed
+	Path     string        // e.g. "/healthz"
+}
+
 // noDone is the done of Pickers that learn nothing from outcomes.
 func noDone(Outcome) {}
 
@@ -120,6 +174,8 @@ type buildEnv struct {
 	clock  Clock
 	rand   *rand.Rand
 	events func(Event)
+	// weights are Env.Weights, or all 1 when it was nil; len n.
+	weights []float64
 	// inflight holds the requests in flight per endpoint, maintained by the
 	// Balancer and read by Pickers under the Balancer's mutex.
 	inflight []int64
