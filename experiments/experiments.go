@@ -69,6 +69,13 @@ type Experiment struct {
 	Instances     Instances
 	Faults        []Fault
 	Strategies    []string // strategy specs as written, e.g. "least-inflight+eject(consecutive=5,duration=5s)"
+	// Keys, when set, makes the load generator give every request an
+	// affinity key drawn from this distribution (see KeySpec).
+	Keys *KeySpec
+	// Replicas splits the load evenly across this many independent
+	// balancers of each strategy, each seeing only its own in-flight
+	// counts (1 = one balancer).
+	Replicas int
 	// KeyMetric is the metric the experiment exists to show, one of
 	// KeyMetrics(); DefaultKeyMetric when the file names none.
 	KeyMetric string
@@ -116,22 +123,114 @@ var ops = []string{"<=", ">=", "<", ">"}
 // Ops returns the comparisons an expectation can use.
 func Ops() []string { return []string{"<", "<=", ">", ">="} }
 
-// Instances describes the fleet of identical backends.
+// Instances describes the fleet. Workers and Service are the defaults;
+// Each holds every instance's own settings (len Count), which differ from
+// them for instances of a group.
 type Instances struct {
 	Count         int
 	Workers       int // 0 = unlimited
 	QueueLimit    int // 0 = unbounded
 	KeepAbandoned bool
 	Service       faultyserver.Dist
+	Each          []Instance
+}
+
+// Instance is one instance's settings.
+type Instance struct {
+	Workers int // 0 = unlimited
+	Service faultyserver.Dist
+	// Weight is the instance's configured weight for weighted strategies
+	// (default 1).
+	Weight float64
+	// JoinAt is when the instance joins the balancers' host set; 0 = from
+	// the start. Before it joins it gets no traffic.
+	JoinAt time.Duration
+	// Warmup is how long after joining its service time is multiplied by
+	// WarmupFactor (cold caches); 0 = no warm-up. It is run as a slow
+	// fault, so it shows in the fault windows.
+	Warmup       time.Duration
+	WarmupFactor float64
+}
+
+// Instance returns instance id's settings.
+func (in Instances) Instance(id int) Instance {
+	if id >= 0 && id < len(in.Each) {
+		return in.Each[id]
+	}
+	return Instance{Workers: in.Workers, Service: in.Service, Weight: 1}
+}
+
+// Heterogeneous reports whether instances differ in workers, service time
+// or weight.
+func (in Instances) Heterogeneous() bool {
+	for _, e := range in.Each {
+		if e.Workers != in.Workers || e.Service != in.Service || e.Weight != 1 {
+			return true
+		}
+	}
+	return false
+}
+
+// Weights returns every instance's weight, or nil when all are 1.
+func (in Instances) Weights() []float64 {
+	var ws []float64
+	for id := range in.Count {
+		if in.Instance(id).Weight != 1 {
+			ws = make([]float64, in.Count)
+			break
+		}
+	}
+	for id := range ws {
+		ws[id] = in.Instance(id).Weight
+	}
+	return ws
+}
+
+// Joining returns the ids of instances that join after the start, by
+// JoinAt then id.
+func (in Instances) Joining() []int {
+	var ids []int
+	for id := range in.Count {
+		if in.Instance(id).JoinAt > 0 {
+			ids = append(ids, id)
+		}
+	}
+	slices.SortStableFunc(ids, func(a, b int) int {
+		return int(in.Instance(a).JoinAt - in.Instance(b).JoinAt)
+	})
+	return ids
+}
+
+// Key distributions.
+const (
+	KeysUniform  = "uniform"  // every key of N equally likely
+	KeysZipf     = "zipf"     // key i (0-based) with probability proportional to 1/(i+1)^S
+	KeysSequence = "sequence" // request number mod N
+)
+
+// KeySpec is how the load generator draws request keys: from Dist over
+// keys 0..N-1; from HotFrom on (until HotUntil, 0 = the end), HotKey takes
+// a HotShare of all requests on top.
+type KeySpec struct {
+	Dist     string
+	N        int
+	S        float64 // zipf exponent, > 0
+	HotKey   uint64
+	HotShare float64 // 0 = no hot key
+	HotFrom  time.Duration
+	HotUntil time.Duration
 }
 
 // Fault is one entry of the fault schedule: instance Instance gets Spec At
 // after the attack starts, until Until (0 = until the end of the attack).
+// A file's entry naming several instances becomes one Fault per instance.
 type Fault struct {
 	Instance int
 	At       time.Duration
 	Until    time.Duration
 	Spec     faultyserver.Fault
+	// Warmup marks the slow fault that models a joining instance's warm-up.
+	Warmup bool
 }
 
 // FaultyInstances returns the sorted ids of instances that have any fault.
@@ -171,23 +270,53 @@ type file struct {
 	Instances     *fileFleet  `yaml:"instances"`
 	Faults        []fileFault `yaml:"faults"`
 	Strategies    []string    `yaml:"strategies"`
+	Keys          *fileKeys   `yaml:"keys"`
+	Replicas      *int        `yaml:"replicas"`
 	KeyMetric     string      `yaml:"key_metric"`
 	Expect        yaml.Node   `yaml:"expect"`
 }
 
 type fileFleet struct {
-	Count         int       `yaml:"count"`
-	Workers       *int      `yaml:"workers"`
-	QueueLimit    int       `yaml:"queue_limit"`
-	KeepAbandoned bool      `yaml:"keep_abandoned"`
-	Service       yaml.Node `yaml:"service"`
+	Count         int         `yaml:"count"`
+	Workers       *int        `yaml:"workers"`
+	QueueLimit    int         `yaml:"queue_limit"`
+	KeepAbandoned bool        `yaml:"keep_abandoned"`
+	Service       yaml.Node   `yaml:"service"`
+	Groups        []fileGroup `yaml:"groups"`
+}
+
+type fileGroup struct {
+	Count   *int        `yaml:"count"`
+	Workers *int        `yaml:"workers"`
+	Service yaml.Node   `yaml:"service"`
+	Weight  *float64    `yaml:"weight"`
+	JoinAt  string      `yaml:"join_at"`
+	Warmup  *fileWarmup `yaml:"warmup"`
+}
+
+type fileWarmup struct {
+	Duration string   `yaml:"duration"`
+	Factor   *float64 `yaml:"factor"`
+}
+
+type fileKeys struct {
+	Dist string   `yaml:"dist"`
+	N    int      `yaml:"n"`
+	S    *float64 `yaml:"s"`
+	Hot  *struct {
+		Key   uint64   `yaml:"key"`
+		Share *float64 `yaml:"share"`
+		From  string   `yaml:"from"`
+		Until string   `yaml:"until"`
+	} `yaml:"hot"`
 }
 
 type fileFault struct {
-	Instance *int      `yaml:"instance"`
-	At       string    `yaml:"at"`
-	Until    string    `yaml:"until"`
-	Fault    yaml.Node `yaml:"fault"`
+	Instance  *int      `yaml:"instance"`
+	Instances []int     `yaml:"instances"`
+	At        string    `yaml:"at"`
+	Until     string    `yaml:"until"`
+	Fault     yaml.Node `yaml:"fault"`
 }
 
 // Names returns the names of the shipped experiments, sorted.
@@ -309,18 +438,30 @@ func (f *file) build(source string) (*Experiment, error) {
 	if f.Instances.Workers != nil {
 		e.Instances.Workers = *f.Instances.Workers
 	}
-	if f.Instances.Service.Kind == 0 {
+	if f.Instances.Service.Kind != 0 {
+		if err := decodeJSONNode(&f.Instances.Service, &e.Instances.Service); err != nil {
+			return nil, fieldErr("instances.service", "%v", err)
+		}
+	} else if len(f.Instances.Groups) == 0 {
 		return nil, fieldErr("instances.service", "is required, e.g. {dist: fixed, value: 10ms}")
 	}
-	if err := decodeJSONNode(&f.Instances.Service, &e.Instances.Service); err != nil {
-		return nil, fieldErr("instances.service", "%v", err)
+	if err := f.Instances.buildGroups(&e.Instances); err != nil {
+		return nil, err
 	}
 	for i, ff := range f.Faults {
 		name := fmt.Sprintf("faults[%d]", i)
-		if ff.Instance == nil {
-			return nil, fieldErr(name+".instance", "is required")
+		var ids []int
+		switch {
+		case ff.Instance != nil && ff.Instances != nil:
+			return nil, fieldErr(name, "give instance or instances, not both")
+		case ff.Instance != nil:
+			ids = []int{*ff.Instance}
+		case len(ff.Instances) > 0:
+			ids = ff.Instances
+		default:
+			return nil, fieldErr(name+".instance", "is required (or instances: [ids...])")
 		}
-		flt := Fault{Instance: *ff.Instance}
+		flt := Fault{}
 		if flt.At, err = duration(name+".at", ff.At, 0); err != nil {
 			return nil, err
 		}
@@ -337,7 +478,36 @@ func (f *file) build(source string) (*Experiment, error) {
 		if flt.Spec, err = faultyserver.ParseFault(raw); err != nil {
 			return nil, fieldErr(name+".fault", "%v", err)
 		}
-		e.Faults = append(e.Faults, flt)
+		for j, id := range ids {
+			if slices.Contains(ids[:j], id) {
+				return nil, fieldErr(name+".instances", "lists instance %d twice", id)
+			}
+			flt.Instance = id
+			e.Faults = append(e.Faults, flt)
+		}
+	}
+	// A joining instance's warm-up is a slow fault from its join.
+	for id, in := range e.Instances.Each {
+		if in.Warmup > 0 {
+			e.Faults = append(e.Faults, Fault{
+				Instance: id, At: in.JoinAt, Until: in.JoinAt + in.Warmup,
+				Spec: faultyserver.Slow{Factor: in.WarmupFactor}, Warmup: true,
+			})
+		}
+	}
+	for id, in := range e.Instances.Each {
+		if in.JoinAt >= e.Duration {
+			return nil, fieldErr(fmt.Sprintf("instances (instance %d).join_at", id), "%v is not before the end of the run (duration %v)", in.JoinAt, e.Duration)
+		}
+	}
+	e.Replicas = 1
+	if f.Replicas != nil {
+		e.Replicas = *f.Replicas
+	}
+	if f.Keys != nil {
+		if e.Keys, err = f.Keys.build(); err != nil {
+			return nil, err
+		}
 	}
 	if f.KeyMetric != "" {
 		e.KeyMetric = f.KeyMetric
@@ -500,8 +670,46 @@ func (e *Experiment) Validate() error {
 	case len(e.Strategies) == 0:
 		return fieldErr("strategies", "needs at least one strategy (known: %s)", strings.Join(strategies.Names(), ", "))
 	}
-	if err := e.Instances.Service.Validate(); err != nil {
-		return fieldErr("instances.service", "%v", err)
+	usesDefault := len(e.Instances.Each) == 0 || slices.ContainsFunc(e.Instances.Each, func(in Instance) bool { return in.Service == e.Instances.Service })
+	if usesDefault {
+		if err := e.Instances.Service.Validate(); err != nil {
+			return fieldErr("instances.service", "%v", err)
+		}
+	}
+	if len(e.Instances.Each) != 0 && len(e.Instances.Each) != e.Instances.Count {
+		return fieldErr("instances", "%d instance settings for %d instances", len(e.Instances.Each), e.Instances.Count)
+	}
+	for id, in := range e.Instances.Each {
+		name := fmt.Sprintf("instances (instance %d)", id)
+		switch {
+		case in.Workers < 0:
+			return fieldErr(name+".workers", "must be >= 0 (0 = unlimited), got %d", in.Workers)
+		case !(in.Weight > 0) || math.IsInf(in.Weight, 0):
+			return fieldErr(name+".weight", "must be a number > 0, got %v", in.Weight)
+		case in.JoinAt < 0:
+			return fieldErr(name+".join_at", "must be >= 0, got %v", in.JoinAt)
+		case in.Warmup < 0:
+			return fieldErr(name+".warmup.duration", "must be >= 0, got %v", in.Warmup)
+		case in.Warmup > 0 && !(in.WarmupFactor > 0):
+			return fieldErr(name+".warmup.factor", "must be > 0, got %v", in.WarmupFactor)
+		}
+		if in.Service == e.Instances.Service {
+			continue
+		}
+		if err := in.Service.Validate(); err != nil {
+			return fieldErr(name+".service", "%v", err)
+		}
+	}
+	if len(e.Instances.Joining()) == e.Instances.Count {
+		return fieldErr("instances", "every instance has a join_at after the start; at least one must be there from the start")
+	}
+	if e.Replicas < 1 || e.Replicas > 64 {
+		return fieldErr("replicas", "must be within [1, 64], got %d", e.Replicas)
+	}
+	if e.Keys != nil {
+		if err := e.Keys.validate(e.Duration); err != nil {
+			return err
+		}
 	}
 	for i, f := range e.Faults {
 		name := fmt.Sprintf("faults[%d]", i)
@@ -518,6 +726,9 @@ func (e *Experiment) Validate() error {
 		for j := range i {
 			g := e.Faults[j]
 			if g.Instance == f.Instance && overlaps(g, f) {
+				if f.Warmup {
+					return fieldErr(name, "the warm-up of instance %d overlaps faults[%d]; one instance has one fault at a time", f.Instance, j)
+				}
 				return fieldErr(name, "overlaps faults[%d] on instance %d; one instance has one fault at a time", j, f.Instance)
 			}
 		}
@@ -544,6 +755,127 @@ func (e *Experiment) Validate() error {
 		case !slices.Contains(ops, x.Op) || math.IsNaN(x.Value) || math.IsInf(x.Value, 0):
 			return fieldErr(name+"."+x.Metric, `want "OP NUMBER" like %q, got %q`, conditionExample(x.Metric), x.Op+" "+strconv.FormatFloat(x.Value, 'g', -1, 64))
 		}
+	}
+	return nil
+}
+
+// buildGroups fills in.Each from the groups, numbering instances in group
+// order; without groups every instance has the defaults.
+func (f *fileFleet) buildGroups(in *Instances) error {
+	if len(f.Groups) == 0 {
+		if in.Count >= 1 && in.Count <= 1000 {
+			in.Each = make([]Instance, in.Count)
+			for i := range in.Each {
+				in.Each[i] = Instance{Workers: in.Workers, Service: in.Service, Weight: 1}
+			}
+		}
+		return nil
+	}
+	var each []Instance
+	for i, g := range f.Groups {
+		name := fmt.Sprintf("instances.groups[%d]", i)
+		c := Instance{Workers: in.Workers, Service: in.Service, Weight: 1}
+		count := 1
+		if g.Count != nil {
+			count = *g.Count
+		}
+		if count < 1 || len(each)+count > 1000 {
+			return fieldErr(name+".count", "must be >= 1 and the fleet at most 1000 instances, got %d", count)
+		}
+		if g.Workers != nil {
+			c.Workers = *g.Workers
+		}
+		if g.Service.Kind != 0 {
+			c.Service = faultyserver.Dist{}
+			if err := decodeJSONNode(&g.Service, &c.Service); err != nil {
+				return fieldErr(name+".service", "%v", err)
+			}
+		} else if f.Service.Kind == 0 {
+			return fieldErr(name+".service", "is required when instances.service gives no default, e.g. {dist: fixed, value: 10ms}")
+		}
+		if g.Weight != nil {
+			c.Weight = *g.Weight
+			if !(c.Weight > 0) || math.IsInf(c.Weight, 0) {
+				return fieldErr(name+".weight", "must be a number > 0, got %v", c.Weight)
+			}
+		}
+		var err error
+		if c.JoinAt, err = duration(name+".join_at", g.JoinAt, 0); err != nil {
+			return err
+		}
+		if g.Warmup != nil {
+			if c.JoinAt == 0 {
+				return fieldErr(name+".warmup", "needs join_at: a warm-up starts when the instance joins")
+			}
+			if c.Warmup, err = duration(name+".warmup.duration", g.Warmup.Duration, 0); err != nil {
+				return err
+			}
+			if c.Warmup <= 0 {
+				return fieldErr(name+".warmup.duration", "is required and must be > 0, e.g. 10s")
+			}
+			if g.Warmup.Factor == nil || !(*g.Warmup.Factor > 0) || math.IsInf(*g.Warmup.Factor, 0) {
+				return fieldErr(name+".warmup.factor", "is required: the service-time multiplier during warm-up, a number > 0 (e.g. 5)")
+			}
+			c.WarmupFactor = *g.Warmup.Factor
+		}
+		for range count {
+			each = append(each, c)
+		}
+	}
+	if in.Count != 0 && in.Count != len(each) {
+		return fieldErr("instances.count", "is %d but the groups hold %d instances; leave count out or make them agree", in.Count, len(each))
+	}
+	in.Count = len(each)
+	in.Each = each
+	return nil
+}
+
+func (k *fileKeys) build() (*KeySpec, error) {
+	ks := &KeySpec{Dist: k.Dist, N: k.N}
+	if k.S != nil {
+		ks.S = *k.S
+	}
+	if k.Hot != nil {
+		ks.HotKey = k.Hot.Key
+		if k.Hot.Share == nil {
+			return nil, fieldErr("keys.hot.share", "is required: the share of all requests that carry the hot key, in (0, 1)")
+		}
+		ks.HotShare = *k.Hot.Share
+		var err error
+		if ks.HotFrom, err = duration("keys.hot.from", k.Hot.From, 0); err != nil {
+			return nil, err
+		}
+		if ks.HotUntil, err = duration("keys.hot.until", k.Hot.Until, 0); err != nil {
+			return nil, err
+		}
+	}
+	return ks, nil
+}
+
+func (k *KeySpec) validate(runFor time.Duration) error {
+	switch k.Dist {
+	case KeysUniform, KeysSequence:
+		if k.S != 0 {
+			return fieldErr("keys.s", "applies to dist zipf only")
+		}
+	case KeysZipf:
+		if !(k.S > 0) || math.IsInf(k.S, 0) {
+			return fieldErr("keys.s", "is required for zipf: the exponent, a number > 0 (e.g. 1.1)")
+		}
+	case "":
+		return fieldErr("keys.dist", "is required: %s, %s or %s", KeysUniform, KeysZipf, KeysSequence)
+	default:
+		return fieldErr("keys.dist", "must be %s, %s or %s, got %q", KeysUniform, KeysZipf, KeysSequence, k.Dist)
+	}
+	switch {
+	case k.N < 1 || k.N > 10_000_000:
+		return fieldErr("keys.n", "the number of distinct keys must be within [1, 10000000], got %d", k.N)
+	case k.HotShare < 0 || k.HotShare >= 1 || math.IsNaN(k.HotShare):
+		return fieldErr("keys.hot.share", "must be in (0, 1), got %v", k.HotShare)
+	case k.HotFrom < 0:
+		return fieldErr("keys.hot.from", "must be >= 0, got %v", k.HotFrom)
+	case k.HotUntil != 0 && k.HotUntil <= k.HotFrom:
+		return fieldErr("keys.hot.until", "%v must be after from (%v)", k.HotUntil, k.HotFrom)
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package faultyserver
 
 import (
 	"encoding/json"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -18,6 +19,7 @@ var (
 	_ Fault = ErrorRate{}
 	_ Fault = Hang{}
 	_ Fault = Reset{}
+	_ Fault = Jitter{}
 
 	_ ContainerFault = Pause{}
 	_ ContainerFault = Kill{}
@@ -25,7 +27,7 @@ var (
 )
 
 func TestFaultModes(t *testing.T) {
-	want := []string{"cpu", "error-rate", "fail", "hang", "kill", "pause", "reset", "slow"}
+	want := []string{"cpu", "error-rate", "fail", "hang", "jitter", "kill", "pause", "reset", "slow"}
 	if diff := cmp.Diff(want, FaultModes()); diff != "" {
 		t.Fatalf("FaultModes() mismatch (-want +got):\n%s", diff)
 	}
@@ -49,6 +51,7 @@ var roundTrips = []struct {
 	{"hang", Hang{}, `{"mode":"hang"}`, "hang"},
 	{"hang unhealthy", Hang{Health{Status: 500}}, `{"mode":"hang","health_status":500}`, "hang health_status=500"},
 	{"reset", Reset{}, `{"mode":"reset"}`, "reset"},
+	{"jitter", Jitter{MinFactor: 1, MaxFactor: 5}, `{"mode":"jitter","min_factor":1,"max_factor":5}`, "jitter min_factor=1 max_factor=5"},
 	{"pause", Pause{}, `{"mode":"pause"}`, "pause"},
 	{"kill", Kill{}, `{"mode":"kill"}`, "kill"},
 	{"cpu", CPU{CPUs: 0.1}, `{"mode":"cpu","cpus":0.1}`, "cpu cpus=0.1"},
@@ -290,5 +293,57 @@ func TestContainerFaults(t *testing.T) {
 	}
 	if s.Fault() != nil {
 		t.Error("fault changed")
+	}
+}
+
+func TestJitterPlan(t *testing.T) {
+	tests := []struct {
+		name     string
+		json     string
+		min, max time.Duration // of the planned service for base 10ms
+		err      string
+	}{
+		{"defaults 1..2", `{"mode":"jitter"}`, 10 * time.Millisecond, 20 * time.Millisecond, ""},
+		{"1..5", `{"mode":"jitter","min_factor":1,"max_factor":5}`, 10 * time.Millisecond, 50 * time.Millisecond, ""},
+		{"fixed factor", `{"mode":"jitter","min_factor":3,"max_factor":3}`, 30 * time.Millisecond, 30 * time.Millisecond, ""},
+		{"max below min", `{"mode":"jitter","min_factor":3,"max_factor":2}`, 0, 0, "max_factor: must be"},
+		{"zero min", `{"mode":"jitter","min_factor":0,"max_factor":2}`, 0, 0, "min_factor: must be"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f, err := ParseFault([]byte(tt.json))
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.err) {
+					t.Fatalf("ParseFault: error %v, want %q", err, tt.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := rand.New(NewSource(7))
+			lo, hi := time.Duration(math.MaxInt64), time.Duration(0)
+			var sum time.Duration
+			const n = 10000
+			for range n {
+				a := f.Plan(10*time.Millisecond, r)
+				if a.Kind != ActionServe {
+					t.Fatalf("kind %v, want serve", a.Kind)
+				}
+				lo, hi = min(lo, a.Service), max(hi, a.Service)
+				sum += a.Service
+			}
+			if lo < tt.min || hi > tt.max {
+				t.Errorf("service within [%v, %v], want within [%v, %v]", lo, hi, tt.min, tt.max)
+			}
+			// Uniform: the mean is the midpoint, and the draws come near both ends.
+			mid := (tt.min + tt.max) / 2
+			if mean := sum / n; mean < mid-mid/50 || mean > mid+mid/50 {
+				t.Errorf("mean %v, want about %v", mean, mid)
+			}
+			if tt.max > tt.min && (lo > tt.min+(tt.max-tt.min)/100 || hi < tt.max-(tt.max-tt.min)/100) {
+				t.Errorf("draws span [%v, %v], want close to [%v, %v]", lo, hi, tt.min, tt.max)
+			}
+		})
 	}
 }

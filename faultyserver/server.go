@@ -265,6 +265,7 @@ func (s *Server) service(w http.ResponseWriter, r *http.Request) {
 	case ActionFail:
 		switch err := s.sleep(ctx, a.Delay); err {
 		case nil:
+			s.setLoad(w)
 			s.answerError(w, a.Status, "injected fault")
 		case errClosed:
 			s.answerError(w, http.StatusServiceUnavailable, "instance closed")
@@ -311,6 +312,7 @@ func (s *Server) serve(ctx context.Context, w http.ResponseWriter, d time.Durati
 		err = s.sleep(ctx, d)
 	}
 	s.pool.release()
+	s.setLoad(w)
 	switch err {
 	case nil:
 		s.served.Add(1)
@@ -325,6 +327,16 @@ func (s *Server) serve(ctx context.Context, w http.ResponseWriter, d time.Durati
 }
 
 var okBody = []byte("ok\n")
+
+// LoadHeader is set on service responses to the number of other requests
+// in the instance as it answers (holding a worker or queued for one): the
+// server-reported load that balancers such as Uber's and Netflix's read.
+const LoadHeader = "X-Lbchaos-Load"
+
+func (s *Server) setLoad(w http.ResponseWriter) {
+	busy, queued := s.pool.counts()
+	w.Header().Set(LoadHeader, strconv.Itoa(busy+queued))
+}
 
 // sleep waits d, accurately (see precise.go). It returns early with ctx.Err() when ctx is done and with
 // errClosed when the server closes.

@@ -454,3 +454,40 @@ func TestResetReseeds(t *testing.T) {
 		t.Errorf("service times after Reset differ from a new server's:\n%v\n%v\n%v", first, again, fresh)
 	}
 }
+
+func TestLoadHeaderReportsOtherRequestsInTheInstance(t *testing.T) {
+	const n = 3
+	in := start(t, Config{Workers: 1, Service: Fixed(ms(30))})
+	loads := make(chan string, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			r := in.get(t.Context(), "/")
+			if r.err != nil || r.status != http.StatusOK {
+				t.Errorf("request %d: %d %v", i, r.status, r.err)
+			}
+			loads <- r.header.Get(LoadHeader)
+		})
+		waitStats(t, in.s, "arrival", func(st Stats) bool { return st.InFlight+st.Queued+st.Served == int64(i+1) })
+	}
+	wg.Wait()
+	close(loads)
+	var got []string
+	for l := range loads {
+		got = append(got, l)
+	}
+	// One worker, FIFO: as each answers, the requests behind it remain.
+	if want := []string{"2", "1", "0"}; !slices.Equal(got, want) {
+		t.Errorf("%s by completion = %v, want %v", LoadHeader, got, want)
+	}
+
+	if err := in.s.SetFault(Fail{Status: 503}); err != nil {
+		t.Fatal(err)
+	}
+	if r := in.get(t.Context(), "/"); r.status != 503 || r.header.Get(LoadHeader) != "0" {
+		t.Errorf("failed request: %d with %s %q, want 503 with 0", r.status, LoadHeader, r.header.Get(LoadHeader))
+	}
+	if r := in.get(t.Context(), HealthPath); r.header.Get(LoadHeader) != "" {
+		t.Errorf("health check carries %s %q; only service responses do", LoadHeader, r.header.Get(LoadHeader))
+	}
+}
