@@ -64,7 +64,7 @@ func TestNoExpectations(t *testing.T) {
 
 func TestBadExpectations(t *testing.T) {
 	const (
-		metricList   = "achieved_rate, bad_ratio, ejections, error_ratio, faulty_share, max_ms, mean_ms, p50_ms, p90_ms, p999_ms, p99_ms, requests, slow_ratio, success_ratio, timeout_ratio"
+		metricList   = "achieved_rate, affinity, bad_ratio, ejections, error_ratio, error_tail_s, faulty_share, max_avg_load, max_jump_rps, max_ms, max_utilization, mean_ms, p50_ms, p90_ms, p999_ms, p99_ms, requests, share_stddev, slow_ratio, success_ratio, timeout_ratio"
 		strategyList = `"round-robin", "p2c+eject(consecutive=5,duration=5s)"`
 	)
 	tests := []struct {
@@ -107,7 +107,7 @@ func TestBadExpectations(t *testing.T) {
 		{"expect a number", `expect: 3`,
 			`t.yaml: expect: want a list like [{strategy: round-robin, error_ratio: "< 0.01"}], got a value "3"`},
 		{"bad key metric", `key_metric: p50_ms`,
-			`t.yaml: key_metric: unknown metric "p50_ms" (one of bad_ratio, error_ratio, slow_ratio, timeout_ratio, faulty_share, p99_ms, p999_ms)`},
+			`t.yaml: key_metric: unknown metric "p50_ms" (one of bad_ratio, error_ratio, slow_ratio, timeout_ratio, faulty_share, p99_ms, p999_ms, max_avg_load, max_jump_rps, share_stddev, error_tail_s)`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -870,6 +870,8 @@ func (k *KeySpec) validate(runFor time.Duration) error {
 	switch {
 	case k.N < 1 || k.N > 10_000_000:
 		return fieldErr("keys.n", "the number of distinct keys must be within [1, 10000000], got %d", k.N)
+	case k.Dist == KeysZipf && k.N > 1_000_000:
+		return fieldErr("keys.n", "zipf draws from a table of every key's probability; at most 1000000 keys, got %d", k.N)
 	case k.HotShare < 0 || k.HotShare >= 1 || math.IsNaN(k.HotShare):
 		return fieldErr("keys.hot.share", "must be in (0, 1), got %v", k.HotShare)
 	case k.HotFrom < 0:

@@ -1,6 +1,8 @@
 package experiments
 
 import (
+	"fmt"
+	"github.com/lbchaos/lbchaos/faultyserver"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,7 +13,8 @@ import (
 )
 
 func TestShippedExperimentsLoad(t *testing.T) {
-	want := []string{"baseline", "crash", "fast-fail", "freeze", "noisy-neighbor", "slow-instance"}
+	want := []string{"all-failing", "baseline", "cold-start", "crash", "error-rate", "fast-fail", "freeze", "herd",
+		"hetero-hardware", "heterogeneous", "hot-key", "latency-spike", "noisy-neighbor", "slow-instance", "zone-jitter"}
 	if diff := cmp.Diff(want, Names()); diff != "" {
 		t.Fatalf("Names() mismatch (-want +got):\n%s", diff)
 	}
@@ -137,7 +140,28 @@ func TestBadFiles(t *testing.T) {
 		{name: "no strategies", replace: [2]string{"strategies: [round-robin]\n", ""}, want: "t.yaml: strategies: needs at least one strategy"},
 		{name: "duplicate strategy", replace: [2]string{"[round-robin]", "[p2c, p2c]"}, want: `t.yaml: strategies[1]: "p2c" is listed twice`},
 		{name: "bad arrival", add: "arrival: bursty\n", want: `t.yaml: arrival: must be "poisson" or "constant", got "bursty"`},
-		{name: "bad eject param", replace: [2]string{"[round-robin]", `["p2c+eject(consecutive=0)"]`}, want: "t.yaml: strategies[0]: "},
+		{name: "bad eject param", replace: [2]string{"[round-robin]", `["p2c+eject(consecutive=x)"]`}, want: "t.yaml: strategies[0]: "},
+		{name: "instance and instances", add: "faults: [{instance: 0, instances: [1], fault: {mode: hang}}]\n", want: "t.yaml: faults[0]: give instance or instances, not both"},
+		{name: "instances out of range", add: "faults: [{instances: [0, 5], fault: {mode: hang}}]\n", want: "t.yaml: faults[1].instance: 5 is out of range"},
+		{name: "instances twice", add: "faults: [{instances: [1, 1], fault: {mode: hang}}]\n", want: "t.yaml: faults[0].instances: lists instance 1 twice"},
+		{name: "groups disagree with count", replace: [2]string{"instances: {count: 3, service: {dist: fixed, value: 10ms}}", "instances: {count: 3, service: {dist: fixed, value: 10ms}, groups: [{count: 2}]}"}, want: "t.yaml: instances.count: is 3 but the groups hold 2 instances"},
+		{name: "group without service", replace: [2]string{"instances: {count: 3, service: {dist: fixed, value: 10ms}}", "instances: {groups: [{count: 2}]}"}, want: "t.yaml: instances.groups[0].service: is required"},
+		{name: "group zero count", replace: [2]string{"instances: {count: 3, service: {dist: fixed, value: 10ms}}", "instances: {service: {dist: fixed, value: 10ms}, groups: [{count: 0}]}"}, want: "t.yaml: instances.groups[0].count: must be >= 1"},
+		{name: "group bad weight", replace: [2]string{"instances: {count: 3, service: {dist: fixed, value: 10ms}}", "instances: {service: {dist: fixed, value: 10ms}, groups: [{count: 2, weight: 0}]}"}, want: "t.yaml: instances.groups[0].weight: must be a number > 0"},
+		{name: "warmup without join", replace: [2]string{"instances: {count: 3, service: {dist: fixed, value: 10ms}}", "instances: {service: {dist: fixed, value: 10ms}, groups: [{count: 2}, {warmup: {duration: 1s, factor: 2}}]}"}, want: "t.yaml: instances.groups[1].warmup: needs join_at"},
+		{name: "warmup without factor", replace: [2]string{"instances: {count: 3, service: {dist: fixed, value: 10ms}}", "instances: {service: {dist: fixed, value: 10ms}, groups: [{count: 2}, {join_at: 2s, warmup: {duration: 1s}}]}"}, want: "t.yaml: instances.groups[1].warmup.factor: is required"},
+		{name: "join after the end", replace: [2]string{"instances: {count: 3, service: {dist: fixed, value: 10ms}}", "instances: {service: {dist: fixed, value: 10ms}, groups: [{count: 2}, {join_at: 10s}]}"}, want: "t.yaml: instances (instance 2).join_at: 10s is not before the end of the run"},
+		{name: "everyone joins late", replace: [2]string{"instances: {count: 3, service: {dist: fixed, value: 10ms}}", "instances: {service: {dist: fixed, value: 10ms}, groups: [{count: 2, join_at: 1s}]}"}, want: "t.yaml: instances: every instance has a join_at after the start"},
+		{name: "warm-up overlaps a fault", replace: [2]string{"instances: {count: 3, service: {dist: fixed, value: 10ms}}", "instances: {service: {dist: fixed, value: 10ms}, groups: [{count: 2}, {join_at: 2s, warmup: {duration: 3s, factor: 5}}]}"}, add: "faults: [{instance: 2, at: 4s, fault: {mode: hang}}]\n", want: "t.yaml: faults[1]: the warm-up of instance 2 overlaps faults[0]"},
+		{name: "replicas zero", add: "replicas: 0\n", want: "t.yaml: replicas: must be within [1, 64], got 0"},
+		{name: "keys without dist", add: "keys: {n: 10}\n", want: "t.yaml: keys.dist: is required"},
+		{name: "keys bad dist", add: "keys: {dist: pareto, n: 10}\n", want: `t.yaml: keys.dist: must be uniform, zipf or sequence, got "pareto"`},
+		{name: "zipf without s", add: "keys: {dist: zipf, n: 10}\n", want: "t.yaml: keys.s: is required for zipf"},
+		{name: "s on uniform", add: "keys: {dist: uniform, n: 10, s: 1}\n", want: "t.yaml: keys.s: applies to dist zipf only"},
+		{name: "keys zero n", add: "keys: {dist: uniform, n: 0}\n", want: "t.yaml: keys.n: the number of distinct keys must be within"},
+		{name: "hot without share", add: "keys: {dist: uniform, n: 10, hot: {key: 3}}\n", want: "t.yaml: keys.hot.share: is required"},
+		{name: "hot share one", add: "keys: {dist: uniform, n: 10, hot: {key: 3, share: 1}}\n", want: "t.yaml: keys.hot.share: must be in (0, 1)"},
+		{name: "hot until before from", add: "keys: {dist: uniform, n: 10, hot: {share: 0.3, from: 5s, until: 2s}}\n", want: "t.yaml: keys.hot.until: 2s must be after from (5s)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -180,7 +204,7 @@ func TestLoadFileAndUnknownName(t *testing.T) {
 	if e.Source != path || e.Name != "t" {
 		t.Errorf("source %q name %q", e.Source, e.Name)
 	}
-	if _, err := Load("nope"); err == nil || !strings.Contains(err.Error(), `unknown experiment "nope" (shipped: baseline, crash, fast-fail`) {
+	if _, err := Load("nope"); err == nil || !strings.Contains(err.Error(), `unknown experiment "nope" (shipped: all-failing, baseline, cold-start, crash`) {
 		t.Errorf("err = %v", err)
 	}
 	if _, err := Load(filepath.Join(dir, "missing.yaml")); err == nil {
@@ -224,5 +248,79 @@ func TestNeedsContainers(t *testing.T) {
 		if got := e.NeedsContainers(); got != want {
 			t.Errorf("%s: NeedsContainers() = %v, want %v", name, got, want)
 		}
+	}
+}
+
+func TestGroupsJoinKeysReplicas(t *testing.T) {
+	body := `
+name: t
+duration: 30s
+rate: 100
+replicas: 3
+instances:
+  workers: 4
+  service: {dist: fixed, value: 10ms}
+  groups:
+    - {count: 2, weight: 2}
+    - {service: {dist: fixed, value: 20ms}, workers: 1}
+    - {join_at: 10s, warmup: {duration: 5s, factor: 5}}
+keys: {dist: zipf, n: 100, s: 1.1, hot: {key: 7, share: 0.3, from: 15s}}
+faults:
+  - instances: [0, 2]
+    at: 1s
+    until: 2s
+    fault: {mode: hang}
+strategies: [round-robin]
+`
+	e, err := Parse("t.yaml", []byte(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ten, twenty := faultyserver.Fixed(10*time.Millisecond), faultyserver.Fixed(20*time.Millisecond)
+	wantEach := []Instance{
+		{Workers: 4, Service: ten, Weight: 2},
+		{Workers: 4, Service: ten, Weight: 2},
+		{Workers: 1, Service: twenty, Weight: 1},
+		{Workers: 4, Service: ten, Weight: 1, JoinAt: 10 * time.Second, Warmup: 5 * time.Second, WarmupFactor: 5},
+	}
+	if d := cmp.Diff(wantEach, e.Instances.Each); d != "" {
+		t.Errorf("instances (-want +got):\n%s", d)
+	}
+	if e.Instances.Count != 4 || !e.Instances.Heterogeneous() {
+		t.Errorf("count %d, heterogeneous %v; want 4, true", e.Instances.Count, e.Instances.Heterogeneous())
+	}
+	if d := cmp.Diff([]float64{2, 2, 1, 1}, e.Instances.Weights()); d != "" {
+		t.Errorf("weights (-want +got):\n%s", d)
+	}
+	if d := cmp.Diff([]int{3}, e.Instances.Joining()); d != "" {
+		t.Errorf("joining (-want +got):\n%s", d)
+	}
+	if e.Replicas != 3 {
+		t.Errorf("replicas %d, want 3", e.Replicas)
+	}
+	wantKeys := &KeySpec{Dist: KeysZipf, N: 100, S: 1.1, HotKey: 7, HotShare: 0.3, HotFrom: 15 * time.Second}
+	if d := cmp.Diff(wantKeys, e.Keys); d != "" {
+		t.Errorf("keys (-want +got):\n%s", d)
+	}
+	// The fault on two instances is two faults; the warm-up a third.
+	var got []string
+	for _, f := range e.Faults {
+		got = append(got, fmt.Sprintf("%d %v-%v %s warmup=%v", f.Instance, f.At, f.Until, faultyserver.Describe(f.Spec), f.Warmup))
+	}
+	want := []string{"0 1s-2s hang warmup=false", "2 1s-2s hang warmup=false", "3 10s-15s slow factor=5 warmup=true"}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("faults (-want +got):\n%s", d)
+	}
+	if d := cmp.Diff([]int{0, 2, 3}, e.FaultyInstances()); d != "" {
+		t.Errorf("faulty instances (-want +got):\n%s", d)
+	}
+
+	// Without groups every instance has the defaults and weight 1.
+	plain, err := Parse("t.yaml", []byte(good))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plain.Instances.Heterogeneous() || plain.Instances.Weights() != nil || plain.Replicas != 1 || plain.Keys != nil {
+		t.Errorf("plain file: heterogeneous %v, weights %v, replicas %d, keys %v", plain.Instances.Heterogeneous(), plain.Instances.Weights(), plain.Replicas, plain.Keys)
 	}
 }

@@ -83,6 +83,9 @@ type Stats struct {
 	// Dropped counts requests whose client went away before an answer:
 	// while queued, while being served, or under a fail delay or hang.
 	Dropped int64 `json:"dropped"`
+	// BusyS is the worker time spent on requests since the start or the
+	// last reset, in seconds: from a worker being taken to its release.
+	BusyS float64 `json:"busy_s"`
 	// Fault is the current fault as MarshalFault writes it, or null.
 	Fault json.RawMessage `json:"fault"`
 }
@@ -103,6 +106,7 @@ type Server struct {
 	fault atomic.Pointer[faultBox] // nil when none
 
 	served, failed, dropped atomic.Int64
+	busy                    atomic.Int64 // nanoseconds of worker time
 
 	drainOnce sync.Once
 	drain     chan struct{} // closed when Serve begins shutting down
@@ -190,6 +194,7 @@ func (s *Server) Stats() Stats {
 		Served:   s.served.Load(),
 		Failed:   s.failed.Load(),
 		Dropped:  s.dropped.Load(),
+		BusyS:    time.Duration(s.busy.Load()).Seconds(),
 	}
 	if f := s.Fault(); f != nil {
 		if b, err := MarshalFault(f); err == nil {
@@ -207,6 +212,7 @@ func (s *Server) Reset() {
 	s.served.Store(0)
 	s.failed.Store(0)
 	s.dropped.Store(0)
+	s.busy.Store(0)
 	// Reseed, so that the same requests draw the same service times and
 	// fault decisions as on a new server with this configuration.
 	s.randMu.Lock()
@@ -307,10 +313,12 @@ func (s *Server) serve(ctx context.Context, w http.ResponseWriter, d time.Durati
 	if keep {
 		ctx = context.WithoutCancel(ctx)
 	}
+	began := time.Now()
 	err := ctx.Err() // the client may have gone just as a worker came free
 	if err == nil {
 		err = s.sleep(ctx, d)
 	}
+	s.busy.Add(int64(time.Since(began)))
 	s.pool.release()
 	s.setLoad(w)
 	switch err {

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"sync"
 	"time"
 
@@ -21,6 +22,13 @@ import (
 type FleetSpec struct {
 	experiments.Instances
 	Seed uint64
+}
+
+// equal reports whether f and g describe the same fleet.
+func (f FleetSpec) equal(g FleetSpec) bool {
+	a, b := f.Instances, g.Instances
+	return f.Seed == g.Seed && a.Count == b.Count && a.Workers == b.Workers && a.QueueLimit == b.QueueLimit &&
+		a.KeepAbandoned == b.KeepAbandoned && a.Service == b.Service && slices.Equal(a.Each, b.Each)
 }
 
 // Backend is one running instance.
@@ -66,11 +74,12 @@ func (ProcessProvider) Start(ctx context.Context, spec FleetSpec) (Fleet, error)
 	f := &processFleet{}
 	quiet := log.New(io.Discard, "", 0)
 	for id := range spec.Count {
+		in := spec.Instance(id)
 		srv, err := faultyserver.New(faultyserver.Config{
 			ID:            id,
-			Workers:       spec.Workers,
+			Workers:       in.Workers,
 			QueueLimit:    spec.QueueLimit,
-			Service:       spec.Service,
+			Service:       in.Service,
 			Seed:          InstanceSeed(spec.Seed, id),
 			KeepAbandoned: spec.KeepAbandoned,
 		})

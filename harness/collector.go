@@ -38,6 +38,8 @@ type outcome struct {
 	latency  time.Duration
 	success  bool // 2xx
 	timeout  bool
+	key      uint64 // the request's key, when hasKey
+	hasKey   bool
 }
 
 // collector aggregates results into HdrHistograms: overall, per instance,
@@ -66,6 +68,15 @@ type collector struct {
 	slowCount    int64
 	unattributed int64
 	aborted      int64
+	// keys counts, per request key, the requests to each instance; nil
+	// until a keyed request arrives.
+	keys map[uint64][]keyCount
+}
+
+// keyCount is how many requests with some key went to one instance.
+type keyCount struct {
+	instance int32
+	n        int64
 }
 
 type instAgg struct {
@@ -110,6 +121,7 @@ func classify(res *vegeta.Result, start time.Time, rt *route, routed bool) outco
 	if routed {
 		o.instance = rt.instance
 		o.timeout = rt.timeout.Load()
+		o.key, o.hasKey = rt.key, rt.hasKey
 	}
 	return o
 }
@@ -134,6 +146,9 @@ func (c *collector) add(o outcome) {
 	if o.instance < 0 || o.instance >= c.instances {
 		c.unattributed++
 		return
+	}
+	if o.hasKey {
+		c.countKey(o.key, o.instance)
 	}
 	a := &c.inst[o.instance]
 	a.requests++
@@ -286,6 +301,7 @@ func (c *collector) strategy(name string, faulty []int) reports.Strategy {
 		}
 	}
 	s.FaultyShare = ratio(faultyReqs, c.requests)
+	s.Affinity = c.affinity()
 	s.Percentiles = percentileCurve(c.overall)
 	if c.lag.TotalCount() > 0 {
 		s.SendLagMs = reports.LagStats{
@@ -295,6 +311,41 @@ func (c *collector) strategy(name string, faulty []int) reports.Strategy {
 		}
 	}
 	return s
+}
+
+// countKey counts a request with key to instance; the lists are short, as
+// a key goes to one instance or a few.
+func (c *collector) countKey(key uint64, instance int) {
+	if c.keys == nil {
+		c.keys = map[uint64][]keyCount{}
+	}
+	kc := c.keys[key]
+	for i := range kc {
+		if kc[i].instance == int32(instance) {
+			kc[i].n++
+			return
+		}
+	}
+	c.keys[key] = append(kc, keyCount{instance: int32(instance), n: 1})
+}
+
+// affinity is the share of keyed requests served by their key's home, the
+// instance that served that key most often; nil without keyed requests.
+func (c *collector) affinity() *float64 {
+	var home, total int64
+	for _, kc := range c.keys {
+		var most int64
+		for _, e := range kc {
+			total += e.n
+			most = max(most, e.n)
+		}
+		home += most
+	}
+	if total == 0 {
+		return nil
+	}
+	a := float64(home) / float64(total)
+	return &a
 }
 
 // curvePercentiles are the points of a latency-by-percentile curve, evenly

@@ -253,7 +253,7 @@ func (p *DockerProvider) Start(ctx context.Context, spec FleetSpec) (Fleet, erro
 	p.mu.Unlock()
 
 	if idle != nil {
-		if idle.spec == spec {
+		if idle.spec.equal(spec) {
 			t0 := time.Now()
 			err := idle.reset(ctx)
 			if err == nil {

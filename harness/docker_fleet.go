@@ -75,14 +75,15 @@ var (
 // serveArgs are the arguments of `lbchaos serve` (the image's entry point)
 // for instance id.
 func serveArgs(spec FleetSpec, id int, listen string) ([]string, error) {
-	svc, err := json.Marshal(spec.Service)
+	in := spec.Instance(id)
+	svc, err := json.Marshal(in.Service)
 	if err != nil {
 		return nil, fmt.Errorf("service distribution: %w", err)
 	}
 	args := []string{
 		"--id", strconv.Itoa(id),
 		"--listen", listen,
-		"--workers", strconv.Itoa(spec.Workers),
+		"--workers", strconv.Itoa(in.Workers),
 		"--queue-limit", strconv.Itoa(spec.QueueLimit),
 		"--service", string(svc),
 		"--seed", strconv.FormatUint(InstanceSeed(spec.Seed, id), 10),

@@ -17,8 +17,10 @@ import (
 	"path/filepath"
 	"runtime"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	vegeta "github.com/tsenart/vegeta/v12/lib"
@@ -106,12 +108,14 @@ func Run(ctx context.Context, exp *experiments.Experiment, opts Options) (*repor
 			if st != nil {
 				sum.Strategies = append(sum.Strategies, *st)
 			}
+			reports.Derive(sum)
 			return sum, fmt.Errorf("strategy %s: %w", name, err)
 		}
 		sum.Strategies = append(sum.Strategies, *st)
 		fmt.Fprintf(opts.Log, "      done: %d requests, %.2f%% errors, p50 %.1f ms, p99 %.1f ms\n",
 			st.Requests, 100*st.ErrorRatio, st.LatencyMs.P50, st.LatencyMs.P99)
 	}
+	reports.Derive(sum)
 	return finishRun(ctx, sum, exp)
 }
 
@@ -222,17 +226,12 @@ func runStrategy(ctx context.Context, exp *experiments.Experiment, index int, op
 	}
 
 	events := &eventLog{start: time.Now()}
-	lb, err := strategies.New(name, strategies.Env{
-		N:      len(backends),
-		Clock:  strategies.SystemClock{},
-		Rand:   strategySeed(exp.Seed, name),
-		Events: events.add,
-	})
+	lbs, err := newBalancers(exp, name, strategies.SystemClock{}, events)
 	if err != nil {
 		return nil, nil, err
 	}
 
-	bal := NewBalancer(lb, targets, exp.Timeout, opts.MaxConnsPerInstance, ctx)
+	bal := NewBalancer(lbs, targets, exp.Timeout, opts.MaxConnsPerInstance, ctx)
 	defer bal.CloseIdleConnections()
 	client := &http.Client{
 		Transport: bal, // applies the request timeout itself
@@ -246,7 +245,11 @@ func runStrategy(ctx context.Context, exp *experiments.Experiment, index int, op
 		vegeta.Workers(uint64(max(10, min(exp.Rate/20, 1000)))),
 		vegeta.MaxBody(0),
 	)
+	var start time.Time // set just before the attack; read by the targeter
 	targeter := vegeta.NewStaticTargeter(vegeta.Target{Method: http.MethodGet, URL: "http://lbchaos-backend/"})
+	if keys := newKeySource(exp.Keys, exp.Seed); keys != nil {
+		targeter = keyTargeter(keys, &start)
+	}
 	sched := NewSchedule(exp.Arrival, exp.Rate, exp.Seed)
 	coll := newCollector(len(backends), exp.Duration, exp.Timeout, exp.SlowThreshold)
 
@@ -269,7 +272,7 @@ func runStrategy(ctx context.Context, exp *experiments.Experiment, index int, op
 	faultCtx, stopFaults := context.WithCancel(ctx)
 	defer stopFaults()
 
-	start := time.Now()
+	start = time.Now()
 	events.setStart(start)
 	var faultWG sync.WaitGroup
 	faultWG.Add(1)
@@ -277,6 +280,12 @@ func runStrategy(ctx context.Context, exp *experiments.Experiment, index int, op
 		defer faultWG.Done()
 		faults.run(faultCtx, start, func(error) { attacker.Stop() })
 	}()
+	faultWG.Go(func() { runJoins(faultCtx, start, exp, lbs) })
+	if pc, ok := lbs[0].Probes(); ok {
+		for _, b := range backends {
+			faultWG.Go(func() { probeLoop(faultCtx, pc, b.ID, bal, lbs) })
+		}
+	}
 	results := attacker.Attack(targeter, sched, exp.Duration, name)
 
 	tick := time.NewTicker(time.Second)
@@ -333,6 +342,7 @@ func runStrategy(ctx context.Context, exp *experiments.Experiment, index int, op
 			attacker.Stop()
 		}
 	}
+	span := time.Since(start) // until the last request ended
 	stopFaults()
 	faultWG.Wait()
 	coll.finish()
@@ -345,12 +355,23 @@ func runStrategy(ctx context.Context, exp *experiments.Experiment, index int, op
 	elapsed := attackTime(exp.Duration, interrupted)
 	s := coll.strategy(name, exp.FaultyInstances())
 	s.ElapsedS = elapsed.Seconds()
+	if interrupted < 0 {
+		for _, b := range fleet.Backends() {
+			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+			if stats, err := b.Control.Stats(sctx); err == nil {
+				setUtilization(&s.Instances[b.ID], stats.BusyS, exp.Instances.Instance(b.ID).Workers, span)
+			}
+			cancel()
+		}
+	}
 	if elapsed > 0 {
 		s.AchievedRate = float64(sent) / elapsed.Seconds()
 	}
 	scheduled := sched.Count(elapsed)
 	s.GeneratorBehind = float64(sent) < 0.99*float64(scheduled)
-	s.Ejections = lb.Ejections()
+	for _, lb := range lbs {
+		s.Ejections += lb.Ejections()
+	}
 	events.mu.Lock()
 	s.Events = events.events
 	sort.SliceStable(s.Events, func(i, j int) bool { return s.Events[i].TimeS < s.Events[j].TimeS })
@@ -369,7 +390,7 @@ func runStrategy(ctx context.Context, exp *experiments.Experiment, index int, op
 		notes = append(notes, fmt.Sprintf("%s: %d requests in flight when the run was interrupted were cancelled and are not counted.", name, coll.aborted))
 	}
 	if coll.unattributed > 0 {
-		notes = append(notes, fmt.Sprintf("%s: %d requests failed before a backend was picked.", name, coll.unattributed))
+		notes = append(notes, unattributedNote(name, coll.unattributed))
 	}
 	if events.drops > 0 {
 		notes = append(notes, fmt.Sprintf("%s: %d ejection events beyond the first %d were not recorded.", name, events.drops, maxEvents))
@@ -378,6 +399,145 @@ func runStrategy(ctx context.Context, exp *experiments.Experiment, index int, op
 		return &s, notes, ferr
 	}
 	return &s, notes, nil
+}
+
+// unattributedNote says that n requests of strategy name reached no
+// instance.
+func unattributedNote(name string, n int64) string {
+	return fmt.Sprintf("%s: %d requests reached no instance: the strategy allowed none (every instance ejected: \"no healthy upstream\") or they failed before a pick. They count as errors, attributed to no instance.", name, n)
+}
+
+// newBalancers builds exp.Replicas independent balancers of strategy name
+// (replica 0 seeded as a single balancer is), with the instances' weights,
+// and with the instances that join later left out of the host set. Events
+// are recorded from then on.
+func newBalancers(exp *experiments.Experiment, name string, clock strategies.Clock, events *eventLog) ([]*strategies.Balancer, error) {
+	n := exp.Instances.Count
+	var armed atomic.Bool
+	record := func(e strategies.Event) {
+		if armed.Load() {
+			events.add(e)
+		}
+	}
+	initial := make([]int, 0, n)
+	for id := range n {
+		if exp.Instances.Instance(id).JoinAt == 0 {
+			initial = append(initial, id)
+		}
+	}
+	lbs := make([]*strategies.Balancer, max(1, exp.Replicas))
+	for r := range lbs {
+		seedName := name
+		if r > 0 {
+			seedName = fmt.Sprintf("%s#%d", name, r)
+		}
+		lb, err := strategies.New(name, strategies.Env{
+			N:       n,
+			Clock:   clock,
+			Rand:    strategySeed(exp.Seed, seedName),
+			Events:  record,
+			Weights: exp.Instances.Weights(),
+		})
+		if err != nil {
+			return nil, err
+		}
+		if len(initial) < n {
+			if err := lb.SetHosts(initial); err != nil {
+				return nil, err
+			}
+		}
+		lbs[r] = lb
+	}
+	armed.Store(true)
+	return lbs, nil
+}
+
+// joinSteps returns, in time order, when the host set grows and the host
+// set from then on.
+func joinSteps(exp *experiments.Experiment) (at []time.Duration, hosts [][]int) {
+	joining := exp.Instances.Joining()
+	for i, id := range joining {
+		t := exp.Instances.Instance(id).JoinAt
+		if i+1 < len(joining) && exp.Instances.Instance(joining[i+1]).JoinAt == t {
+			continue // joins at the same time are one update
+		}
+		var set []int
+		for h := range exp.Instances.Count {
+			if j := exp.Instances.Instance(h).JoinAt; j <= t {
+				set = append(set, h)
+			}
+		}
+		at, hosts = append(at, t), append(hosts, set)
+	}
+	return at, hosts
+}
+
+// runJoins adds the joining instances to every balancer's host set at their
+// time, until ctx is done.
+func runJoins(ctx context.Context, start time.Time, exp *experiments.Experiment, lbs []*strategies.Balancer) {
+	at, hosts := joinSteps(exp)
+	for i, t := range at {
+		timer := time.NewTimer(time.Until(start.Add(t)))
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return
+		case <-timer.C:
+		}
+		for _, lb := range lbs {
+			_ = lb.SetHosts(hosts[i]) // validated by construction
+		}
+	}
+}
+
+// probeLoop actively checks instance id as pc says, every interval, and
+// reports each result to every balancer, until ctx is done. A probe is
+// healthy when it answers 2xx within the timeout.
+func probeLoop(ctx context.Context, pc strategies.ProbeConfig, id int, bal *Balancer, lbs []*strategies.Balancer) {
+	client := &http.Client{Timeout: pc.Timeout, Transport: &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 1, DisableCompression: true}}
+	defer client.CloseIdleConnections()
+	tick := time.NewTicker(pc.Interval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		u := *bal.targets[id].Load()
+		u.Path = pc.Path
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+		if err != nil {
+			return
+		}
+		healthy := false
+		if resp, err := client.Do(req); err == nil {
+			_, _ = io.Copy(io.Discard, resp.Body)
+			_ = resp.Body.Close()
+			healthy = resp.StatusCode >= 200 && resp.StatusCode < 300
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		for _, lb := range lbs {
+			lb.ReportProbe(id, healthy)
+		}
+	}
+}
+
+// keyTargeter gives every request the next key of keys in
+// strategies.KeyHeader; *start is the attack's start, for keys that change
+// over time (a hot key from some point on).
+func keyTargeter(keys *keySource, start *time.Time) vegeta.Targeter {
+	var next atomic.Uint64
+	return func(t *vegeta.Target) error {
+		i := next.Add(1) - 1
+		t.Method = http.MethodGet
+		t.URL = "http://lbchaos-backend/"
+		t.Body = nil
+		t.Header = http.Header{strategies.KeyHeader: []string{strconv.FormatUint(keys.key(i, time.Since(*start)), 10)}}
+		return nil
+	}
 }
 
 // rawWriter encodes results in Vegeta's format on a goroutine of its own,

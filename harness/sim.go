@@ -83,6 +83,7 @@ func RunSim(ctx context.Context, exp *experiments.Experiment, opts SimOptions) (
 			break
 		}
 	}
+	reports.Derive(sum)
 	return finishRun(ctx, sum, exp)
 }
 
@@ -150,13 +151,13 @@ type sim struct {
 	// Immutable after newSim.
 	timeout  time.Duration
 	duration time.Duration
-	workers  int  // per instance; 0 = unlimited
 	qlimit   int  // per instance; 0 = unbounded
 	keep     bool // KeepAbandoned
 	hooks    simHooks
 
 	clock  simClock
-	lb     *strategies.Balancer
+	lbs    []*strategies.Balancer // replicas; request k goes to k mod len
+	keys   *keySource             // nil: requests carry no key
 	coll   *collector
 	sched  Schedule
 	insts  []simInstance
@@ -172,6 +173,12 @@ type sim struct {
 	nextOp    int
 	nextSweep time.Duration
 
+	joinAt    []time.Duration // when the host set grows (joinSteps)
+	joinHosts [][]int
+	nextJoin  int
+	probe     strategies.ProbeConfig
+	nextProbe time.Duration // never without active health checks
+
 	k       uint64        // index of the next arrival
 	arrival time.Duration // its time, never when there is none
 	sent    int64
@@ -182,7 +189,9 @@ type simInstance struct {
 	rng     *rand.Rand
 	sampler *faultyserver.Sampler
 	fault   faultyserver.Fault // nil when none
+	workers int                // 0 = unlimited
 	busy    int                // workers held
+	busyFor time.Duration      // worker time spent, as Stats.BusyS
 	queue   ring[int32]        // waiting for a worker, oldest first
 }
 
@@ -198,6 +207,7 @@ const (
 	stWaiting uint8 = 1 << iota // the client waits for an answer
 	stQueued                    // in its instance's queue
 	stWorking                   // holds a worker
+	stKeyed                     // carries a key
 )
 
 // simReq is one request in flight, client or server side.
@@ -205,7 +215,9 @@ type simReq struct {
 	at      time.Duration // arrival
 	service time.Duration // kindServe: time on a worker
 	done    func(strategies.Outcome)
-	prev    int32 // in the waiting list; next also links the free list
+	key     uint64        // with stKeyed
+	began   time.Duration // stWorking: when it took its worker
+	prev    int32         // in the waiting list; next also links the free list
 	next    int32
 	inst    int32
 	gen     uint32
@@ -214,12 +226,11 @@ type simReq struct {
 	state   uint8
 }
 
-func newSim(exp *experiments.Experiment, name string, hooks simHooks, events func(strategies.Event)) (*sim, error) {
+func newSim(exp *experiments.Experiment, name string, hooks simHooks, events *eventLog) (*sim, error) {
 	n := exp.Instances.Count
 	s := &sim{
 		timeout:   exp.Timeout,
 		duration:  exp.Duration,
-		workers:   exp.Instances.Workers,
 		qlimit:    exp.Instances.QueueLimit,
 		keep:      exp.Instances.KeepAbandoned,
 		hooks:     hooks,
@@ -231,30 +242,32 @@ func newSim(exp *experiments.Experiment, name string, hooks simHooks, events fun
 		tail:      -1,
 		ops:       faultOps(exp.Faults, exp.Duration),
 		nextSweep: time.Second,
+		nextProbe: never,
+		keys:      newKeySource(exp.Keys, exp.Seed),
 	}
+	s.joinAt, s.joinHosts = joinSteps(exp)
 	for _, op := range s.ops {
 		if op.instance < 0 || op.instance >= n {
 			return nil, fmt.Errorf("faults[%d]: instance %d does not exist (the fleet has %d)", op.index, op.instance, n)
 		}
 	}
 	for i := range s.insts {
+		in := exp.Instances.Instance(i)
 		rng := rand.New(faultyserver.NewSource(InstanceSeed(exp.Seed, i)))
-		smp, err := faultyserver.NewSampler(exp.Instances.Service, rng)
+		smp, err := faultyserver.NewSampler(in.Service, rng)
 		if err != nil {
 			return nil, fmt.Errorf("instance %d: service: %w", i, err)
 		}
-		s.insts[i] = simInstance{rng: rng, sampler: smp}
+		s.insts[i] = simInstance{rng: rng, sampler: smp, workers: in.Workers}
 	}
-	lb, err := strategies.New(name, strategies.Env{
-		N:      n,
-		Clock:  &s.clock,
-		Rand:   strategySeed(exp.Seed, name),
-		Events: events,
-	})
+	lbs, err := newBalancers(exp, name, &s.clock, events)
 	if err != nil {
 		return nil, err
 	}
-	s.lb = lb
+	s.lbs = lbs
+	if pc, ok := lbs[0].Probes(); ok {
+		s.probe, s.nextProbe = pc, pc.Interval
+	}
 	s.arrival = s.due(0)
 	return s, nil
 }
@@ -284,9 +297,12 @@ func (s *sim) run(done <-chan struct{}) (interrupted bool) {
 		if s.head >= 0 {
 			tTimeout = s.reqs[s.head].at + s.timeout
 		}
-		tControl := s.nextSweep
+		tControl := min(s.nextSweep, s.nextProbe)
 		if s.nextOp < len(s.ops) {
 			tControl = min(tControl, s.ops[s.nextOp].at)
+		}
+		if s.nextJoin < len(s.joinAt) {
+			tControl = min(tControl, s.joinAt[s.nextJoin])
 		}
 		if s.arrival == never && s.waiting == 0 {
 			return false
@@ -308,12 +324,33 @@ func (s *sim) run(done <-chan struct{}) (interrupted bool) {
 	}
 }
 
-// control applies the fault change or the collector sweep due at t.
+// control applies the fault change, host-set change, round of probes or
+// collector sweep due at t.
 func (s *sim) control(t time.Duration) {
 	if s.nextOp < len(s.ops) && s.ops[s.nextOp].at == t {
 		op := s.ops[s.nextOp]
 		s.nextOp++
 		s.insts[op.instance].fault = op.fault // nil clears
+		return
+	}
+	if s.nextJoin < len(s.joinAt) && s.joinAt[s.nextJoin] == t {
+		for _, lb := range s.lbs {
+			_ = lb.SetHosts(s.joinHosts[s.nextJoin]) // validated by construction
+		}
+		s.nextJoin++
+		return
+	}
+	if s.nextProbe == t {
+		for i := range s.insts {
+			healthy := probeHealthy(s.insts[i].fault)
+			for _, lb := range s.lbs {
+				lb.ReportProbe(i, healthy)
+			}
+		}
+		s.nextProbe += s.probe.Interval
+		if s.nextProbe >= s.duration {
+			s.nextProbe = never
+		}
 		return
 	}
 	s.coll.sweep(t)
@@ -326,10 +363,19 @@ func (s *sim) control(t time.Duration) {
 // arrive sends the request due at t.
 func (s *sim) arrive(t time.Duration) {
 	s.sent++
+	k := s.k
 	s.k++
 	s.arrival = s.due(s.k)
 
-	ep, done := s.lb.Pick(strategies.Request{})
+	var req strategies.Request
+	if s.keys != nil {
+		req = strategies.Request{Key: s.keys.key(k, t), HasKey: true}
+	}
+	ep, done := s.lbs[k%uint64(len(s.lbs))].Pick(req)
+	if ep == strategies.NoHost {
+		s.report(ep, t, done, 0, ErrNoHost, false, req)
+		return
+	}
 	in := &s.insts[ep]
 	base := in.sampler.Sample()
 	a := faultyserver.Action{Kind: faultyserver.ActionServe, Service: base}
@@ -338,25 +384,26 @@ func (s *sim) arrive(t time.Duration) {
 	}
 	switch a.Kind {
 	case faultyserver.ActionReset:
-		s.report(ep, t, done, 0, errSimReset, false)
+		s.report(ep, t, done, 0, errSimReset, false, req)
 	case faultyserver.ActionFail:
-		r := s.alloc(ep, t, done, kindFail, stWaiting)
+		r := s.alloc(ep, t, req, done, kindFail, stWaiting)
 		s.reqs[r].status = int32(a.Status)
 		s.schedule(t+a.Delay, r)
 	case faultyserver.ActionHang:
-		s.alloc(ep, t, done, kindHang, stWaiting)
+		s.alloc(ep, t, req, done, kindHang, stWaiting)
 	default:
 		switch {
-		case s.workers == 0 || in.busy < s.workers:
+		case in.workers == 0 || in.busy < in.workers:
 			// A free worker means an empty queue: release hands a worker
 			// straight to the oldest waiter.
 			in.busy++
-			r := s.alloc(ep, t, done, kindServe, stWaiting|stWorking)
+			r := s.alloc(ep, t, req, done, kindServe, stWaiting|stWorking)
+			s.reqs[r].began = t
 			s.schedule(t+a.Service, r)
 		case s.qlimit > 0 && in.queue.len() >= s.qlimit:
-			s.report(ep, t, done, 503, nil, false)
+			s.report(ep, t, done, 503, nil, false, req)
 		default:
-			r := s.alloc(ep, t, done, kindServe, stWaiting|stQueued)
+			r := s.alloc(ep, t, req, done, kindServe, stWaiting|stQueued)
 			s.reqs[r].service = a.Service
 			in.queue.push(r)
 		}
@@ -370,6 +417,7 @@ func (s *sim) answer(e simEvent) {
 		return // the request timed out and its instance dropped it
 	}
 	if r.kind == kindServe {
+		s.insts[r.inst].busyFor += s.clock.now - r.began
 		s.release(int(r.inst))
 		if r.state&stWaiting != 0 {
 			s.end(e.slot, 200, nil, false)
@@ -399,6 +447,7 @@ func (s *sim) expire(i int32) {
 			return
 		}
 		// The server stops serving a request whose client went away.
+		s.insts[r.inst].busyFor += s.clock.now - r.began
 		s.release(int(r.inst))
 	}
 	s.freeSlot(i)
@@ -415,6 +464,7 @@ func (s *sim) release(i int) {
 	j := in.queue.pop()
 	r := &s.reqs[j]
 	r.state = r.state&^stQueued | stWorking
+	r.began = s.clock.now
 	s.schedule(s.clock.now+r.service, j)
 }
 
@@ -436,14 +486,21 @@ func (s *sim) end(i int32, status int, err error, timeout bool) {
 	r.state &^= stWaiting
 	done := r.done
 	r.done = nil
-	s.report(int(r.inst), r.at, done, status, err, timeout)
+	s.report(int(r.inst), r.at, done, status, err, timeout, strategies.Request{Key: r.key, HasKey: r.state&stKeyed != 0})
 }
 
 // report delivers the outcome of a request that arrived at sentAt and ends
 // now.
-func (s *sim) report(inst int, sentAt time.Duration, done func(strategies.Outcome), status int, err error, timeout bool) {
+//
+// An answer (status not 0) carries the instance's load as the real server
+// reports it: the other requests holding a worker or queued.
+func (s *sim) report(inst int, sentAt time.Duration, done func(strategies.Outcome), status int, err error, timeout bool, req strategies.Request) {
 	lat := s.clock.now - sentAt
 	so := strategies.Outcome{Status: status, Err: err, Timeout: timeout, Latency: lat}
+	if status != 0 {
+		in := &s.insts[inst]
+		so.Load, so.HasLoad = float64(in.busy+in.queue.len()), true
+	}
 	done(so)
 	o := outcome{
 		instance: inst,
@@ -451,6 +508,8 @@ func (s *sim) report(inst int, sentAt time.Duration, done func(strategies.Outcom
 		latency:  lat,
 		success:  status >= 200 && status < 300 && err == nil,
 		timeout:  timeout,
+		key:      req.Key,
+		hasKey:   req.HasKey,
 	}
 	s.coll.add(o)
 	if s.hooks.result != nil {
@@ -460,7 +519,7 @@ func (s *sim) report(inst int, sentAt time.Duration, done func(strategies.Outcom
 
 // alloc takes a slot for a request arriving at t and appends it to the
 // waiting list.
-func (s *sim) alloc(inst int, t time.Duration, done func(strategies.Outcome), kind, state uint8) int32 {
+func (s *sim) alloc(inst int, t time.Duration, req strategies.Request, done func(strategies.Outcome), kind, state uint8) int32 {
 	i := s.free
 	if i >= 0 {
 		s.free = s.reqs[i].next
@@ -473,6 +532,10 @@ func (s *sim) alloc(inst int, t time.Duration, done func(strategies.Outcome), ki
 	}
 	r := &s.reqs[i]
 	r.at, r.done, r.inst, r.kind, r.state = t, done, int32(inst), kind, state
+	r.key = req.Key
+	if req.HasKey {
+		r.state |= stKeyed
+	}
 	r.prev, r.next = s.tail, -1
 	if s.tail >= 0 {
 		s.reqs[s.tail].next = i
@@ -515,7 +578,7 @@ func (s *sim) abortWaiting() int {
 // simStrategy simulates one strategy from a fresh state.
 func simStrategy(ctx context.Context, exp *experiments.Experiment, name string, hooks simHooks) (*reports.Strategy, []string, error) {
 	events := &eventLog{start: simEpoch}
-	s, err := newSim(exp, name, hooks, events.add)
+	s, err := newSim(exp, name, hooks, events)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -531,10 +594,16 @@ func simStrategy(ctx context.Context, exp *experiments.Experiment, name string, 
 
 	st := s.coll.strategy(name, exp.FaultyInstances())
 	st.ElapsedS = elapsed.Seconds()
+	span := max(elapsed, s.clock.now) // until the last request ended
+	for i := range s.insts {
+		setUtilization(&st.Instances[i], s.insts[i].busyFor.Seconds(), s.insts[i].workers, span)
+	}
 	if elapsed > 0 {
 		st.AchievedRate = float64(s.sent) / elapsed.Seconds()
 	}
-	st.Ejections = s.lb.Ejections()
+	for _, lb := range s.lbs {
+		st.Ejections += lb.Ejections()
+	}
 	st.Events = events.events
 	sort.SliceStable(st.Events, func(i, j int) bool { return st.Events[i].TimeS < st.Events[j].TimeS })
 	st.Partial = interrupted
@@ -543,8 +612,37 @@ func simStrategy(ctx context.Context, exp *experiments.Experiment, name string, 
 	if s.coll.aborted > 0 {
 		notes = append(notes, fmt.Sprintf("%s: %d requests in flight when the run was interrupted were cancelled and are not counted.", name, s.coll.aborted))
 	}
+	if s.coll.unattributed > 0 {
+		notes = append(notes, unattributedNote(name, s.coll.unattributed))
+	}
 	if events.drops > 0 {
 		notes = append(notes, fmt.Sprintf("%s: %d ejection events beyond the first %d were not recorded.", name, events.drops, maxEvents))
 	}
 	return &st, notes, nil
+}
+
+// probeHealthy is the simulated verdict of an active probe of an instance
+// under fault f: its health status, except that a paused or killed
+// container answers nothing.
+func probeHealthy(f faultyserver.Fault) bool {
+	if f == nil {
+		return true
+	}
+	switch f.(type) {
+	case faultyserver.Pause, faultyserver.Kill:
+		return false
+	}
+	st := f.HealthStatus()
+	return st >= 200 && st < 300
+}
+
+// setUtilization sets in's utilization from busy worker-seconds over span,
+// the time from the start of the attack until its last request ended;
+// instances without a worker limit have none.
+func setUtilization(in *reports.Instance, busyS float64, workers int, span time.Duration) {
+	if workers <= 0 || span <= 0 {
+		return
+	}
+	u := min(1, busyS/(float64(workers)*span.Seconds()))
+	in.Utilization = &u
 }

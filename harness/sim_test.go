@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/lbchaos/lbchaos/experiments"
+	"github.com/lbchaos/lbchaos/faultyserver"
 	"github.com/lbchaos/lbchaos/reports"
 	"github.com/lbchaos/lbchaos/strategies"
 )
@@ -130,6 +131,17 @@ func shrink(t *testing.T, exp *experiments.Experiment, factor time.Duration) *ex
 		c.Faults[i].At /= factor
 		c.Faults[i].Until /= factor
 	}
+	c.Instances.Each = slices.Clone(exp.Instances.Each)
+	for i := range c.Instances.Each {
+		c.Instances.Each[i].JoinAt /= factor
+		c.Instances.Each[i].Warmup /= factor
+	}
+	if c.Keys != nil {
+		k := *c.Keys
+		k.HotFrom /= factor
+		k.HotUntil /= factor
+		c.Keys = &k
+	}
 	if err := c.Validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -162,9 +174,14 @@ func TestSimRunsEveryShippedExperiment(t *testing.T) {
 					t.Errorf("%s: achieved rate %v, want %v", st.Name, st.AchievedRate, want)
 				}
 				// Every shipped fault fails requests or makes them at least
-				// five times the 10 ms service time.
+				// about five times the instance's service time (10 ms unless
+				// fixed otherwise).
 				for _, f := range exp.Faults {
-					if in := st.Instances[f.Instance]; in.Errors == 0 && in.LatencyMs.Max < 50 {
+					base := 10.0
+					if svc := exp.Instances.Instance(f.Instance).Service; svc.Kind == faultyserver.DistFixed {
+						base = float64(time.Duration(svc.Value)) / float64(time.Millisecond)
+					}
+					if in := st.Instances[f.Instance]; in.Errors == 0 && in.LatencyMs.Max < 4.5*base {
 						t.Errorf("%s: faulty instance %d shows no errors and a max latency of %v ms", st.Name, f.Instance, in.LatencyMs.Max)
 					}
 				}

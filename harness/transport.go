@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/lbchaos/lbchaos/faultyserver"
 	"github.com/lbchaos/lbchaos/strategies"
 )
 
@@ -26,9 +27,13 @@ const seqHeader = "X-Vegeta-Seq"
 // callback when the response body is fully read or closed, or the request
 // fails. It records which instance each request went to, so that every
 // result — also one that got no response — is attributed to its instance.
+//
+// With several replicas of the strategy (an experiment's replicas), request
+// seq goes to replica seq mod K: the load is split evenly, and each replica
+// sees only its own requests in flight.
 type Balancer struct {
 	// Immutable after construction.
-	lb      *strategies.Balancer
+	lbs     []*strategies.Balancer
 	targets []atomic.Pointer[url.URL] // an instance's address changes when its container restarts
 	base    *http.Transport
 	abort   context.Context // cancelled when the run is interrupted
@@ -45,18 +50,19 @@ type Balancer struct {
 var _ http.RoundTripper = (*Balancer)(nil)
 
 // NewBalancer routes requests across targets (base URLs, one per instance,
-// indexed by instance id) with lb. Each request, body included, is cut off
+// indexed by instance id) with lbs, the replicas of one strategy (at least
+// one). Each request, body included, is cut off
 // after timeout (0 = never); maxConns bounds connections per instance
 // (0 = unbounded). Requests still running when abort is cancelled are
 // cancelled and reported as aborted.
-func NewBalancer(lb *strategies.Balancer, targets []*url.URL, timeout time.Duration, maxConns int, abort context.Context) *Balancer {
+func NewBalancer(lbs []*strategies.Balancer, targets []*url.URL, timeout time.Duration, maxConns int, abort context.Context) *Balancer {
 	dialer := &net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}
 	idle := maxConns
 	if idle == 0 || idle > 4096 {
 		idle = 4096
 	}
 	b := &Balancer{
-		lb:      lb,
+		lbs:     lbs,
 		targets: make([]atomic.Pointer[url.URL], len(targets)),
 		abort:   abort,
 		timeout: timeout,
@@ -90,6 +96,8 @@ func (b *Balancer) SetTarget(id int, u *url.URL) { b.targets[id].Store(u) }
 // route is what the harness knows about one request beyond Vegeta's result.
 type route struct {
 	instance int
+	key      uint64 // the request's key, when hasKey
+	hasKey   bool
 	timeout  atomic.Bool // the request hit the client timeout
 	aborted  atomic.Bool // cancelled because the run was interrupted
 }
@@ -118,14 +126,32 @@ func (r *routes) take(seq uint64) (*route, bool) {
 // take returns the route recorded for Vegeta sequence number seq.
 func (b *Balancer) take(seq uint64) (*route, bool) { return b.routes.take(seq) }
 
+// ErrNoHost fails a request for which the strategy allowed no instance
+// (every one ejected); it is not sent.
+var ErrNoHost = errors.New("no healthy upstream: the strategy allowed no instance")
+
 // RoundTrip implements http.RoundTripper.
 func (b *Balancer) RoundTrip(req *http.Request) (*http.Response, error) {
 	seq, seqErr := strconv.ParseUint(req.Header.Get(seqHeader), 10, 64)
+	var sreq strategies.Request
+	if v := req.Header.Get(strategies.KeyHeader); v != "" {
+		if k, err := strconv.ParseUint(v, 10, 64); err == nil {
+			sreq = strategies.Request{Key: k, HasKey: true}
+		}
+	}
+	lb := b.lbs[0]
+	if len(b.lbs) > 1 && seqErr == nil {
+		lb = b.lbs[seq%uint64(len(b.lbs))]
+	}
 	start := time.Now()
-	ep, done := b.lb.Pick(strategies.Request{})
-	rt := &route{instance: ep}
+	ep, done := lb.Pick(sreq)
+	rt := &route{instance: ep, key: sreq.Key, hasKey: sreq.HasKey}
 	if seqErr == nil {
 		b.routes.put(seq, rt)
+	}
+	if ep == strategies.NoHost {
+		done(strategies.Outcome{Err: ErrNoHost, Latency: time.Since(start)})
+		return nil, ErrNoHost
 	}
 	if n := b.inflight[ep].Add(1); b.connCap > 0 && n > int64(b.connCap) {
 		b.capHits.Add(1)
@@ -154,21 +180,28 @@ func (b *Balancer) RoundTrip(req *http.Request) (*http.Response, error) {
 	out.URL.Host = target.Host
 	out.Host = target.Host
 
-	finish := func(status int, err error) {
+	finish := func(status int, load string, err error) {
 		stop()
 		cancel()
 		b.inflight[ep].Add(-1)
 		timeout := err != nil && !rt.aborted.Load() && isTimeout(ctx, err)
 		rt.timeout.Store(timeout)
-		done(strategies.Outcome{Status: status, Err: err, Timeout: timeout, Latency: time.Since(start)})
+		o := strategies.Outcome{Status: status, Err: err, Timeout: timeout, Latency: time.Since(start)}
+		if load != "" {
+			if v, perr := strconv.ParseFloat(load, 64); perr == nil {
+				o.Load, o.HasLoad = v, true
+			}
+		}
+		done(o)
 	}
 
 	resp, err := b.base.RoundTrip(out)
 	if err != nil {
-		finish(0, err)
+		finish(0, "", err)
 		return nil, err
 	}
-	resp.Body = &doneBody{rc: resp.Body, finish: func(err error) { finish(resp.StatusCode, err) }}
+	load := resp.Header.Get(faultyserver.LoadHeader)
+	resp.Body = &doneBody{rc: resp.Body, finish: func(err error) { finish(resp.StatusCode, load, err) }}
 	return resp, nil
 }
 

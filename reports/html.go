@@ -62,13 +62,17 @@ type htmlPage struct {
 	Columns     []htmlColumn
 	Rows        [][]htmlCell
 	FairShare   string
-	HowToRead   []string
-	CrossPlots  []htmlPlot
-	Strategies  []htmlStrategy
-	Settings    []kv
-	Environment []kv
-	File        string
-	Version     string
+	// ScenarioColumns and ScenarioRows are the scenario metrics the run
+	// measured (see scenarioTable); empty when none.
+	ScenarioColumns []htmlColumn
+	ScenarioRows    [][]htmlCell
+	HowToRead       []string
+	CrossPlots      []htmlPlot
+	Strategies      []htmlStrategy
+	Settings        []kv
+	Environment     []kv
+	File            string
+	Version         string
 }
 
 type kv struct{ Key, Value string }
@@ -191,6 +195,19 @@ func newHTMLPage(s *Summary, plots []Plot, fsys fs.FS) (*htmlPage, error) {
 		pg.FairShare = fmt.Sprintf("Fair share of the faulty instance(s) (%s): %s%% of requests.", fmtIDs(s.FaultyInstances), fmtPct(fair))
 	}
 	pg.HowToRead = howToRead(s)
+	if cols, rows := scenarioTable(s); cols != nil {
+		pg.ScenarioColumns = []htmlColumn{{Head: "strategy"}}
+		for _, c := range cols {
+			pg.ScenarioColumns = append(pg.ScenarioColumns, htmlColumn{Head: c.head, Num: true, Title: c.title})
+		}
+		for _, r := range rows {
+			row := []htmlCell{{Text: r[0], Class: "name"}}
+			for _, v := range r[1:] {
+				row = append(row, htmlCell{Text: v, Class: "num"})
+			}
+			pg.ScenarioRows = append(pg.ScenarioRows, row)
+		}
+	}
 
 	byStrategy := map[string][]htmlPlot{}
 	if fsys != nil {
@@ -398,7 +415,8 @@ func comparisonTable(s *Summary) ([]htmlColumn, [][]htmlCell) {
 	key, extra := keyColumn[v.Metric], false
 	if _, ok := keyColumn[v.Metric]; !ok {
 		extra = true
-		head := map[string]string{"bad_ratio": "bad %", "p999_ms": "p99.9 ms"}[v.Metric]
+		head := map[string]string{"bad_ratio": "bad %", "p999_ms": "p99.9 ms", "max_avg_load": "max/avg load",
+			"max_jump_rps": "max 1 s jump req/s", "share_stddev": "share std dev %", "error_tail_s": "errors past fault s"}[v.Metric]
 		cols = slices.Insert(cols, 1, htmlColumn{Head: head, Num: true})
 		key = 1
 	}
@@ -432,7 +450,9 @@ func comparisonTable(s *Summary) ([]htmlColumn, [][]htmlCell) {
 		val, _ := MetricValue(st, v.Metric)
 		if extra {
 			text := v.Format(val)
-			text = strings.TrimSuffix(strings.TrimSuffix(text, "%"), " ms")
+			for _, unit := range []string{"%", " ms", " ×", " req/s", " s"} {
+				text = strings.TrimSuffix(text, unit)
+			}
 			row = slices.Insert(row, 1, num(text))
 		}
 		row[key].Class += " key"

@@ -58,7 +58,7 @@ func TestWriteHTMLVerdict(t *testing.T) {
 			"key metric: bad_ratio", "Best on bad requests (failed or slow)", "error % + slow % − timeout %",
 		}},
 		{"latency", "p99_ms", []string{"key metric: p99_ms", "All strategies tie on p99 latency at 11.3 ms"}},
-		{"unknown", "max_avg_load", []string{"key metric: bad_ratio", "names the key metric &#34;max_avg_load&#34;, which this report does not know"}},
+		{"unknown", "max_widgets", []string{"key metric: bad_ratio", "names the key metric &#34;max_widgets&#34;, which this report does not know"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := richSample()

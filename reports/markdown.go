@@ -164,6 +164,25 @@ func (m mdWriter) comparison(s *Summary, plots []Plot) {
 	if fair := fairFaultyShare(s); !math.IsNaN(fair) {
 		m.p("Fair share of the faulty instance(s) (%s): %s%% of requests.\n\n", fmtIDs(s.FaultyInstances), fmtPct(fair))
 	}
+	if cols, rows := scenarioTable(s); cols != nil {
+		m.p("### Scenario metrics\n\n")
+		head := []string{"strategy"}
+		align := "l"
+		for _, c := range cols {
+			head = append(head, c.head)
+			align += "r"
+		}
+		m.row(head...)
+		m.rule(align)
+		for _, r := range rows {
+			m.row(r...)
+		}
+		m.p("\n")
+		for _, c := range cols {
+			m.p("- %s: %s.\n", c.head, c.title)
+		}
+		m.p("\n")
+	}
 	m.plots(plots, "")
 }
 

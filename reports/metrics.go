@@ -28,6 +28,28 @@ var metricValues = map[string]func(*Strategy) float64{
 	"ejections":     func(st *Strategy) float64 { return float64(st.Ejections) },
 	"achieved_rate": func(st *Strategy) float64 { return st.AchievedRate },
 	"requests":      func(st *Strategy) float64 { return float64(st.Requests) },
+	"max_avg_load":  func(st *Strategy) float64 { return st.MaxAvgLoad },
+	"affinity":      func(st *Strategy) float64 { return orNaN(st.Affinity) },
+	"max_jump_rps":  func(st *Strategy) float64 { return st.MaxJumpRps },
+	"share_stddev":  func(st *Strategy) float64 { return st.ShareStddev },
+	"error_tail_s":  func(st *Strategy) float64 { return orNaN(st.ErrorTailS) },
+	"max_utilization": func(st *Strategy) float64 {
+		u := math.NaN()
+		for _, in := range st.Instances {
+			if in.Utilization != nil && !(*in.Utilization <= u) {
+				u = *in.Utilization
+			}
+		}
+		return u
+	},
+}
+
+// orNaN is *p, or NaN when p is nil (a metric the run did not measure).
+func orNaN(p *float64) float64 {
+	if p == nil {
+		return math.NaN()
+	}
+	return *p
 }
 
 // Metrics returns the names of every Strategy metric Value knows, sorted.
@@ -55,17 +77,30 @@ func Value(st *Strategy, name string) (float64, bool) {
 type keyMetric struct {
 	name    string
 	label   string // noun phrase for prose, e.g. "p99 latency"
-	percent bool   // a ratio, shown in percent; else milliseconds
+	percent bool   // a ratio, shown in percent; else in unit
+	unit    string // "" = milliseconds
 }
 
 var keyMetrics = []keyMetric{
-	{"bad_ratio", "bad requests (failed or slow)", true},
-	{"error_ratio", "failed requests", true},
-	{"slow_ratio", "slow requests", true},
-	{"timeout_ratio", "timed-out requests", true},
-	{"faulty_share", "share of requests sent to faulty instances", true},
-	{"p99_ms", "p99 latency", false},
-	{"p999_ms", "p99.9 latency", false},
+	{"bad_ratio", "bad requests (failed or slow)", true, ""},
+	{"error_ratio", "failed requests", true, ""},
+	{"slow_ratio", "slow requests", true, ""},
+	{"timeout_ratio", "timed-out requests", true, ""},
+	{"faulty_share", "share of requests sent to faulty instances", true, ""},
+	{"p99_ms", "p99 latency", false, ""},
+	{"p999_ms", "p99.9 latency", false, ""},
+	{"max_avg_load", "busiest instance's load over the average", false, "×"},
+	{"max_jump_rps", "largest one-second jump of an instance's traffic", false, "req/s"},
+	{"share_stddev", "per-second variation of the instances' shares (std. dev.)", true, ""},
+	{"error_tail_s", "time errors lasted past the fault", false, "s"},
+}
+
+// unitOf is the unit a non-percent key metric is shown in.
+func (m keyMetric) unitOf() string {
+	if m.unit == "" {
+		return "ms"
+	}
+	return m.unit
 }
 
 // KeyMetrics returns the metric names a Summary's KeyMetric may take, the
@@ -171,7 +206,7 @@ func (v Verdict) Format(x float64) string {
 	if m.percent {
 		return fmtPct(x) + "%"
 	}
-	return fmtMs(x) + " ms"
+	return fmtMs(x) + " " + m.unitOf()
 }
 
 // Best and Worst are the first and last of the ranking; ok is false when
@@ -217,7 +252,7 @@ func (v Verdict) Margin() string {
 			diff = "less than " + strings.TrimPrefix(diff, "<")
 		}
 	} else {
-		diff = fmtMs(w.Value-b.Value) + " ms"
+		diff = fmtMs(w.Value-b.Value) + " " + m.unitOf()
 	}
 	switch {
 	case b.Value > 0:

@@ -103,9 +103,12 @@ func TestValueOfEveryMetric(t *testing.T) {
 	st := &Strategy{
 		Name: "s", Requests: 1000, AchievedRate: 99.5, SuccessRatio: 0.625, ErrorRatio: 0.375, TimeoutRatio: 0.0625, SlowRatio: 0.125,
 		FaultyShare: 0.25, Ejections: 4,
-		LatencyMs: Latency{Mean: 12, P50: 10, P90: 11, P99: 20, P999: 40, Max: 90},
+		LatencyMs:  Latency{Mean: 12, P50: 10, P90: 11, P99: 20, P999: 40, Max: 90},
+		MaxAvgLoad: 1.5, Affinity: ptr(0.75), MaxJumpRps: 120, ShareStddev: 0.02, ErrorTailS: ptr(3.0),
+		Instances: []Instance{{Utilization: ptr(0.5)}, {Utilization: ptr(0.875)}, {}},
 	}
 	want := map[string]float64{
+		"max_avg_load": 1.5, "affinity": 0.75, "max_jump_rps": 120, "share_stddev": 0.02, "error_tail_s": 3, "max_utilization": 0.875,
 		"bad_ratio": 0.4375, "error_ratio": 0.375, "success_ratio": 0.625, "timeout_ratio": 0.0625, "slow_ratio": 0.125,
 		"faulty_share": 0.25, "p50_ms": 10, "p90_ms": 11, "p99_ms": 20, "p999_ms": 40, "max_ms": 90, "mean_ms": 12,
 		"ejections": 4, "achieved_rate": 99.5, "requests": 1000,
@@ -125,6 +128,17 @@ func TestValueOfEveryMetric(t *testing.T) {
 	for _, m := range KeyMetrics() {
 		if _, ok := Value(st, m); !ok {
 			t.Errorf("key metric %s has no value", m)
+		}
+	}
+}
+
+func ptr(f float64) *float64 { return &f }
+
+func TestUnmeasuredMetricsAreNaN(t *testing.T) {
+	st := &Strategy{Instances: []Instance{{}, {}}}
+	for _, m := range []string{"affinity", "error_tail_s", "max_utilization"} {
+		if got, ok := Value(st, m); !ok || !math.IsNaN(got) {
+			t.Errorf("Value(%s) of a run that did not measure it = %v, %v; want NaN, true", m, got, ok)
 		}
 	}
 }

@@ -83,6 +83,27 @@ type Strategy struct {
 	// Percentiles is the latency-by-percentile curve of every request,
 	// at percentiles from 50 to 99.99 and the maximum (100).
 	Percentiles []PercentilePoint `json:"percentiles,omitempty"`
+
+	// Scenario metrics (see Derive).
+	// MaxAvgLoad is the busiest instance's requests over the mean per
+	// instance: 1 is perfectly even.
+	MaxAvgLoad float64 `json:"max_avg_load"`
+	// Affinity is the share of keyed requests that went to their key's
+	// home, the instance that served the key most often; absent when
+	// requests carried no key.
+	Affinity *float64 `json:"affinity,omitempty"`
+	// MaxJumpRps is the largest change of any instance's request rate from
+	// one second to the next, in requests per second.
+	MaxJumpRps float64 `json:"max_jump_rps"`
+	// ShareStddev is the mean over instances of the standard deviation of
+	// each instance's per-second share of requests: how much the traffic
+	// split moves around.
+	ShareStddev float64 `json:"share_stddev"`
+	// ErrorTailS is how long errors went on after the last fault ended:
+	// from its end to the end of the last second (by send time) whose error
+	// ratio exceeded 1%; 0 when errors stopped with the fault. Absent when
+	// no fault ends before the run does.
+	ErrorTailS *float64 `json:"error_tail_s,omitempty"`
 }
 
 // PercentilePoint is one point of a latency-by-percentile curve.
@@ -119,6 +140,16 @@ type Instance struct {
 
 	Timeouts int64 `json:"timeouts"`
 	Slow     int64 `json:"slow"`
+
+	// Utilization is the share of the instance's worker time spent
+	// serving: busy worker-seconds over workers × the time from the start
+	// of the attack until its last request ended (so a queue still
+	// draining after the attack counts). Absent for instances without a
+	// worker limit or when it was not measured.
+	Utilization *float64 `json:"utilization,omitempty"`
+	// ShareStddev is the standard deviation of the instance's per-second
+	// share of all requests.
+	ShareStddev float64 `json:"share_stddev"`
 }
 
 // Latency is a latency distribution in milliseconds. It covers every

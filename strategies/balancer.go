@@ -11,8 +11,8 @@ import (
 )
 
 // Balancer is a built strategy: a base Picker, possibly wrapped. It is safe
-// for concurrent use and its Pick never fails: wrappers never hide every
-// endpoint.
+// for concurrent use. Its Pick returns NoHost only when a wrapper allows no
+// host (every one ejected, without a panic threshold).
 //
 // The Balancer counts the requests in flight per endpoint (incremented at
 // Pick, decremented at the first call of done) and serialises every Picker
@@ -180,10 +180,16 @@ func (b *Balancer) ReportProbe(endpoint int, healthy bool) {
 
 // Pick chooses an endpoint for req. The caller must call done once the
 // request has ended (response body read or closed, or the request failed);
-// only the first call counts, later calls are no-ops.
+// only the first call counts, later calls are no-ops. On NoHost the caller
+// fails the request without sending it, and calls done too.
 func (b *Balancer) Pick(req Request) (endpoint int, done func(Outcome)) {
 	b.mu.Lock()
 	ep, inner := b.picker.Pick(req, b.hosts)
+	if ep == NoHost {
+		b.mu.Unlock()
+		p := &pending{b: b, endpoint: NoHost, done: inner}
+		return NoHost, p.finish
+	}
 	b.inflight[ep]++
 	b.mu.Unlock()
 	p := &pending{b: b, endpoint: ep, done: inner}
@@ -205,7 +211,9 @@ func (p *pending) finish(o Outcome) {
 	}
 	b := p.b
 	b.mu.Lock()
-	b.inflight[p.endpoint]--
+	if p.endpoint != NoHost {
+		b.inflight[p.endpoint]--
+	}
 	p.done(o)
 	b.mu.Unlock()
 }

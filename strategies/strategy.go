@@ -118,6 +118,12 @@ type Env struct {
 	Weights []float64
 }
 
+// NoHost is the endpoint a wrapper picks when it allows none of the hosts,
+// as Envoy answers "no healthy upstream" when every host is ejected and no
+// panic threshold lets it ignore health. The caller fails the request at
+// once without sending it, and still calls done.
+const NoHost = -1
+
 // Picker chooses one endpoint.
 //
 // hosts is non-empty and ascending (the Balancer and every wrapper keep that
@@ -128,7 +134,8 @@ type Env struct {
 // to cache a slice derived from it: a caller passes a new slice, never the
 // same one rewritten in place, when its host set changes. The returned
 // endpoint is one of hosts, and done is non-nil and must be invoked exactly
-// once with the request's outcome.
+// once with the request's outcome. Base strategies always return one of
+// hosts; only a wrapper may return NoHost.
 //
 // Pickers are not safe for concurrent use: the Balancer calls Pick and every
 // done under one mutex. Pickers that need in-flight counts read the
