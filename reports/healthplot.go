@@ -49,9 +49,21 @@ func (l *laneSpans) Thumbnail(c *draw.Canvas) {
 	c.FillPolygon(l.thumb, rect(c.Min.X, c.Min.Y+h, c.Max.X, c.Max.Y-h))
 }
 
-// ejectionSpans pairs each "eject" event with the next "readmit" of the
-// same instance; an instance still ejected at the end spans to end. A
-// repeated eject while ejected and a readmit while admitted are ignored.
+// takesOut reports whether e takes its instance out of traffic (an
+// ejection, the "unhealthy" health level, a failed active check), and
+// putsBack whether it gives it traffic again.
+func takesOut(e Event) bool {
+	return e.Kind == "eject" || e.Kind == "health" && e.Detail == "unhealthy" || e.Kind == "probe" && e.Detail == "down"
+}
+
+func putsBack(e Event) bool {
+	return e.Kind == "readmit" || e.Kind == "health" && e.Detail != "unhealthy" || e.Kind == "probe" && e.Detail == "up"
+}
+
+// ejectionSpans pairs each event that takes an instance out of traffic
+// (see takesOut) with the next that puts it back; an instance still out at
+// the end spans to end. A repeated ejection while out and a re-admission
+// while in are ignored.
 func ejectionSpans(events []Event, end float64) map[int][][2]float64 {
 	evs := slices.Clone(events)
 	slices.SortStableFunc(evs, func(a, b Event) int {
@@ -70,12 +82,12 @@ func ejectionSpans(events []Event, end float64) map[int][][2]float64 {
 			continue
 		}
 		start, ejected := open[e.Instance]
-		switch e.Kind {
-		case "eject":
+		switch {
+		case takesOut(e):
 			if !ejected {
 				open[e.Instance] = e.TimeS
 			}
-		case "readmit":
+		case putsBack(e):
 			if ejected {
 				out[e.Instance] = append(out[e.Instance], [2]float64{start, e.TimeS})
 				delete(open, e.Instance)
@@ -115,7 +127,7 @@ func attackEnd(s *Summary, st *Strategy) float64 {
 // lane (a fault of an instance without a lane shades every lane). It
 // returns nil when the strategy ejected nothing.
 func healthFigure(s *Summary, st *Strategy) *figure {
-	hasEject := slices.ContainsFunc(st.Events, func(e Event) bool { return e.Kind == "eject" && finite(e.TimeS) })
+	hasEject := slices.ContainsFunc(st.Events, func(e Event) bool { return takesOut(e) && finite(e.TimeS) })
 	if !hasEject {
 		return nil
 	}

@@ -270,13 +270,14 @@ func mdAlt(s string) string {
 	return strings.NewReplacer("[", "(", "]", ")").Replace(mdText(s))
 }
 
-// eventCounts counts ejections and re-admissions.
+// eventCounts counts the events that took an instance out of traffic and
+// those that put one back (see takesOut and putsBack).
 func eventCounts(events []Event) (ejects, readmits int) {
 	for _, e := range events {
-		switch e.Kind {
-		case "eject":
+		switch {
+		case takesOut(e):
 			ejects++
-		case "readmit":
+		case putsBack(e):
 			readmits++
 		}
 	}

@@ -199,3 +199,19 @@ func BenchmarkRenderPlots(b *testing.B) {
 		}
 	}
 }
+
+func TestEjectionSpansFromHealthAndProbes(t *testing.T) {
+	events := []Event{
+		{TimeS: 1, Instance: 0, Kind: "health", Detail: "degraded"},
+		{TimeS: 2, Instance: 0, Kind: "health", Detail: "unhealthy"},
+		{TimeS: 5, Instance: 0, Kind: "health", Detail: "critical"},
+		{TimeS: 3, Instance: 1, Kind: "probe", Detail: "down"},
+		{TimeS: 4, Instance: 1, Kind: "probe", Detail: "up"},
+		{TimeS: 6, Instance: 2, Kind: "eject"},
+	}
+	got := ejectionSpans(events, 10)
+	want := map[int][][2]float64{0: {{2, 5}}, 1: {{3, 4}}, 2: {{6, 10}}}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("spans (-want +got):\n%s", d)
+	}
+}

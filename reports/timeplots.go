@@ -56,7 +56,7 @@ func newTimeSeries(s *Summary, st *Strategy) *timeSeries {
 		ts.windows = append(ts.windows, w)
 	}
 	for _, e := range st.Events {
-		if e.Kind == "eject" && finite(e.TimeS) {
+		if takesOut(e) && finite(e.TimeS) {
 			ts.ejects = append(ts.ejects, e)
 		}
 	}
