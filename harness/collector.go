@@ -68,6 +68,9 @@ type collector struct {
 	slowCount    int64
 	unattributed int64
 	aborted      int64
+	// unrouted counts per bucket the requests that reached no instance;
+	// nil until one arrives.
+	unrouted []int64
 	// keys counts, per request key, the requests to each instance; nil
 	// until a keyed request arrives.
 	keys map[uint64][]keyCount
@@ -145,6 +148,10 @@ func (c *collector) add(o outcome) {
 	}
 	if o.instance < 0 || o.instance >= c.instances {
 		c.unattributed++
+		if c.unrouted == nil {
+			c.unrouted = make([]int64, len(c.series[0].Requests))
+		}
+		c.unrouted[c.bucketOf(o.sentAt)]++
 		return
 	}
 	if o.hasKey {
@@ -272,7 +279,7 @@ func (c *collector) strategy(name string, faulty []int) reports.Strategy {
 		LatencyMs:    latencyOf(c.overall),
 		Unattributed: c.unattributed,
 		Instances:    make([]reports.Instance, c.instances),
-		Timeline:     &reports.Timeline{BucketS: c.bucket.Seconds(), Instances: c.series},
+		Timeline:     &reports.Timeline{BucketS: c.bucket.Seconds(), Instances: c.series, Unrouted: c.unrouted},
 	}
 	if c.requests > 0 {
 		s.ErrorRatio = 1 - s.SuccessRatio

@@ -46,6 +46,10 @@ func deriveStrategy(st *Strategy, faultEnd float64) {
 			}
 		}
 	}
+	for t := range min(buckets, len(tl.Unrouted)) {
+		totals[t] += tl.Unrouted[t]
+		errs[t] += tl.Unrouted[t]
+	}
 	byID := map[int]int{}
 	for i, in := range st.Instances {
 		byID[in.ID] = i

@@ -15,6 +15,7 @@ func TestDerive(t *testing.T) {
 		faults    []FaultWindow
 		instances []Instance
 		timeline  []InstanceSeries
+		unrouted  []int64
 		elapsed   float64
 		maxAvg    float64
 		jump      float64
@@ -52,6 +53,16 @@ func TestDerive(t *testing.T) {
 			elapsed: 5, maxAvg: 1, jump: 0, shareSD: 0, instSD: []float64{0}, errorTail: 0,
 		},
 		{
+			name:      "requests that reached no instance count as errors",
+			faults:    []FaultWindow{{Instance: 0, StartS: 1, EndS: 2}},
+			instances: []Instance{{ID: 0, Requests: 300}},
+			timeline:  []InstanceSeries{series(0, []int64{100, 100, 50, 50, 0}, []int64{0, 50, 0, 0, 0})},
+			unrouted:  []int64{0, 0, 50, 50, 0},
+			// Seconds 2 and 3 failed half their requests with no instance to go to;
+			// instance 0 had all of seconds 0 and 1 and half of 2 and 3 (sd 0.25).
+			elapsed: 5, maxAvg: 1, jump: 50, shareSD: 0.25, instSD: []float64{0.25}, errorTail: 2,
+		},
+		{
 			name:      "buckets past an interrupted attack are left out",
 			instances: []Instance{{ID: 0, Requests: 10}},
 			timeline:  []InstanceSeries{series(0, []int64{10, 0, 0}, []int64{0, 0, 0})},
@@ -62,7 +73,7 @@ func TestDerive(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			sum := &Summary{DurationS: 5, Faults: tt.faults, Strategies: []Strategy{{
 				ElapsedS: tt.elapsed, Instances: tt.instances,
-				Timeline: &Timeline{BucketS: 1, Instances: tt.timeline},
+				Timeline: &Timeline{BucketS: 1, Instances: tt.timeline, Unrouted: tt.unrouted},
 			}}}
 			Derive(sum)
 			Derive(sum) // idempotent

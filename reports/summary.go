@@ -198,6 +198,10 @@ type Event struct {
 type Timeline struct {
 	BucketS   float64          `json:"bucket_s"`
 	Instances []InstanceSeries `json:"instances"`
+	// Unrouted counts per bucket the requests that reached no instance
+	// (the strategy allowed none); each one failed. Absent when there were
+	// none.
+	Unrouted []int64 `json:"unrouted,omitempty"`
 }
 
 // InstanceSeries is one instance's per-bucket series. All slices have the

@@ -60,20 +60,20 @@ func TestParseErrors(t *testing.T) {
 	}{
 		{"empty", "", `malformed spec "": empty`},
 		{"blank", "  ", `malformed spec "  ": empty`},
-		{"unknown strategy", "least-conn", `unknown strategy "least-conn" (known: least-inflight, p2c, random, round-robin)`},
-		{"case matters", "P2C", `unknown strategy "P2C" (known: least-inflight, p2c, random, round-robin)`},
-		{"wrapper alone", "eject(consecutive=3)", `unknown strategy "eject" (known: least-inflight, p2c, random, round-robin); "eject" is a wrapper, write it after a strategy as "+eject"`},
-		{"unknown wrapper", "p2c+slow-start", `unknown wrapper "slow-start" (known: eject)`},
-		{"base as wrapper", "p2c+random", `unknown wrapper "random" (known: eject)`},
+		{"unknown strategy", "least-conn", `unknown strategy "least-conn" (known: biased-random, bounded-load, ewma, key-hash, least-inflight, least-request, maglev, p2c, peak-ewma, random, ring-hash, round-robin, server-load, weighted-random, weighted-round-robin)`},
+		{"case matters", "P2C", `unknown strategy "P2C" (known: biased-random, bounded-load, ewma, key-hash, least-inflight, least-request, maglev, p2c, peak-ewma, random, ring-hash, round-robin, server-load, weighted-random, weighted-round-robin)`},
+		{"wrapper alone", "eject(consecutive=3)", `unknown strategy "eject" (known: biased-random, bounded-load, ewma, key-hash, least-inflight, least-request, maglev, p2c, peak-ewma, random, ring-hash, round-robin, server-load, weighted-random, weighted-round-robin); "eject" is a wrapper, write it after a strategy as "+eject"`},
+		{"unknown wrapper", "p2c+slow-start", `unknown wrapper "slow-start" (known: eject, health, healthcheck, slowstart)`},
+		{"base as wrapper", "p2c+random", `unknown wrapper "random" (known: eject, health, healthcheck, slowstart)`},
 		{"wrapper twice", "p2c+eject+eject", `wrapper "eject" given twice`},
-		{"unknown parameter", "p2c+eject(consecutve=3)", `eject: unknown parameter "consecutve" (allowed: consecutive, duration, max)`},
+		{"unknown parameter", "p2c+eject(consecutve=3)", `eject: unknown parameter "consecutve" (allowed: consecutive, duration, max, split_local, consecutive_local, interval, max_duration, panic, success_rate, sr_min_hosts, sr_volume, sr_factor, failure_percentage, fp_threshold, fp_min_hosts, fp_volume)`},
 		{"parameter of a base without any", "round-robin(start=1)", `round-robin: unknown parameter "start" (round-robin takes no parameters)`},
 		{"bad duration", "least-inflight+eject(duration=x)", `eject: duration: want a duration like "5s", got "x"`},
 		{"duration without unit", "p2c+eject(duration=5)", `eject: duration: want a duration like "5s", got "5"`},
 		{"zero duration", "p2c+eject(duration=0s)", `eject: duration: want a duration > 0, got "0s"`},
 		{"negative duration", "p2c+eject(duration=-1s)", `eject: duration: want a duration > 0, got "-1s"`},
-		{"zero consecutive", "p2c+eject(consecutive=0)", `eject: consecutive: want an integer >= 1, got "0"`},
-		{"fractional consecutive", "p2c+eject(consecutive=2.5)", `eject: consecutive: want an integer >= 1, got "2.5"`},
+		{"negative consecutive", "p2c+eject(consecutive=-1)", `eject: consecutive: want an integer >= 0, got "-1"`},
+		{"fractional consecutive", "p2c+eject(consecutive=2.5)", `eject: consecutive: want an integer >= 0, got "2.5"`},
 		{"max above one", "p2c+eject(max=1.5)", `eject: max: want a number in (0, 1], got "1.5"`},
 		{"max zero", "p2c+eject(max=0)", `eject: max: want a number in (0, 1], got "0"`},
 		{"max percent", "p2c+eject(max=10%)", `eject: max: want a number in (0, 1], got "10%"`},
@@ -108,10 +108,12 @@ func TestParseErrors(t *testing.T) {
 }
 
 func TestNames(t *testing.T) {
-	if diff := cmp.Diff([]string{"least-inflight", "p2c", "random", "round-robin"}, Names()); diff != "" {
+	want := []string{"biased-random", "bounded-load", "ewma", "key-hash", "least-inflight", "least-request", "maglev", "p2c",
+		"peak-ewma", "random", "ring-hash", "round-robin", "server-load", "weighted-random", "weighted-round-robin"}
+	if diff := cmp.Diff(want, Names()); diff != "" {
 		t.Errorf("Names() (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff([]string{"eject"}, WrapperNames()); diff != "" {
+	if diff := cmp.Diff([]string{"eject", "health", "healthcheck", "slowstart"}, WrapperNames()); diff != "" {
 		t.Errorf("WrapperNames() (-want +got):\n%s", diff)
 	}
 }
