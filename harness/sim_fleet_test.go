@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"strconv"
 	"testing"
 	"time"
 
@@ -189,5 +190,56 @@ strategies: [round-robin]
 	}
 	if got := hosts[1]; len(got) != 5 {
 		t.Errorf("host set at 5s %v, want all five", got)
+	}
+}
+
+func TestSimActiveHealthChecks(t *testing.T) {
+	// Instance 0 fails every request; in the first case its health check
+	// fails too, in the second it keeps answering 200, as the fast-fail
+	// scenario's instance does.
+	for _, tt := range []struct {
+		name     string
+		health   int
+		wantDown bool
+	}{
+		{"failing health check", 503, true},
+		{"passing health check", 200, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			exp := mustExperiment(t, "probes", `
+duration: 2s
+arrival: constant
+rate: 300
+instances: {count: 3, workers: 0, service: {dist: fixed, value: 1ms}}
+faults:
+  - instance: 0
+    at: 0s
+    fault: {mode: fail, status: 503, health_status: `+strconv.Itoa(tt.health)+`}
+strategies: ["round-robin+healthcheck(interval=100ms,timeout=50ms,rise=2,fall=2)"]
+`)
+			st, rs := traceSim(t, exp, exp.Strategies[0])
+			var late int
+			for _, r := range rs {
+				// Two failed probes, at 100 ms and 200 ms, mark it down.
+				if r.instance == 0 && r.sentAt >= 200*time.Millisecond {
+					late++
+				}
+			}
+			var downs int
+			for _, e := range st.Events {
+				if e.Kind == "probe" && e.Detail == "down" {
+					downs++
+					if e.Instance != 0 || e.TimeS != 0.2 {
+						t.Errorf("event %+v, want instance 0 down at 0.2 s", e)
+					}
+				}
+			}
+			if tt.wantDown && (late != 0 || downs != 1) {
+				t.Errorf("instance 0 got %d requests after it failed two probes (%d down events); want 0 and 1", late, downs)
+			}
+			if !tt.wantDown && (late == 0 || downs != 0) {
+				t.Errorf("instance 0 got %d requests after 200 ms with %d down events; a passing health check keeps it in", late, downs)
+			}
+		})
 	}
 }
