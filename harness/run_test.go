@@ -61,13 +61,21 @@ func checkAccounting(t *testing.T, st reports.Strategy) {
 			t.Errorf("%s: instance %d: timeline has %d requests, total %d", st.Name, in.ID, series, in.Requests)
 		}
 	}
+	var unrouted int64
+	for _, n := range st.Timeline.Unrouted {
+		unrouted += n
+	}
+	if unrouted != st.Unattributed {
+		t.Errorf("%s: timeline has %d requests that reached no instance, unattributed %d", st.Name, unrouted, st.Unattributed)
+	}
 	if reqs+st.Unattributed != st.Requests {
 		t.Errorf("%s: instances account for %d requests (+%d unattributed), want %d", st.Name, reqs, st.Unattributed, st.Requests)
 	}
-	if st.Requests > 0 && (share < 0.999 || share > 1.001) {
-		t.Errorf("%s: instance shares add up to %v", st.Name, share)
+	// Requests that reached no instance have no share, and every one failed.
+	if want := 1 - float64(st.Unattributed)/float64(st.Requests); st.Requests > 0 && (share < want-0.001 || share > want+0.001) {
+		t.Errorf("%s: instance shares add up to %v, want %v", st.Name, share, want)
 	}
-	wantErrRatio := float64(errs) / float64(st.Requests)
+	wantErrRatio := float64(errs+st.Unattributed) / float64(st.Requests)
 	if d := st.ErrorRatio - wantErrRatio; d > 1e-9 || d < -1e-9 {
 		t.Errorf("%s: error_ratio %v, instances say %v", st.Name, st.ErrorRatio, wantErrRatio)
 	}

@@ -196,6 +196,15 @@ func checkProperties(t *testing.T, spec string, seed uint64) {
 		switch r := script.IntN(100); {
 		case r < 50:
 			ep, done := b.Pick(Request{})
+			if ep == NoHost {
+				// Only when every endpoint is ejected (the cap allows it at
+				// n = 1) and no panic threshold is set.
+				if ejected := b.Ejected(); len(ejected) != n {
+					t.Fatalf("seed %d step %d: NoHost with %v of %d endpoints ejected", seed, step, ejected, n)
+				}
+				done(Outcome{Err: errors.New("no healthy upstream")})
+				break
+			}
 			if ep < 0 || ep >= n {
 				t.Fatalf("seed %d step %d: picked %d of %d endpoints", seed, step, ep, n)
 			}
@@ -362,4 +371,34 @@ func mix64(z uint64) uint64 {
 	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
 	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
 	return z ^ (z >> 31)
+}
+
+// checkParse asserts that Parse(spec) succeeds when want is "" and
+// otherwise fails with exactly want.
+func checkParse(t *testing.T, spec, want string) {
+	t.Helper()
+	_, err := Parse(spec)
+	switch {
+	case want == "" && err != nil:
+		t.Errorf("Parse(%q): %v", spec, err)
+	case want != "" && (err == nil || err.Error() != want):
+		t.Errorf("Parse(%q) error:\n got %v\nwant %s", spec, err, want)
+	}
+}
+
+// newChecked builds spec for env. When wantErr is set it asserts that New
+// fails with exactly that error and returns nil.
+func newChecked(t *testing.T, spec string, env Env, wantErr string) *Balancer {
+	t.Helper()
+	b, err := New(spec, env)
+	if wantErr != "" {
+		if err == nil || err.Error() != wantErr {
+			t.Fatalf("New(%q) error = %v, want %s", spec, err, wantErr)
+		}
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

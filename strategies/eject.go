@@ -1,82 +1,280 @@
 package strategies
 
 import (
+	"fmt"
 	"math"
 	"time"
 )
 
-// Defaults of the eject wrapper, those of Envoy's outlier detection
-// (consecutive_5xx, base_ejection_time, max_ejection_percent).
+// Defaults of the eject wrapper, those of Envoy's outlier detection.
 const (
-	DefaultEjectConsecutive = 5
-	DefaultEjectDuration    = 30 * time.Second
-	DefaultEjectMax         = 0.1
+	DefaultEjectConsecutive = 5                 // consecutive_5xx
+	DefaultEjectDuration    = 30 * time.Second  // base_ejection_time
+	DefaultEjectMaxDuration = 300 * time.Second // max_ejection_time
+	DefaultEjectMax         = 0.1               // max_ejection_percent, 10%
+	DefaultEjectInterval    = 10 * time.Second  // interval
 )
 
+// Defaults of the statistical detectors, those of Envoy.
+const (
+	defaultEjectConsecutiveLocal = 5    // consecutive_local_origin_failure
+	defaultEjectSRMinHosts       = 5    // success_rate_minimum_hosts
+	defaultEjectSRVolume         = 100  // success_rate_request_volume
+	defaultEjectSRFactor         = 1.9  // success_rate_stdev_factor 1900 / 1000
+	defaultEjectFPThreshold      = 0.85 // failure_percentage_threshold 85%
+	defaultEjectFPMinHosts       = 5    // failure_percentage_minimum_hosts
+	defaultEjectFPVolume         = 50   // failure_percentage_request_volume
+)
+
+// Reasons of ejections, the Detail of their EventEject events; they name
+// Envoy's ejection types.
+const (
+	ejectReasonConsecutive      = "consecutive-5xx"
+	ejectReasonConsecutiveLocal = "consecutive-local-origin"
+	ejectReasonSuccessRate      = "success-rate"
+	ejectReasonSuccessRateLocal = "success-rate-local-origin"
+	ejectReasonFailurePct       = "failure-percentage"
+	ejectReasonFailurePctLocal  = "failure-percentage-local-origin"
+)
+
+// ejectConfig is the validated configuration of an eject wrapper.
+type ejectConfig struct {
+	consecutive      int           // failures in a row that eject (consecutive_5xx); 0: off
+	splitLocal       bool          // count local-origin failures apart
+	consecutiveLocal int           // local-origin failures in a row that eject, with splitLocal; 0: off
+	interval         time.Duration // between runs of the statistical detectors
+	duration         time.Duration // base ejection time
+	maxDuration      time.Duration // longest ejection, >= duration
+	maxShare         float64       // most endpoints ejected at once, as a share of N
+	panicShare       float64       // 0, or the non-ejected share below which ejections are ignored
+	successRate      bool          // enforce success-rate ejection
+	srMinHosts       int
+	srVolume         int
+	srFactor         float64
+	failurePct       bool // enforce failure-percentage ejection
+	fpThreshold      float64
+	fpMinHosts       int
+	fpVolume         int
+}
+
+// defaultEjectConfig is the configuration of a bare "eject".
+func defaultEjectConfig() ejectConfig {
+	return ejectConfig{
+		consecutive:      DefaultEjectConsecutive,
+		consecutiveLocal: defaultEjectConsecutiveLocal,
+		interval:         DefaultEjectInterval,
+		duration:         DefaultEjectDuration,
+		maxDuration:      DefaultEjectMaxDuration,
+		maxShare:         DefaultEjectMax,
+		successRate:      true,
+		srMinHosts:       defaultEjectSRMinHosts,
+		srVolume:         defaultEjectSRVolume,
+		srFactor:         defaultEjectSRFactor,
+		fpThreshold:      defaultEjectFPThreshold,
+		fpMinHosts:       defaultEjectFPMinHosts,
+		fpVolume:         defaultEjectFPVolume,
+	}
+}
+
+var ejectParams = []string{
+	"consecutive", "duration", "max",
+	"split_local", "consecutive_local", "interval", "max_duration", "panic",
+	"success_rate", "sr_min_hosts", "sr_volume", "sr_factor",
+	"failure_percentage", "fp_threshold", "fp_min_hosts", "fp_volume",
+}
+
 func init() {
-	registerWrapper("eject", []string{"consecutive", "duration", "max"}, func(params map[string]string) (func(Picker, *buildEnv) Picker, error) {
-		consecutive, err := intParam(params, "consecutive", DefaultEjectConsecutive, 1)
-		if err != nil {
-			return nil, err
-		}
-		duration, err := durationParam(params, "duration", DefaultEjectDuration)
-		if err != nil {
-			return nil, err
-		}
-		maxShare, err := fractionParam(params, "max", DefaultEjectMax)
+	registerWrapper("eject", ejectParams, func(params map[string]string) (func(Picker, *buildEnv) Picker, error) {
+		cfg, err := parseEjectConfig(params)
 		if err != nil {
 			return nil, err
 		}
 		return func(inner Picker, env *buildEnv) Picker {
-			return newEjector(inner, env.n, consecutive, duration, maxShare, env.clock, env.events)
+			return newEjector(inner, env.n, cfg, env.clock, env.events)
 		}, nil
 	})
 }
 
-// ejector is the "eject" wrapper: outlier ejection on consecutive failures,
-// after Envoy's consecutive_5xx detection, which acts as soon as the
-// threshold is reached.
+// parseEjectConfig reads the parameters of an eject wrapper.
+func parseEjectConfig(params map[string]string) (ejectConfig, error) {
+	c := defaultEjectConfig()
+	var err error
+	ints := []struct {
+		dst        *int
+		key        string
+		def, least int
+	}{
+		{&c.consecutive, "consecutive", c.consecutive, 0},
+		{&c.consecutiveLocal, "consecutive_local", c.consecutiveLocal, 0},
+		{&c.srMinHosts, "sr_min_hosts", c.srMinHosts, 1},
+		{&c.srVolume, "sr_volume", c.srVolume, 1},
+		{&c.fpMinHosts, "fp_min_hosts", c.fpMinHosts, 1},
+		{&c.fpVolume, "fp_volume", c.fpVolume, 1},
+	}
+	for _, p := range ints {
+		if *p.dst, err = intParam(params, p.key, p.def, p.least); err != nil {
+			return ejectConfig{}, err
+		}
+	}
+	bools := []struct {
+		dst *bool
+		key string
+	}{
+		{&c.splitLocal, "split_local"},
+		{&c.successRate, "success_rate"},
+		{&c.failurePct, "failure_percentage"},
+	}
+	for _, p := range bools {
+		if *p.dst, err = boolParam(params, p.key, *p.dst); err != nil {
+			return ejectConfig{}, err
+		}
+	}
+	if c.interval, err = durationParam(params, "interval", c.interval); err != nil {
+		return ejectConfig{}, err
+	}
+	if c.duration, err = durationParam(params, "duration", c.duration); err != nil {
+		return ejectConfig{}, err
+	}
+	// As in Envoy, max_ejection_time defaults to the larger of 300s and
+	// base_ejection_time, and may not be set below the latter.
+	if c.maxDuration, err = durationParam(params, "max_duration", max(c.maxDuration, c.duration)); err != nil {
+		return ejectConfig{}, err
+	}
+	if c.maxDuration < c.duration {
+		return ejectConfig{}, fmt.Errorf("max_duration: want a duration >= duration (%v), got %q", c.duration, params["max_duration"])
+	}
+	if c.maxShare, err = fractionParam(params, "max", c.maxShare); err != nil {
+		return ejectConfig{}, err
+	}
+	floats := []struct {
+		dst         *float64
+		key         string
+		least, most float64
+	}{
+		{&c.panicShare, "panic", 0, 1},
+		{&c.srFactor, "sr_factor", 0, 100},
+		{&c.fpThreshold, "fp_threshold", 0, 1},
+	}
+	for _, p := range floats {
+		if *p.dst, err = floatParam(params, p.key, *p.dst, p.least, p.most); err != nil {
+			return ejectConfig{}, err
+		}
+	}
+	return c, nil
+}
+
+// ejector is the "eject" wrapper: Envoy's outlier detection. It hides
+// ejected endpoints from the inner Picker.
 //
-// Parameters: consecutive (default 5, >= 1) failed outcomes in a row
-// (Outcome.Failed: 5xx, transport error or timeout) eject an endpoint for
-// duration (default 30s); a success resets its count. At most
-// min(max(1, floor(max*N)), N-1) endpoints are ejected at once (max default
-// 0.1, in (0, 1]): one may always be ejected, as in Envoy, but never all, so
-// a pick always has a host; with N = 1 nothing is ever ejected. Ejected
-// endpoints are hidden from the inner Picker.
+// Detectors (each ejection names its detector in the event's Detail):
+//   - consecutive (default 5; 0 turns it off, as Envoy's
+//     enforcing_consecutive_5xx 0 does): that many failed outcomes in a row
+//     (Outcome.Failed: 5xx, transport error or timeout) eject the endpoint at
+//     once ("consecutive-5xx"; Envoy's consecutive_5xx, where locally
+//     originated errors count as 5xx). Any other outcome resets the count.
+//   - split_local (default false), consecutive_local (default 5; 0: off): with
+//     split_local=true, local-origin failures (Outcome.LocalOrigin: transport
+//     error or timeout) no longer count towards consecutive but towards
+//     consecutive_local, reset by any outcome with a response
+//     ("consecutive-local-origin"; Envoy's split_external_local_origin_errors
+//     and consecutive_local_origin_failure). A 5xx then counts only towards
+//     consecutive, and a local-origin failure neither adds to nor resets it.
+//   - success_rate (default true, as Envoy enforces it by default),
+//     sr_min_hosts (5), sr_volume (100), sr_factor (1.9, Envoy's
+//     success_rate_stdev_factor 1900): at each interval, among the
+//     non-ejected endpoints with at least sr_volume outcomes in the interval,
+//     if there are at least sr_min_hosts of them, those whose success rate is
+//     below mean − sr_factor·stdev (population standard deviation) are
+//     ejected ("success-rate").
+//   - failure_percentage (default false, as in Envoy), fp_threshold (0.85),
+//     fp_min_hosts (5), fp_volume (50): at each interval, among the
+//     non-ejected endpoints with at least fp_volume outcomes, if there are at
+//     least fp_min_hosts of them, those whose failure ratio is at least
+//     fp_threshold are ejected ("failure-percentage").
 //
-// An ejected endpoint is re-admitted with a fresh count once duration has
-// passed, checked at the first Pick at or after that time, or by Sweep; if it
-// keeps failing it is ejected again after consecutive more failures. An
-// endpoint whose threshold is reached while the cap is full stays at the
-// threshold and is ejected at its next failure after room frees up.
+// With split_local=true both statistical detectors run twice, as in Envoy:
+// on the responses (a 5xx is a failure; outcomes without a response are not
+// counted), and on all outcomes with local-origin failures as failures
+// ("success-rate-local-origin", "failure-percentage-local-origin").
+//
+// Timing: interval (default 10s) is the period of the statistical
+// detectors and of the multiplier decay below; intervals start at the first
+// Pick and run on a fixed grid. Nothing runs in the background: the work of
+// the intervals that ended is done at the next Pick, done or Sweep, and each
+// detector judges the outcomes counted during the last interval that ended,
+// counted when each done ran. An ejection lasts duration (default 30s)
+// times the endpoint's ejection multiplier, at most max_duration (default
+// 300s, or duration when that is longer; not below duration). The
+// multiplier goes up by one at each ejection while multiplier·duration <
+// max_duration + duration, and down by one (not below 0) at each interval
+// boundary at which the endpoint is not ejected and its latest ejection
+// ended at least one interval earlier: with duration 5s, a host ejected
+// again and again stays out 5s, 10s, 15s, ..., and once it stays healthy
+// its multiplier comes back down one interval at a time. This is Envoy's
+// ejection time backoff.
+//
+// Limits: at most max(1, floor(max·N)) endpoints (max default 0.1, in
+// (0, 1]; N = Env.N) are ejected at once, so one endpoint may always be
+// ejected, as in Envoy, and with max=1 or N=1 all may be. An ejection over
+// the cap does not happen; the consecutive counts restart after reaching
+// their threshold either way, as in Envoy. When panic (default 0, off; in
+// [0, 1]) is set and the share of non-ejected hosts among the hosts given
+// to Pick is below it, Pick ignores ejections and passes the inner Picker
+// every given host: Envoy's panic mode (healthy_panic_threshold 50% is
+// panic=0.5). Outside panic mode, when every given host is ejected, Pick
+// returns NoHost, as Envoy answers "no healthy upstream".
+//
+// Events: EventEject with the reason as Detail; EventReadmit with an empty
+// Detail, at the time of the Pick, done or Sweep that re-admits.
+//
+// The done that Pick returns is recycled once called, so it must be called
+// exactly once, as the Picker contract says (the Balancer ensures it).
 //
 // Deviations from Envoy:
-//   - the ejection time is fixed; Envoy multiplies base_ejection_time by the
-//     number of times the host was ejected, up to max_ejection_time (300s);
-//   - re-admission is checked on every Pick rather than at each interval
-//     (10s), so an ejection lasts duration, not up to duration+interval;
+//   - re-admission is exact: an ejected endpoint is re-admitted at the first
+//     Pick, done or Sweep at or after its ejection time is up, not at the
+//     next interval boundary, so an ejection lasts its time, not up to one
+//     interval more;
 //   - outcomes of requests picked before an endpoint's latest ejection or
-//     re-admission are ignored, so requests still in flight at ejection
-//     cannot eject it again or count towards its next ejection;
-//   - there is no panic threshold; the cap below N plays its part.
+//     re-admission are ignored, as are outcomes while it is ejected (picked
+//     in panic mode); an ejection also clears the endpoint's counts of the
+//     current interval. Requests in flight at ejection can therefore not
+//     eject it again, or count towards its next ejection;
+//   - statistical ejections are made worst first (lowest success rate,
+//     highest failure ratio, then lowest id), so that under the cap the
+//     worst outliers go; Envoy goes in host-map order;
+//   - N for the cap is Env.N, not the current host set, and ejection state
+//     outlives SetHosts; the panic share is over the hosts given to Pick,
+//     not per priority level;
+//   - panic is off by default (Envoy's default threshold is 50%), so a
+//     fleet ejected as a whole gets no traffic until re-admissions;
+//   - each detector is enforced fully or not at all (Envoy's enforcing_*
+//     percentages are 100 or 0); with split_local, failure_percentage=true
+//     enforces both Envoy's enforcing_failure_percentage and
+//     enforcing_failure_percentage_local_origin; there is no
+//     consecutive_gateway_failure (not enforced by default in Envoy) and no
+//     ejection jitter (0 by default in Envoy).
 type ejector struct {
 	// Immutable after construction.
-	inner       Picker
-	consecutive int
-	duration    time.Duration
-	limit       int // most endpoints ejected at once
-	clock       Clock
-	events      func(Event)
+	inner   Picker
+	cfg     ejectConfig
+	limit   int   // most endpoints ejected at once
+	multCap int64 // the multiplier grows only below it
+	stats   bool  // a statistical detector is enforced
+	buckets int   // outcome counts per endpoint: 1, or 2 with splitLocal
+	clock   Clock
+	events  func(Event)
 
 	// Mutable; the Balancer's mutex guards everything below.
-	failures    []int       // consecutive failures since the last success or re-admission
-	epoch       []uint64    // bumped at each ejection and re-admission of the endpoint
-	ejected     []bool      // currently ejected
-	until       []time.Time // re-admission time of ejected endpoints
-	nEjected    int         // endpoints currently ejected
-	ejections   int         // ejections so far
-	nextReadmit time.Time   // earliest until among ejected endpoints
+	state       []ejectState
+	nEjected    int       // endpoints currently ejected
+	ejections   int       // ejections so far
+	nextReadmit time.Time // earliest until among ejected endpoints
+	nextTick    time.Time // next interval boundary; zero before the first Pick
+	due         time.Time // earliest time at which there is work to do
+	scratch     []int     // candidates of the statistical detectors
+	rates       []float64
+	free        *ejectDone // dones ready for reuse
 
 	// avail caches the non-ejected hosts of the input identified by
 	// (srcData, srcLen); stale marks it out of date after a change of the
@@ -88,65 +286,140 @@ type ejector struct {
 	stale   bool
 }
 
+// ejectState is one endpoint's state in an ejector.
+type ejectState struct {
+	epoch      uint64    // bumped at each ejection and re-admission
+	until      time.Time // re-admission time while ejected
+	readmitted time.Time // end of the latest ejection; zero if never ejected
+	mult       int64     // ejection time multiplier (Envoy's ejection time backoff)
+	fails      int       // consecutive failures towards consecutive
+	localFails int       // consecutive local-origin failures, with splitLocal
+	ejected    bool
+	// counts of the current interval: [0] every outcome (external ones
+	// with splitLocal), [1] local-origin view with splitLocal.
+	counts [2]ejectCounts
+}
+
+// ejectCounts counts outcomes during one interval.
+type ejectCounts struct {
+	total, failed int64
+}
+
 var (
 	_ Picker  = (*ejector)(nil)
 	_ Sweeper = (*ejector)(nil)
 )
 
-func newEjector(inner Picker, n, consecutive int, duration time.Duration, maxShare float64, clock Clock, events func(Event)) *ejector {
+func newEjector(inner Picker, n int, cfg ejectConfig, clock Clock, events func(Event)) *ejector {
 	if clock == nil {
 		clock = SystemClock{}
 	}
 	if events == nil {
 		events = func(Event) {}
 	}
-	return &ejector{
-		inner:       inner,
-		consecutive: consecutive,
-		duration:    duration,
-		limit:       ejectionLimit(n, maxShare),
-		clock:       clock,
-		events:      events,
-		failures:    make([]int, n),
-		epoch:       make([]uint64, n),
-		ejected:     make([]bool, n),
-		until:       make([]time.Time, n),
+	e := &ejector{
+		inner:   inner,
+		cfg:     cfg,
+		limit:   ejectionLimit(n, cfg.maxShare),
+		multCap: ejectMultiplierCap(cfg.duration, cfg.maxDuration),
+		stats:   cfg.successRate || cfg.failurePct,
+		buckets: 1,
+		clock:   clock,
+		events:  events,
+		state:   make([]ejectState, n),
 	}
+	if cfg.splitLocal {
+		e.buckets = 2
+	}
+	return e
 }
 
-// ejectionLimit is min(max(1, floor(maxShare*n)), n-1). The floor allows for
-// rounding error in the product, so that 0.29 of 100 is 29.
+// ejectionLimit is max(1, floor(maxShare*n)), at most n. The floor allows
+// for rounding error in the product, so that 0.29 of 100 is 29.
 func ejectionLimit(n int, maxShare float64) int {
 	limit := max(1, int(math.Floor(maxShare*float64(n)+1e-9)))
-	return max(0, min(limit, n-1))
+	return min(limit, n)
 }
 
-// Pick re-admits endpoints whose ejection has expired, then lets the inner
-// Picker choose among the non-ejected hosts. Should every given host be
-// ejected (a caller passing a subset), it passes them all.
+// ejectMultiplierCap is the multiplier beyond which Envoy stops raising it:
+// it is raised while multiplier·base < max + base, so its largest value is
+// ceil(max/base) + 1.
+func ejectMultiplierCap(base, maxDur time.Duration) int64 {
+	c := int64(maxDur / base)
+	if maxDur%base != 0 {
+		c++
+	}
+	return c + 1
+}
+
+// ejectionTime is the ejection time for multiplier mult.
+func (e *ejector) ejectionTime(mult int64) time.Duration {
+	if mult > int64(e.cfg.maxDuration/e.cfg.duration) {
+		return e.cfg.maxDuration
+	}
+	return e.cfg.duration * time.Duration(mult)
+}
+
+// Pick does the time-based work that is due, then lets the inner Picker
+// choose among the non-ejected hosts, or among all of hosts in panic mode.
+// With none left outside panic mode it returns NoHost, as does an inner
+// Picker that allows none.
 func (e *ejector) Pick(req Request, hosts []int) (int, func(Outcome)) {
-	if e.nEjected > 0 {
-		e.Sweep(e.clock.Now())
+	if now := e.clock.Now(); !now.Before(e.due) {
+		if e.nextTick.IsZero() {
+			e.nextTick = now.Add(e.cfg.interval)
+		}
+		e.Sweep(now)
 	}
 	avail := hosts
 	if e.nEjected > 0 {
-		if avail = e.available(hosts); len(avail) == 0 {
+		avail = e.available(hosts)
+		switch {
+		case float64(len(avail)) < e.cfg.panicShare*float64(len(hosts)):
 			avail = hosts
+		case len(avail) == 0:
+			return NoHost, noDone
 		}
 	}
 	ep, done := e.inner.Pick(req, avail)
-	epoch := e.epoch[ep]
-	return ep, func(o Outcome) {
-		done(o)
-		e.observe(ep, epoch, o)
+	if ep == NoHost {
+		return NoHost, done
 	}
+	d := e.free
+	if d == nil {
+		d = &ejectDone{e: e}
+		d.fn = d.finish
+	} else {
+		e.free = d.next
+	}
+	d.ep, d.epoch, d.inner = ep, e.state[ep].epoch, done
+	return ep, d.fn
+}
+
+// ejectDone is the done of one pick. They are recycled through the
+// ejector's free list once called, which the contract's "exactly once"
+// allows: Pick then allocates nothing in the steady state.
+type ejectDone struct {
+	e     *ejector
+	ep    int
+	epoch uint64
+	inner func(Outcome)
+	fn    func(Outcome) // finish, bound once
+	next  *ejectDone    // in the free list
+}
+
+func (d *ejectDone) finish(o Outcome) {
+	e, ep, epoch, inner := d.e, d.ep, d.epoch, d.inner
+	d.inner, d.next, e.free = nil, e.free, d
+	inner(o)
+	e.observe(ep, epoch, o)
 }
 
 func (e *ejector) available(hosts []int) []int {
 	if e.stale || &hosts[0] != e.srcData || len(hosts) != e.srcLen {
 		avail := make([]int, 0, len(hosts))
 		for _, h := range hosts {
-			if !e.ejected[h] {
+			if !e.state[h].ejected {
 				avail = append(avail, h)
 			}
 		}
@@ -155,68 +428,181 @@ func (e *ejector) available(hosts []int) []int {
 	return e.avail
 }
 
-// Sweep re-admits every endpoint whose ejection ends at or before now.
+// Sweep re-admits every endpoint whose ejection ends at or before now, then
+// does the work of the interval boundaries at or before now: the
+// statistical detectors and the multiplier decay. Intervals start at the
+// first Pick, not at a Sweep.
 func (e *ejector) Sweep(now time.Time) {
-	if e.nEjected == 0 || now.Before(e.nextReadmit) {
-		return
+	if e.nEjected > 0 && !now.Before(e.nextReadmit) {
+		e.readmit(now)
 	}
+	if !e.nextTick.IsZero() && !now.Before(e.nextTick) {
+		e.tick(now)
+	}
+	e.updateDue()
+}
+
+// updateDue sets due to the earliest time at which Sweep has work.
+func (e *ejector) updateDue() {
+	e.due = e.nextTick
+	if e.nEjected > 0 && e.nextReadmit.Before(e.due) {
+		e.due = e.nextReadmit
+	}
+}
+
+// readmit re-admits the endpoints whose ejection ends at or before now.
+func (e *ejector) readmit(now time.Time) {
 	var next time.Time
-	for ep, ejected := range e.ejected {
+	for ep := range e.state {
+		h := &e.state[ep]
 		switch {
-		case !ejected:
-		case !now.Before(e.until[ep]):
-			e.ejected[ep] = false
-			e.failures[ep] = 0
-			e.epoch[ep]++
+		case !h.ejected:
+		case !now.Before(h.until):
+			h.ejected = false
+			h.fails, h.localFails = 0, 0
+			h.epoch++
+			h.readmitted = h.until // for the decay, healthy from then on
 			e.nEjected--
 			e.stale = true
 			e.events(Event{Time: now, Endpoint: ep, Kind: EventReadmit})
-		case next.IsZero() || e.until[ep].Before(next):
-			next = e.until[ep]
+		case next.IsZero() || h.until.Before(next):
+			next = h.until
 		}
 	}
 	e.nextReadmit = next
 }
 
+// tick does the work of the interval boundaries from nextTick up to now:
+// the statistical detectors judge the counts of the interval that ended at
+// nextTick (every later outcome would have run the tick first, so the later
+// intervals are empty) and eject at now; then the multipliers decay by one
+// per boundary.
+func (e *ejector) tick(now time.Time) {
+	first := e.nextTick
+	k := int64(now.Sub(first)/e.cfg.interval) + 1
+	if e.stats {
+		e.detect(now)
+		for ep := range e.state {
+			e.state[ep].counts = [2]ejectCounts{}
+		}
+	}
+	e.decay(first, k)
+	e.nextTick = first.Add(time.Duration(k) * e.cfg.interval)
+}
+
+// decay lowers the multiplier of every endpoint that is not ejected by the
+// number of the k boundaries first, first+interval, ... at which it had
+// been re-admitted for at least an interval.
+func (e *ejector) decay(first time.Time, k int64) {
+	iv := e.cfg.interval
+	for ep := range e.state {
+		h := &e.state[ep]
+		if h.ejected || h.mult == 0 || h.readmitted.IsZero() {
+			continue
+		}
+		var skip int64 // boundaries before readmitted+interval
+		if start := h.readmitted.Add(iv); start.After(first) {
+			d := start.Sub(first)
+			skip = int64(d / iv)
+			if d%iv != 0 {
+				skip++
+			}
+		}
+		if n := k - skip; n > 0 {
+			h.mult = max(0, h.mult-n)
+		}
+	}
+}
+
 // observe counts the outcome of a request to ep picked in the given epoch.
 func (e *ejector) observe(ep int, epoch uint64, o Outcome) {
-	if epoch != e.epoch[ep] || e.ejected[ep] {
+	if e.stats {
+		// The outcome counts in the interval in which it arrives.
+		if now := e.clock.Now(); !now.Before(e.due) {
+			e.Sweep(now)
+		}
+	}
+	h := &e.state[ep]
+	if epoch != h.epoch || h.ejected {
 		return
 	}
-	if !o.Failed() {
-		e.failures[ep] = 0
+	if !e.cfg.splitLocal {
+		h.counts[0].total++
+		if !o.Failed() {
+			h.fails = 0
+			return
+		}
+		h.counts[0].failed++
+		if h.fails++; h.fails == e.cfg.consecutive {
+			h.fails = 0
+			e.ejectNow(ep, ejectReasonConsecutive)
+		}
 		return
 	}
-	e.failures[ep]++
-	if e.failures[ep] < e.consecutive {
+	h.counts[1].total++
+	if o.LocalOrigin() {
+		h.counts[1].failed++
+		if h.localFails++; h.localFails == e.cfg.consecutiveLocal {
+			h.localFails = 0
+			e.ejectNow(ep, ejectReasonConsecutiveLocal)
+		}
 		return
 	}
+	h.localFails = 0
+	h.counts[0].total++
+	if o.Status < 500 {
+		h.fails = 0
+		return
+	}
+	h.counts[0].failed++
+	if h.fails++; h.fails == e.cfg.consecutive {
+		h.fails = 0
+		e.ejectNow(ep, ejectReasonConsecutive)
+	}
+}
+
+// ejectNow ejects ep at the clock's time, after the work due by then.
+func (e *ejector) ejectNow(ep int, reason string) {
 	now := e.clock.Now()
-	e.Sweep(now)
+	if !now.Before(e.due) {
+		e.Sweep(now)
+	}
+	e.eject(ep, now, reason)
+}
+
+// eject ejects ep at now unless the cap is full.
+func (e *ejector) eject(ep int, now time.Time, reason string) {
 	if e.nEjected >= e.limit {
 		return
 	}
-	until := now.Add(e.duration)
-	e.ejected[ep] = true
-	e.until[ep] = until
-	e.epoch[ep]++
-	if e.nEjected == 0 || until.Before(e.nextReadmit) {
-		e.nextReadmit = until
+	h := &e.state[ep]
+	if h.mult < e.multCap {
+		h.mult++
+	}
+	h.ejected = true
+	h.until = now.Add(e.ejectionTime(h.mult))
+	h.epoch++
+	h.fails, h.localFails = 0, 0
+	h.counts = [2]ejectCounts{}
+	if e.nEjected == 0 || h.until.Before(e.nextReadmit) {
+		e.nextReadmit = h.until
 	}
 	e.nEjected++
 	e.ejections++
 	e.stale = true
-	e.events(Event{Time: now, Endpoint: ep, Kind: EventEject})
+	e.updateDue()
+	e.events(Event{Time: now, Endpoint: ep, Kind: EventEject, Detail: reason})
 }
 
 // Ejections returns how many ejections there have been.
 func (e *ejector) Ejections() int { return e.ejections }
 
 // Ejected appends the ids of the endpoints currently ejected, ascending, to
-// dst. An endpoint whose time is up stays listed until the next Pick or Sweep.
+// dst. An endpoint whose time is up stays listed until the next Pick, done
+// or Sweep.
 func (e *ejector) Ejected(dst []int) []int {
-	for ep, ejected := range e.ejected {
-		if ejected {
+	for ep := range e.state {
+		if e.state[ep].ejected {
 			dst = append(dst, ep)
 		}
 	}

@@ -29,33 +29,35 @@ type leastInflight struct {
 var _ Picker = (*leastInflight)(nil)
 
 func (l *leastInflight) Pick(_ Request, hosts []int) (int, func(Outcome)) {
-	// First pass: the least count and how many hosts share it.
-	least := l.inflight[hosts[0]]
-	ties := 1
+	return leastLoaded(hosts, l.inflight, l.rand), noDone
+}
+
+// leastLoaded returns a host with the least load (loads indexed by endpoint
+// id), ties broken uniformly at random whatever the order of hosts: a first
+// pass finds the least load and how many hosts share it, a second takes the
+// k-th of them for one uniform draw k, so a pick costs one random number at
+// most rather than one per tie.
+func leastLoaded(hosts []int, loads []int64, r *rand.Rand) int {
+	least, ties := loads[hosts[0]], 1
 	for _, h := range hosts[1:] {
-		switch n := l.inflight[h]; {
+		switch n := loads[h]; {
 		case n < least:
 			least, ties = n, 1
 		case n == least:
 			ties++
 		}
 	}
-	if ties == 1 {
-		for _, h := range hosts {
-			if l.inflight[h] == least {
-				return h, noDone
-			}
-		}
+	k := 0
+	if ties > 1 {
+		k = r.IntN(ties)
 	}
-	// Second pass: the k-th tied host, k uniform in [0, ties).
-	k := l.rand.IntN(ties)
 	for _, h := range hosts {
-		if l.inflight[h] == least {
+		if loads[h] == least {
 			if k == 0 {
-				return h, noDone
+				return h
 			}
 			k--
 		}
 	}
-	panic("unreachable: a tied host was counted but not found")
+	panic("unreachable: a host with the least load was counted but not found")
 }
