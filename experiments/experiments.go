@@ -736,7 +736,11 @@ func (e *Experiment) Validate() error {
 	seen := map[string]int{}
 	for i, s := range e.Strategies {
 		name := fmt.Sprintf("strategies[%d]", i)
-		if _, err := strategies.Parse(s); err != nil {
+		if strategies.IsProxy(s) {
+			if _, err := strategies.ParseProxy(s); err != nil {
+				return fieldErr(name, "%v", err)
+			}
+		} else if _, err := strategies.Parse(s); err != nil {
 			return fieldErr(name, "%v", err)
 		}
 		if j, dup := seen[s]; dup {

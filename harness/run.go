@@ -53,6 +53,9 @@ type Options struct {
 	// report` and `vegeta plot`) and its latency histograms as an
 	// HdrHistogram log (latency-<strategy>.hlog).
 	RawDir string
+	// LbchaosBinary is the lbchaos executable that "lbchaos:..." proxy
+	// strategies run as `lbchaos proxy`; the command sets it to itself.
+	LbchaosBinary string
 }
 
 // Progress is a snapshot of the attack in progress.
@@ -92,6 +95,9 @@ func Run(ctx context.Context, exp *experiments.Experiment, opts Options) (*repor
 	}
 
 	if err := CheckProvider(exp, opts.Provider); err != nil {
+		return nil, err
+	}
+	if err := checkProxies(exp, opts); err != nil {
 		return nil, err
 	}
 	sum := newSummary(exp, opts.Provider.Name())
@@ -226,12 +232,26 @@ func runStrategy(ctx context.Context, exp *experiments.Experiment, index int, op
 	}
 
 	events := &eventLog{start: time.Now()}
-	lbs, err := newBalancers(exp, name, strategies.SystemClock{}, events)
-	if err != nil {
-		return nil, nil, err
+	var (
+		lbs   []*strategies.Balancer
+		bal   *Balancer
+		proxy *proxyProcess
+	)
+	if strategies.IsProxy(name) {
+		if proxy, err = startProxyFor(ctx, exp, name, backends, opts); err != nil {
+			return nil, nil, err
+		}
+		defer func() {
+			proxy.stop()
+			os.RemoveAll(proxy.cfg.dir)
+		}()
+		bal = NewProxyClient(proxyURL(proxy.cfg.listen), proxy.instanceOf, len(backends), exp.Timeout, proxyConns(opts.MaxConnsPerInstance, len(backends)), ctx)
+	} else {
+		if lbs, err = newBalancers(exp, name, strategies.SystemClock{}, events); err != nil {
+			return nil, nil, err
+		}
+		bal = NewBalancer(lbs, targets, exp.Timeout, opts.MaxConnsPerInstance, ctx)
 	}
-
-	bal := NewBalancer(lbs, targets, exp.Timeout, opts.MaxConnsPerInstance, ctx)
 	defer bal.CloseIdleConnections()
 	client := &http.Client{
 		Transport: bal, // applies the request timeout itself
@@ -281,7 +301,9 @@ func runStrategy(ctx context.Context, exp *experiments.Experiment, index int, op
 		faults.run(faultCtx, start, func(error) { attacker.Stop() })
 	}()
 	faultWG.Go(func() { runJoins(faultCtx, start, exp, lbs) })
-	if pc, ok := lbs[0].Probes(); ok {
+	if len(lbs) == 0 {
+		// A proxy under test probes its backends itself, if configured to.
+	} else if pc, ok := lbs[0].Probes(); ok {
 		for _, b := range backends {
 			faultWG.Go(func() { probeLoop(faultCtx, pc, b.ID, bal, lbs) })
 		}
@@ -295,6 +317,7 @@ func runStrategy(ctx context.Context, exp *experiments.Experiment, index int, op
 		errs        int64
 		interrupted time.Duration = -1
 		lastLog                   = start
+		unnamed     []seqOutcome // proxy strategies: results to attribute from the access log
 		done                      = ctx.Done()
 	)
 	for results != nil {
@@ -319,6 +342,12 @@ func runStrategy(ctx context.Context, exp *experiments.Experiment, index int, op
 			o := classify(res, start, rt, routed)
 			if !o.success {
 				errs++
+			}
+			if proxy != nil && o.instance < 0 && routed {
+				// Neither the backend nor the proxy named an instance (the
+				// client gave up first): the proxy's access log will.
+				unnamed = append(unnamed, seqOutcome{res.Seq, o})
+				continue
 			}
 			coll.add(o)
 		case now := <-tick.C:
@@ -345,6 +374,20 @@ func runStrategy(ctx context.Context, exp *experiments.Experiment, index int, op
 	span := time.Since(start) // until the last request ended
 	stopFaults()
 	faultWG.Wait()
+	if proxy != nil {
+		proxy.stop() // flushes its access log
+		names, aerr := proxy.attribution()
+		if aerr != nil {
+			notes = append(notes, fmt.Sprintf("%s: the proxy's access log could not be read (%v); %d requests without an answer stay unattributed.", name, aerr, len(unnamed)))
+		}
+		for _, u := range unnamed {
+			if id, ok := names[u.seq]; ok {
+				u.o.instance = id
+			}
+			coll.add(u.o)
+		}
+		notes = append(notes, fmt.Sprintf("%s: a real %s between the load generator and the backends; its own ejections and health checks are not observed, and its latency includes the extra hop.", name, proxy.cfg.spec.Kind))
+	}
 	coll.finish()
 	if opts.RawDir != "" {
 		if err := writeHDRLog(opts.RawDir, name, coll, start, start.Add(attackTime(exp.Duration, interrupted))); err != nil {
@@ -399,6 +442,74 @@ func runStrategy(ctx context.Context, exp *experiments.Experiment, index int, op
 		return &s, notes, ferr
 	}
 	return &s, notes, nil
+}
+
+// checkProxies rejects, before anything starts, proxy strategies the
+// experiment cannot run: a proxy's configuration is written once per
+// strategy, so instances that join later or move (a killed container's new
+// port) would not reach it, and a proxy is one balancer, not replicas. It
+// also checks that each proxy is installed.
+func checkProxies(exp *experiments.Experiment, opts Options) error {
+	for i, name := range exp.Strategies {
+		if !strategies.IsProxy(name) {
+			continue
+		}
+		ps, err := strategies.ParseProxy(name)
+		if err != nil {
+			return fmt.Errorf("strategies[%d]: %w", i, err)
+		}
+		switch {
+		case exp.Replicas > 1:
+			return fmt.Errorf("strategy %s: replicas (%d) apply to built-in strategies; a proxy is one balancer", name, exp.Replicas)
+		case len(exp.Instances.Joining()) > 0:
+			return fmt.Errorf("strategy %s: instances that join during the run cannot reach a proxy whose configuration is written at the start", name)
+		}
+		for _, f := range exp.Faults {
+			if f.Spec.Mode() == "kill" {
+				return fmt.Errorf("strategy %s: a killed container comes back on a new port, which a proxy's configuration does not follow; run kill faults with built-in strategies", name)
+			}
+		}
+		if _, err := proxyBinary(ps.Kind, opts.LbchaosBinary); err != nil {
+			return fmt.Errorf("strategy %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// seqOutcome is a result waiting for attribution.
+type seqOutcome struct {
+	seq uint64
+	o   outcome
+}
+
+// startProxyFor starts the proxy strategy name in front of backends.
+func startProxyFor(ctx context.Context, exp *experiments.Experiment, name string, backends []Backend, opts Options) (*proxyProcess, error) {
+	ps, err := strategies.ParseProxy(name)
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "lbchaos-"+ps.Kind+"-")
+	if err != nil {
+		return nil, err
+	}
+	listen, err := freeLoopbackAddr()
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("find a free port for %s: %w", ps.Kind, err)
+	}
+	p, err := startProxy(ctx, proxyConfig{spec: ps, listen: listen, backends: backends, timeout: exp.Timeout, dir: dir, lbchaos: opts.LbchaosBinary})
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	return p, nil
+}
+
+// proxyConns bounds the client's connections to a proxy under test: the
+// open-file budget connsPerInstance shares out per instance, at most 9000
+// (the generated proxy configurations take 9000 requests at once).
+func proxyConns(perInstance, instances int) int {
+	return max(64, min(9000, perInstance*instances))
 }
 
 // unattributedNote says that n requests of strategy name reached no

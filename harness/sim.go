@@ -69,6 +69,10 @@ func RunSim(ctx context.Context, exp *experiments.Experiment, opts SimOptions) (
 		if ctx.Err() != nil {
 			break
 		}
+		if strategies.IsProxy(name) {
+			sum.Notes = append(sum.Notes, fmt.Sprintf("%s: a real proxy runs only with the real engine (--engine real); it is left out of the simulation.", name))
+			continue
+		}
 		wall := time.Now()
 		st, notes, err := simStrategy(ctx, exp, name, simHooks{})
 		if err != nil {

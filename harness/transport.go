@@ -40,6 +40,13 @@ type Balancer struct {
 	timeout time.Duration   // per request, body included; 0 = none
 
 	routes routes
+	// proxy, when set, is a proxy under test that every request goes to
+	// (there is no strategy here); upstream maps its UpstreamHeader to an
+	// instance id.
+	proxy    *url.URL
+	upstream func(string) (int, bool)
+	// noRoutes: nobody takes routes (lbchaos proxy), so none is kept.
+	noRoutes bool
 	// connCap is the per-instance connection bound; capHits counts requests
 	// that found their instance at the bound (they queue in the client).
 	connCap  int
@@ -86,6 +93,21 @@ func NewBalancer(lbs []*strategies.Balancer, targets []*url.URL, timeout time.Du
 	for i, u := range targets {
 		b.targets[i].Store(u)
 	}
+	return b
+}
+
+// NewProxyClient sends every request to the proxy under test at proxy and
+// attributes each answer to the instance the backend's InstanceHeader
+// names, or else the one the proxy's UpstreamHeader names (upstream maps
+// it); requests without either stay unattributed until the caller
+// resolves them. instances is the fleet's size.
+func NewProxyClient(proxy *url.URL, upstream func(string) (int, bool), instances int, timeout time.Duration, maxConns int, abort context.Context) *Balancer {
+	targets := make([]*url.URL, instances)
+	for i := range targets {
+		targets[i] = proxy
+	}
+	b := NewBalancer(nil, targets, timeout, maxConns, abort)
+	b.proxy, b.upstream = proxy, upstream
 	return b
 }
 
@@ -139,22 +161,33 @@ func (b *Balancer) RoundTrip(req *http.Request) (*http.Response, error) {
 			sreq = strategies.Request{Key: k, HasKey: true}
 		}
 	}
-	lb := b.lbs[0]
-	if len(b.lbs) > 1 && seqErr == nil {
-		lb = b.lbs[seq%uint64(len(b.lbs))]
-	}
 	start := time.Now()
-	ep, done := lb.Pick(sreq)
+	var (
+		ep   = -1 // unknown until the proxy's answer names it
+		done = func(strategies.Outcome) {}
+	)
+	if b.proxy == nil {
+		lb := b.lbs[0]
+		if len(b.lbs) > 1 && seqErr == nil {
+			lb = b.lbs[seq%uint64(len(b.lbs))]
+		}
+		ep, done = lb.Pick(sreq)
+	}
 	rt := &route{instance: ep, key: sreq.Key, hasKey: sreq.HasKey}
-	if seqErr == nil {
+	if seqErr == nil && !b.noRoutes {
 		b.routes.put(seq, rt)
 	}
-	if ep == strategies.NoHost {
+	if h, ok := req.Context().Value(pickedKey{}).(*atomic.Int64); ok {
+		h.Store(int64(ep))
+	}
+	if ep == strategies.NoHost && b.proxy == nil {
 		done(strategies.Outcome{Err: ErrNoHost, Latency: time.Since(start)})
 		return nil, ErrNoHost
 	}
-	if n := b.inflight[ep].Add(1); b.connCap > 0 && n > int64(b.connCap) {
-		b.capHits.Add(1)
+	if ep >= 0 {
+		if n := b.inflight[ep].Add(1); b.connCap > 0 && n > int64(b.connCap) {
+			b.capHits.Add(1)
+		}
 	}
 
 	// The request timeout is applied here rather than by http.Client: the
@@ -175,7 +208,10 @@ func (b *Balancer) RoundTrip(req *http.Request) (*http.Response, error) {
 		cancel()
 	})
 	out := req.Clone(ctx)
-	target := b.targets[ep].Load()
+	target := b.proxy
+	if target == nil {
+		target = b.targets[ep].Load()
+	}
 	out.URL.Scheme = target.Scheme
 	out.URL.Host = target.Host
 	out.Host = target.Host
@@ -183,7 +219,9 @@ func (b *Balancer) RoundTrip(req *http.Request) (*http.Response, error) {
 	finish := func(status int, load string, err error) {
 		stop()
 		cancel()
-		b.inflight[ep].Add(-1)
+		if ep >= 0 {
+			b.inflight[ep].Add(-1)
+		}
 		timeout := err != nil && !rt.aborted.Load() && isTimeout(ctx, err)
 		rt.timeout.Store(timeout)
 		o := strategies.Outcome{Status: status, Err: err, Timeout: timeout, Latency: time.Since(start)}
@@ -199,6 +237,15 @@ func (b *Balancer) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err != nil {
 		finish(0, "", err)
 		return nil, err
+	}
+	if b.proxy != nil {
+		// The backend names itself; an error of the proxy's own names
+		// the upstream it tried.
+		if id, err := strconv.Atoi(resp.Header.Get(faultyserver.InstanceHeader)); err == nil && id >= 0 && id < len(b.targets) {
+			rt.instance = id
+		} else if id, ok := b.upstream(resp.Header.Get(UpstreamHeader)); ok {
+			rt.instance = id
+		}
 	}
 	load := resp.Header.Get(faultyserver.LoadHeader)
 	resp.Body = &doneBody{rc: resp.Body, finish: func(err error) { finish(resp.StatusCode, load, err) }}

@@ -25,6 +25,7 @@ Usage:
   lbchaos list                      the shipped experiments
   lbchaos run NAME|FILE [flags]     run an experiment (lbchaos run --help)
   lbchaos serve [flags]             run one fake backend instance (lbchaos serve --help)
+  lbchaos proxy [flags]             serve a built-in strategy as a reverse proxy (lbchaos proxy --help)
   lbchaos report RUN                re-render a run's report and plots from its summary.json
   lbchaos compare [--fail-on-regression] RUN_A RUN_B
                                     headline metrics of two runs side by side (directories or summary.json files)
@@ -77,6 +78,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return cmdList(stdout)
 	case "run":
 		return cmdRun(ctx, args[1:], stdout, stderr)
+	case "proxy":
+		return cmdProxy(ctx, args[1:], stderr)
 	case "serve":
 		return cmdServe(ctx, args[1:], stderr)
 	case "report":

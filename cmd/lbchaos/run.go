@@ -124,6 +124,9 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		}
 		runExp = func(ctx context.Context) (*reports.Summary, error) {
 			opts := harness.Options{Provider: provider, Log: logw, Progress: progress}
+			if self, err := os.Executable(); err == nil {
+				opts.LbchaosBinary = self // for lbchaos:... proxy strategies
+			}
 			if *raw {
 				opts.RawDir = dir
 			}

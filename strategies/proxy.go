@@ -1,0 +1,206 @@
+package strategies
+
+import (
+	"fmt"
+	"maps"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// A proxy strategy is a real load balancer run as a process between the
+// load generator and the backends, named "kind:algorithm" with optional
+// parameters and options:
+//
+//	nginx:least_conn(max_fails=3,fail_timeout=10s,next_upstream=error|timeout|http_503)
+//	haproxy:random(2)+observe(error_limit=10,on_error=mark-down)+check(inter=2s)
+//	lbchaos:p2c+eject(consecutive=5)
+//
+// The harness writes its configuration, starts it, and measures it like a
+// built-in strategy. ProxySpec is the parsed form; the algorithms and
+// options below are what each proxy offers (see lb-semantics for their
+// defaults).
+type ProxySpec struct {
+	Kind      string            // ProxyNginx, ProxyHAProxy or ProxyLbchaos
+	Algorithm string            // e.g. "least_conn"; for lbchaos a built-in spec
+	Params    map[string]string // the algorithm's parameters; nil when none
+	Options   []WrapperSpec     // haproxy: observe, check
+}
+
+// Proxy kinds.
+const (
+	ProxyNginx   = "nginx"
+	ProxyHAProxy = "haproxy"
+	// ProxyLbchaos is `lbchaos proxy` serving a built-in strategy as a hop.
+	ProxyLbchaos = "lbchaos"
+)
+
+// NginxNextUpstream are the conditions nginx's proxy_next_upstream takes
+// that a proxy spec may list.
+var NginxNextUpstream = []string{"error", "timeout", "invalid_header", "http_500", "http_502", "http_503", "http_504", "http_403", "http_404", "http_429", "non_idempotent", "off"}
+
+// proxyAlgorithms are each proxy's algorithms and their parameters.
+var proxyAlgorithms = map[string]map[string][]string{
+	ProxyNginx: {
+		"round_robin": {"max_fails", "fail_timeout", "next_upstream"},
+		"least_conn":  {"max_fails", "fail_timeout", "next_upstream"},
+		"random_two":  {"max_fails", "fail_timeout", "next_upstream"}, // random two least_conn
+		"hash":        {"max_fails", "fail_timeout", "next_upstream"}, // hash $http_x_lbchaos_key consistent
+	},
+	ProxyHAProxy: {
+		"roundrobin": nil,
+		"leastconn":  nil,
+		"random":     {"draws"},
+	},
+}
+
+// proxyOptions are the options (written as wrappers) each proxy takes.
+var proxyOptions = map[string]map[string][]string{
+	ProxyNginx: {},
+	ProxyHAProxy: {
+		"observe": {"error_limit", "on_error"},
+		"check":   {"inter", "fall", "rise"},
+	},
+}
+
+// HAProxyOnError are the values of HAProxy's on-error.
+var HAProxyOnError = []string{"fastinter", "fail-check", "sudden-death", "mark-down"}
+
+// IsProxy reports whether spec names a proxy strategy ("kind:...").
+func IsProxy(spec string) bool {
+	kind, _, ok := strings.Cut(strings.TrimSpace(spec), ":")
+	return ok && (kind == ProxyNginx || kind == ProxyHAProxy || kind == ProxyLbchaos)
+}
+
+var positional = regexp.MustCompile(`^random\(\s*(\d+)\s*\)`)
+
+// ParseProxy parses and validates a proxy strategy spec. The error names
+// the proxy, algorithm, option or parameter at fault and why.
+func ParseProxy(spec string) (ProxySpec, error) {
+	kind, rest, ok := strings.Cut(strings.TrimSpace(spec), ":")
+	if !ok || (kind != ProxyNginx && kind != ProxyHAProxy && kind != ProxyLbchaos) {
+		return ProxySpec{}, fmt.Errorf("malformed proxy spec %q: want nginx:ALGORITHM, haproxy:ALGORITHM or lbchaos:STRATEGY", spec)
+	}
+	rest = strings.TrimSpace(rest)
+	if kind == ProxyLbchaos {
+		s, err := Parse(rest)
+		if err != nil {
+			return ProxySpec{}, fmt.Errorf("lbchaos: %w", err)
+		}
+		return ProxySpec{Kind: kind, Algorithm: s.String()}, nil
+	}
+	// HAProxy writes its draws positionally: random(2).
+	if kind == ProxyHAProxy {
+		rest = positional.ReplaceAllString(rest, "random(draws=$1)")
+	}
+	segs, err := splitSpec(rest)
+	if err != nil {
+		return ProxySpec{}, fmt.Errorf("%s: %w", kind, err)
+	}
+	algos := proxyAlgorithms[kind]
+	algo := segs[0]
+	params, known := algos[algo.name]
+	if !known {
+		return ProxySpec{}, fmt.Errorf("%s: unknown algorithm %q (known: %s)", kind, algo.name, strings.Join(sortedKeys(algos), ", "))
+	}
+	if err := checkKeys(algo, params); err != nil {
+		return ProxySpec{}, fmt.Errorf("%s: %w", kind, err)
+	}
+	if err := validateProxyParams(algo.name, algo.params); err != nil {
+		return ProxySpec{}, fmt.Errorf("%s:%s: %w", kind, algo.name, err)
+	}
+	ps := ProxySpec{Kind: kind, Algorithm: algo.name, Params: algo.params}
+	opts := proxyOptions[kind]
+	for _, o := range segs[1:] {
+		allowed, known := opts[o.name]
+		if !known {
+			if len(opts) == 0 {
+				return ProxySpec{}, fmt.Errorf("%s: unknown option %q (%s takes its options as parameters of the algorithm)", kind, o.name, kind)
+			}
+			return ProxySpec{}, fmt.Errorf("%s: unknown option %q (known: %s)", kind, o.name, strings.Join(sortedKeys(opts), ", "))
+		}
+		if slices.ContainsFunc(ps.Options, func(w WrapperSpec) bool { return w.Name == o.name }) {
+			return ProxySpec{}, fmt.Errorf("%s: option %q given twice", kind, o.name)
+		}
+		if err := checkKeys(o, allowed); err != nil {
+			return ProxySpec{}, fmt.Errorf("%s: %w", kind, err)
+		}
+		if err := validateProxyParams(o.name, o.params); err != nil {
+			return ProxySpec{}, fmt.Errorf("%s+%s: %w", kind, o.name, err)
+		}
+		ps.Options = append(ps.Options, WrapperSpec{Name: o.name, Params: o.params})
+	}
+	return ps, nil
+}
+
+// Option returns the named option's parameters and whether it was given.
+func (p ProxySpec) Option(name string) (map[string]string, bool) {
+	for _, o := range p.Options {
+		if o.Name == name {
+			if o.Params == nil {
+				return map[string]string{}, true
+			}
+			return o.Params, true
+		}
+	}
+	return nil, false
+}
+
+func validateProxyParams(name string, params map[string]string) error {
+	for _, k := range slices.Sorted(maps.Keys(params)) {
+		v := params[k]
+		switch k {
+		case "max_fails", "error_limit", "fall", "rise":
+			least := 1
+			if k == "max_fails" {
+				least = 0 // 0 turns nginx's passive health off
+			}
+			if _, err := intParam(params, k, 0, least); err != nil {
+				return err
+			}
+		case "draws":
+			if _, err := intParam(params, k, 2, 1); err != nil {
+				return err
+			}
+		case "fail_timeout":
+			// nginx reads a server's fail_timeout in whole seconds.
+			d, err := time.ParseDuration(v)
+			if err != nil || d <= 0 || d%time.Second != 0 {
+				return fmt.Errorf("%s: want a whole number of seconds > 0 like \"10s\", got %q", k, v)
+			}
+		case "inter":
+			d, err := time.ParseDuration(v)
+			if err != nil || d <= 0 || d%time.Millisecond != 0 {
+				return fmt.Errorf("%s: want a whole number of milliseconds > 0 like \"10s\", got %q", k, v)
+			}
+		case "next_upstream":
+			for _, c := range strings.Split(v, "|") {
+				if !slices.Contains(NginxNextUpstream, c) {
+					return fmt.Errorf("next_upstream: %q is not a proxy_next_upstream condition (want some of %s, joined by \"|\")", c, strings.Join(NginxNextUpstream, ", "))
+				}
+			}
+		case "on_error":
+			if !slices.Contains(HAProxyOnError, v) {
+				return fmt.Errorf("on_error: want one of %s, got %q", strings.Join(HAProxyOnError, ", "), v)
+			}
+		default:
+			return fmt.Errorf("%s: parameter %q is not validated", name, k)
+		}
+	}
+	return nil
+}
+
+func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }
+
+// ProxyInt returns the integer parameter key of params, or def; ParseProxy
+// has validated it.
+func ProxyInt(params map[string]string, key string, def int) int {
+	if v, ok := params[key]; ok {
+		if n, err := strconv.Atoi(v); err == nil {
+			return n
+		}
+	}
+	return def
+}

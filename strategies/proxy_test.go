@@ -1,0 +1,63 @@
+package strategies
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestParseProxy(t *testing.T) {
+	tests := []struct {
+		spec string
+		want ProxySpec
+		err  string
+	}{
+		{spec: "nginx:round_robin", want: ProxySpec{Kind: "nginx", Algorithm: "round_robin"}},
+		{spec: "nginx:least_conn(max_fails=3,fail_timeout=5s,next_upstream=error|timeout|http_503)", want: ProxySpec{Kind: "nginx", Algorithm: "least_conn",
+			Params: map[string]string{"max_fails": "3", "fail_timeout": "5s", "next_upstream": "error|timeout|http_503"}}},
+		{spec: "nginx:max_fails=0", err: `nginx: malformed spec`},
+		{spec: "haproxy:random(2)+observe(error_limit=5,on_error=mark-down)", want: ProxySpec{Kind: "haproxy", Algorithm: "random",
+			Params: map[string]string{"draws": "2"}, Options: []WrapperSpec{{Name: "observe", Params: map[string]string{"error_limit": "5", "on_error": "mark-down"}}}}},
+		{spec: "haproxy:leastconn+check", want: ProxySpec{Kind: "haproxy", Algorithm: "leastconn", Options: []WrapperSpec{{Name: "check"}}}},
+		{spec: "lbchaos: p2c + eject(consecutive=5)", want: ProxySpec{Kind: "lbchaos", Algorithm: "p2c+eject(consecutive=5)"}},
+		{spec: "nginx:least_connections", err: `nginx: unknown algorithm "least_connections" (known: hash, least_conn, random_two, round_robin)`},
+		{spec: "haproxy:leastconn+observe(on_error=panic)", err: `haproxy+observe: on_error: want one of fastinter, fail-check, sudden-death, mark-down, got "panic"`},
+		{spec: "haproxy:leastconn+slowstart", err: `haproxy: unknown option "slowstart" (known: check, observe)`},
+		{spec: "nginx:least_conn+observe", err: `nginx: unknown option "observe" (nginx takes its options as parameters of the algorithm)`},
+		{spec: "nginx:least_conn(next_upstream=error|http_599)", err: `nginx:least_conn: next_upstream: "http_599" is not a proxy_next_upstream condition`},
+		{spec: "nginx:least_conn(fail_timeout=1500ms)", err: `nginx:least_conn: fail_timeout: want a whole number of seconds > 0`},
+		{spec: "haproxy:leastconn+check(inter=1.5ms)", err: `haproxy+check: inter: want a whole number of milliseconds > 0`},
+		{spec: "nginx:least_conn(max_fails=-1)", err: `nginx:least_conn: max_fails: want an integer >= 0, got "-1"`},
+		{spec: "haproxy:random(0)", err: `haproxy:random: draws: want an integer >= 1, got "0"`},
+		{spec: "haproxy:roundrobin(draws=2)", err: `haproxy: roundrobin: unknown parameter "draws" (roundrobin takes no parameters)`},
+		{spec: "haproxy:leastconn+check+check", err: `haproxy: option "check" given twice`},
+		{spec: "lbchaos:p3c", err: `lbchaos: unknown strategy "p3c"`},
+		{spec: "envoy:least_request", err: `malformed proxy spec "envoy:least_request"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.spec, func(t *testing.T) {
+			got, err := ParseProxy(tt.spec)
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.err) {
+					t.Fatalf("ParseProxy error %v, want %q", err, tt.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := cmp.Diff(tt.want, got); d != "" {
+				t.Errorf("ParseProxy (-want +got):\n%s", d)
+			}
+			if !IsProxy(tt.spec) {
+				t.Errorf("IsProxy(%q) = false", tt.spec)
+			}
+		})
+	}
+	for _, s := range []string{"p2c", "least-inflight+eject", " nginx-ish"} {
+		if IsProxy(s) {
+			t.Errorf("IsProxy(%q) = true", s)
+		}
+	}
+}
