@@ -376,7 +376,7 @@ func haproxyConfig(cfg proxyConfig) string {
 	if ps.Algorithm == "random" {
 		balance = fmt.Sprintf("random(%d)", strategies.ProxyInt(ps.Params, "draws", 2))
 	}
-	long := strconv.FormatInt((cfg.timeout + 5*time.Second).Milliseconds(), 10) + "ms"
+	long := strconv.FormatInt((cfg.timeout+5*time.Second).Milliseconds(), 10) + "ms"
 	var server strings.Builder
 	observe, hasObserve := ps.Option("observe")
 	chk, hasCheck := ps.Option("check")

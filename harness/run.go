@@ -317,8 +317,8 @@ func runStrategy(ctx context.Context, exp *experiments.Experiment, index int, op
 		errs        int64
 		interrupted time.Duration = -1
 		lastLog                   = start
-		unnamed     []seqOutcome // proxy strategies: results to attribute from the access log
-		done                      = ctx.Done()
+		unnamed     []seqOutcome  // proxy strategies: results to attribute from the access log
+		done        = ctx.Done()
 	)
 	for results != nil {
 		select {
