@@ -21,7 +21,7 @@ list: build
 	@./$(BIN) list
 
 # make experiment NAME=fast-fail [ENGINE=sim] [ARGS="--duration 10s --rate 2000"]
-experiment: build
+experiment: build deps
 	@if [ -z "$(NAME)" ]; then echo "usage: make experiment NAME=<experiment> [ENGINE=real|sim] [ARGS=...]; experiments:"; ./$(BIN) list; exit 2; fi
 	./$(BIN) run $(NAME) $(if $(ENGINE),--engine $(ENGINE)) $(ARGS)
 
@@ -53,10 +53,12 @@ bench-proxy: build
 # Debian's packages.
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 deps:
-	@if command -v nginx >/dev/null || [ -x /usr/sbin/nginx ]; then echo "nginx: installed"; \
-	else $(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx-light; fi
-	@if command -v haproxy >/dev/null || [ -x /usr/sbin/haproxy ]; then echo "haproxy: installed"; \
-	else $(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq haproxy; fi
+	@for p in nginx haproxy; do \
+		if command -v $$p >/dev/null || [ -x /usr/sbin/$$p ]; then continue; fi; \
+		if ! command -v apt-get >/dev/null; then echo "deps: $$p is missing and there is no apt-get; install nginx and haproxy with your package manager"; exit 1; fi; \
+		pkg=$$p; [ $$p = nginx ] && pkg=nginx-light; \
+		$(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$pkg || exit 1; \
+	done
 
 # Real load (overhead, in-process and Docker) and the simulator (speed, memory).
 bench-harness:

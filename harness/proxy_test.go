@@ -2,6 +2,7 @@ package harness
 
 import (
 	"bufio"
+	"errors"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -23,7 +24,7 @@ import (
 
 // needProxy skips the test when kind is not installed, and fails it under
 // CI=true, where .ci/run installs it.
-func needProxy(t *testing.T, kind string) {
+func needProxy(t testing.TB, kind string) {
 	t.Helper()
 	if _, err := proxyBinary(kind, "unused"); err != nil {
 		if os.Getenv("CI") == "true" {
@@ -380,5 +381,45 @@ func TestProxyServer(t *testing.T) {
 	lines := strings.Split(strings.TrimSpace(log.String()), "\n")
 	if len(lines) != 2 || lines[0] != "7 0 200" || !strings.HasPrefix(lines[1], "8 1 ") {
 		t.Errorf("access log %q, want \"7 0 200\" and \"8 1 ...\"", lines)
+	}
+}
+
+// TestInterruptedProxyRunLeavesNothing cancels a run in the middle of each
+// proxy's attack, as Ctrl-C does, and looks for the proxy's process and
+// directory.
+func TestInterruptedProxyRunLeavesNothing(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real load through real proxies")
+	}
+	needProxy(t, strategies.ProxyNginx)
+	needProxy(t, strategies.ProxyHAProxy)
+	for _, name := range []string{"nginx:least_conn", "haproxy:leastconn", "lbchaos:p2c"} {
+		t.Run(name, func(t *testing.T) {
+			exp := mustExperiment(t, "proxy-interrupt", `
+duration: 10s
+rate: 200
+instances: {count: 2, service: {dist: fixed, value: 1ms}}
+strategies: ["`+name+`"]
+`)
+			ctx, cancel := context.WithCancel(context.Background())
+			var once sync.Once
+			opts := Options{LbchaosBinary: buildLbchaos(t), Progress: func(p Progress) {
+				if p.Elapsed >= time.Second {
+					once.Do(cancel)
+				}
+			}}
+			sum, err := Run(ctx, exp, opts)
+			if !errors.Is(err, ErrInterrupted) || sum == nil || !sum.Partial {
+				t.Fatalf("err %v, partial %v; want an interrupted, partial run", err, sum != nil && sum.Partial)
+			}
+			if left := proxyLeftovers(t); len(left) > 0 {
+				t.Errorf("processes left behind: %q", left)
+			}
+			for _, pat := range []string{"lbchaos-nginx-*", "lbchaos-haproxy-*", "lbchaos-lbchaos-*"} {
+				if dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), pat)); len(dirs) > 0 {
+					t.Errorf("directories left behind: %v", dirs)
+				}
+			}
+		})
 	}
 }

@@ -6,8 +6,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -127,6 +129,9 @@ func TestRunErrors(t *testing.T) {
 		{"bad strategy", []string{"run", "baseline", "--strategies", "round-robin,fastest"}, 2, `strategies[1]: unknown strategy "fastest"`},
 		{"missing file", []string{"run", "./does-not-exist.yaml"}, 1, "does-not-exist.yaml"},
 		{"serve bad service", []string{"serve", "--service", "fixed:soon"}, 2, `--service: fixed: want a duration like 10ms, got "soon"`},
+		{"proxy without backends", []string{"proxy"}, 2, "--backend: give at least one backend URL"},
+		{"proxy bad backend", []string{"proxy", "--backend", "ftp://x"}, 2, `--backend 1: "ftp://x" is not an http://host:port URL`},
+		{"proxy bad strategy", []string{"proxy", "--backend", "http://127.0.0.1:1", "--strategy", "p3c"}, 2, `--strategy/--backend: unknown strategy "p3c"`},
 		{"serve bad fault", []string{"serve", "--fault", `{"mode":"error-rate","p":2}`}, 2, "--fault: p: must be within [0,1]"},
 	}
 	for _, tt := range tests {
@@ -590,5 +595,64 @@ func TestProgressPrinter(t *testing.T) {
 	fmt.Fprintln(p, "      done")
 	if got := tty.String(); !strings.HasPrefix(got, "\r\033[K[2/5] p2c") || !strings.Contains(got, "\r\033[K      done\n") {
 		t.Errorf("terminal progress: %q", got)
+	}
+}
+
+func TestProxyCommandServesUntilCancelled(t *testing.T) {
+	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "hello from "+r.URL.Path)
+	}))
+	defer backend.Close()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	logPath := filepath.Join(t.TempDir(), "access.log")
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		var o, e bytes.Buffer
+		done <- run(ctx, []string{"proxy", "--listen", addr, "--strategy", "p2c+eject", "--backend", backend.URL, "--access-log", logPath}, &o, &e)
+	}()
+	deadline := time.Now().Add(5 * time.Second)
+	var resp *http.Response
+	for {
+		req, _ := http.NewRequest(http.MethodGet, "http://"+addr+"/a/b", nil)
+		req.Header.Set("X-Vegeta-Seq", "5")
+		if resp, err = http.DefaultClient.Do(req); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("proxy did not come up")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if string(body) != "hello from /a/b" || resp.Header.Get("X-Lbchaos-Upstream") != "0" {
+		t.Errorf("got %q with upstream %q, want the backend's answer from 0", body, resp.Header.Get("X-Lbchaos-Upstream"))
+	}
+	stats, err := http.Get("http://" + addr + "/_lbchaos/stats")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb, _ := io.ReadAll(stats.Body)
+	stats.Body.Close()
+	if !strings.Contains(string(sb), `"strategy": "p2c+eject"`) || !strings.Contains(string(sb), `"requests": 1`) {
+		t.Errorf("stats %s", sb)
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("proxy returned %v after cancel", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("proxy did not stop")
+	}
+	if b, _ := os.ReadFile(logPath); string(b) != "5 0 200\n" {
+		t.Errorf("access log %q, want \"5 0 200\\n\"", b)
 	}
 }
