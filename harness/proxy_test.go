@@ -2,9 +2,9 @@ package harness
 
 import (
 	"bufio"
-	"errors"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
