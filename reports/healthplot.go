@@ -100,6 +100,53 @@ func ejectionSpans(events []Event, end float64) map[int][][2]float64 {
 	return out
 }
 
+// levelSpan is a time an instance spent at a reduced health level.
+type levelSpan struct {
+	x0, x1 float64
+	level  string // "degraded" or "critical"
+}
+
+// healthLevelSpans pairs each "health" event to degraded or critical with
+// the instance's next health event (or end).
+func healthLevelSpans(events []Event, end float64) map[int][]levelSpan {
+	evs := slices.Clone(events)
+	slices.SortStableFunc(evs, func(a, b Event) int {
+		switch {
+		case a.TimeS < b.TimeS:
+			return -1
+		case a.TimeS > b.TimeS:
+			return 1
+		}
+		return 0
+	})
+	open := map[int]levelSpan{}
+	out := map[int][]levelSpan{}
+	for _, e := range evs {
+		if e.Kind != "health" || !finite(e.TimeS) {
+			continue
+		}
+		if sp, ok := open[e.Instance]; ok {
+			sp.x1 = e.TimeS
+			out[e.Instance] = append(out[e.Instance], sp)
+			delete(open, e.Instance)
+		}
+		if e.Detail == "degraded" || e.Detail == "critical" {
+			open[e.Instance] = levelSpan{x0: e.TimeS, level: e.Detail}
+		}
+	}
+	for id, sp := range open {
+		sp.x1 = math.Max(sp.x0, end)
+		out[id] = append(out[id], sp)
+	}
+	return out
+}
+
+// Colours of the reduced health levels on the health plot.
+var (
+	degradedColor = color.RGBA{R: 0xf2, G: 0xc1, B: 0x4e, A: 0xff}
+	criticalColor = color.RGBA{R: 0xe0, G: 0x6c, B: 0x2c, A: 0xff}
+)
+
 // attackEnd is how long st's attack ran, in seconds: its elapsed time, else
 // its timeline's span, else the configured duration.
 func attackEnd(s *Summary, st *Strategy) float64 {
@@ -127,7 +174,9 @@ func attackEnd(s *Summary, st *Strategy) float64 {
 // lane (a fault of an instance without a lane shades every lane). It
 // returns nil when the strategy ejected nothing.
 func healthFigure(s *Summary, st *Strategy) *figure {
-	hasEject := slices.ContainsFunc(st.Events, func(e Event) bool { return takesOut(e) && finite(e.TimeS) })
+	hasEject := slices.ContainsFunc(st.Events, func(e Event) bool {
+		return (takesOut(e) || e.Kind == "health" && (e.Detail == "degraded" || e.Detail == "critical")) && finite(e.TimeS)
+	})
 	if !hasEject {
 		return nil
 	}
@@ -140,6 +189,7 @@ func healthFigure(s *Summary, st *Strategy) *figure {
 		}
 	}
 	spans := ejectionSpans(st.Events, end)
+	levels := healthLevelSpans(st.Events, end)
 
 	idSet := map[int]bool{}
 	for _, in := range st.Instances {
@@ -179,7 +229,7 @@ func healthFigure(s *Summary, st *Strategy) *figure {
 	every := max(1, (len(ids)+29)/30)
 	for i, id := range ids {
 		t := plot.Tick{Value: float64(i)}
-		if i%every == 0 || faulty[id] || len(spans[id]) > 0 {
+		if i%every == 0 || faulty[id] || len(spans[id]) > 0 || len(levels[id]) > 0 {
 			t.Label = strconv.Itoa(id)
 			if faulty[id] {
 				t.Label += " (faulty)"
@@ -214,6 +264,22 @@ func healthFigure(s *Summary, st *Strategy) *figure {
 		p.Add(&laneSpans{spans: shade})
 	}
 
+	var lvl []laneSpan
+	seen := map[string]bool{}
+	for _, id := range ids {
+		for _, sp := range levels[id] {
+			c := degradedColor
+			if sp.level == "critical" {
+				c = criticalColor
+			}
+			seen[sp.level] = true
+			lvl = append(lvl, laneSpan{y: lane[id], x0: sp.x0, x1: math.Max(sp.x1, sp.x0+end/400), height: 0.35, color: c})
+		}
+	}
+	if len(lvl) > 0 {
+		p.Add(&laneSpans{spans: lvl})
+	}
+
 	var bars []laneSpan
 	total := 0
 	for _, id := range ids {
@@ -236,6 +302,12 @@ func healthFigure(s *Summary, st *Strategy) *figure {
 
 	f.panels = []*plot.Plot{p}
 	f.addLegend(fmt.Sprintf("ejected (%d %s, instance colour)", total, plural(total, "span", "spans")), &laneSpans{thumb: gray(0x55)})
+	if seen["degraded"] {
+		f.addLegend("degraded (health level)", &laneSpans{thumb: degradedColor})
+	}
+	if seen["critical"] {
+		f.addLegend("critical (health level)", &laneSpans{thumb: criticalColor})
+	}
 	if len(shade) > 0 {
 		f.addLegend("fault active", &bands{color: faultShade})
 	}

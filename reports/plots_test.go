@@ -215,3 +215,23 @@ func TestEjectionSpansFromHealthAndProbes(t *testing.T) {
 		t.Errorf("spans (-want +got):\n%s", d)
 	}
 }
+
+func TestHealthLevelSpans(t *testing.T) {
+	events := []Event{
+		{TimeS: 1, Instance: 0, Kind: "health", Detail: "degraded"},
+		{TimeS: 3, Instance: 0, Kind: "health", Detail: "critical"},
+		{TimeS: 4, Instance: 0, Kind: "health", Detail: "unhealthy"},
+		{TimeS: 6, Instance: 0, Kind: "health", Detail: "critical"},
+		{TimeS: 2, Instance: 1, Kind: "eject"},
+		{TimeS: 5, Instance: 2, Kind: "health", Detail: "degraded"},
+		{TimeS: 7, Instance: 2, Kind: "health", Detail: "healthy"},
+	}
+	got := healthLevelSpans(events, 10)
+	want := map[int][]levelSpan{
+		0: {{1, 3, "degraded"}, {3, 4, "critical"}, {6, 10, "critical"}},
+		2: {{5, 7, "degraded"}},
+	}
+	if d := cmp.Diff(want, got, cmp.AllowUnexported(levelSpan{})); d != "" {
+		t.Errorf("spans (-want +got):\n%s", d)
+	}
+}
