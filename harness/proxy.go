@@ -403,6 +403,9 @@ global
 defaults
     mode http
     log global
+    # A frontend takes 2000 connections unless told otherwise; past that,
+    # new ones would wait unseen in the kernel's accept queue.
+    maxconn 9000
     timeout connect 5s
     timeout client %s
     timeout server %s
