@@ -7,10 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log"
 	"math/rand/v2"
 	"net/http"
-	"net/http/httputil"
 	"net/url"
 	"strconv"
 	"sync"
@@ -43,7 +41,6 @@ type ProxyServer struct {
 	cfg      ProxyServerConfig
 	lb       *strategies.Balancer
 	bal      *Balancer
-	rp       *httputil.ReverseProxy
 	requests []atomic.Int64
 	errors   []atomic.Int64
 	logMu    sync.Mutex
@@ -86,32 +83,6 @@ func NewProxyServer(cfg ProxyServerConfig) (*ProxyServer, error) {
 	if cfg.AccessLog != nil {
 		p.log = bufio.NewWriterSize(cfg.AccessLog, 64<<10)
 	}
-	p.rp = &httputil.ReverseProxy{
-		Rewrite: func(r *httputil.ProxyRequest) {
-			// The balancer sets the backend's address; keep the client's
-			// path, query and headers.
-			r.Out.URL.Scheme, r.Out.URL.Host = "http", "lbchaos-backend"
-		},
-		Transport:     p.bal,
-		FlushInterval: -1, // pass every write through at once
-		ErrorLog:      quietLogger(),
-		ModifyResponse: func(resp *http.Response) error {
-			if ep := pickedOf(resp.Request); ep >= 0 {
-				resp.Header.Set(UpstreamHeader, strconv.Itoa(ep))
-			}
-			return nil
-		},
-		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
-			if ep := pickedOf(r); ep >= 0 {
-				w.Header().Set(UpstreamHeader, strconv.Itoa(ep))
-			}
-			status := http.StatusBadGateway
-			if errors.Is(err, context.DeadlineExceeded) {
-				status = http.StatusGatewayTimeout
-			}
-			w.WriteHeader(status)
-		},
-	}
 	if pc, ok := lb.Probes(); ok {
 		for id := range cfg.Backends {
 			p.probes.Go(func() { probeLoop(ctx, pc, id, p.bal, []*strategies.Balancer{lb}) })
@@ -142,7 +113,7 @@ func (p *ProxyServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	picked.Store(-1)
 	r = r.WithContext(context.WithValue(r.Context(), pickedKey{}, picked))
 	sw := &statusWriter{ResponseWriter: w}
-	p.rp.ServeHTTP(sw, r)
+	p.forward(sw, r)
 	ep := int(picked.Load())
 	status := sw.status
 	if status == 0 {
@@ -166,6 +137,71 @@ func (p *ProxyServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		p.logMu.Lock()
 		fmt.Fprintf(p.log, "%s %s %d\n", seq, inst, status)
 		p.logMu.Unlock()
+	}
+}
+
+// hopHeaders are the hop-by-hop headers a proxy does not forward (RFC 9110,
+// section 7.6.1).
+var hopHeaders = []string{"Connection", "Keep-Alive", "Proxy-Connection", "Proxy-Authenticate", "Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade"}
+
+// copyBuffers are the buffers bodies are copied through.
+var copyBuffers = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+
+// forward sends r to the instance the strategy picks and streams the answer
+// back: every chunk read from the backend is written and flushed to the
+// client at once. The backend request carries r's context, so a client that
+// goes away cancels it.
+func (p *ProxyServer) forward(w *statusWriter, r *http.Request) {
+	out := r.Clone(r.Context())
+	out.RequestURI = ""
+	out.URL.Scheme, out.URL.Host = "http", "lbchaos-backend" // the balancer sets the address
+	for _, h := range hopHeaders {
+		out.Header.Del(h)
+	}
+	if r.ContentLength == 0 {
+		out.Body = nil
+	}
+	resp, err := p.bal.RoundTrip(out)
+	ep := pickedOf(r)
+	if err != nil {
+		if ep >= 0 {
+			w.Header().Set(UpstreamHeader, strconv.Itoa(ep))
+		}
+		status := http.StatusBadGateway
+		if errors.Is(err, context.DeadlineExceeded) {
+			status = http.StatusGatewayTimeout
+		}
+		if r.Context().Err() != nil {
+			return // the client went away; nobody to answer
+		}
+		w.WriteHeader(status)
+		return
+	}
+	defer resp.Body.Close()
+	h := w.Header()
+	for k, vs := range resp.Header {
+		h[k] = vs
+	}
+	for _, k := range hopHeaders {
+		h.Del(k)
+	}
+	if ep >= 0 {
+		h.Set(UpstreamHeader, strconv.Itoa(ep))
+	}
+	w.WriteHeader(resp.StatusCode)
+	buf := copyBuffers.Get().(*[]byte)
+	defer copyBuffers.Put(buf)
+	for {
+		n, rerr := resp.Body.Read(*buf)
+		if n > 0 {
+			if _, werr := w.Write((*buf)[:n]); werr != nil {
+				return
+			}
+			w.Flush()
+		}
+		if rerr != nil {
+			return
+		}
 	}
 }
 
@@ -245,5 +281,3 @@ func (s *statusWriter) Flush() {
 
 // Unwrap lets http.ResponseController reach the connection.
 func (s *statusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
-
-func quietLogger() *log.Logger { return log.New(io.Discard, "", 0) }
