@@ -128,7 +128,11 @@ func startProxy(ctx context.Context, cfg proxyConfig) (*proxyProcess, error) {
 	case strategies.ProxyLbchaos:
 		// Its own timeout is longer than the client's, as nginx's and
 		// HAProxy's are, so that the client's timeout is what ends a request.
-		args = []string{"proxy", "--listen", cfg.listen, "--strategy", cfg.spec.Algorithm, "--timeout", (cfg.timeout + 5*time.Second).String(), "--access-log", p.log}
+		// It shares the machine with the load generator and the backends:
+		// one thread for Go code (as each nginx worker is one thread)
+		// keeps it from competing with them for every core.
+		args = []string{"proxy", "--listen", cfg.listen, "--strategy", cfg.spec.Algorithm, "--timeout", (cfg.timeout + 5*time.Second).String(),
+			"--access-log", p.log, "--procs", "1"}
 		for _, b := range cfg.backends {
 			args = append(args, "--backend", b.URL.String())
 			p.ids[strconv.Itoa(b.ID)] = b.ID

@@ -152,16 +152,19 @@ var copyBuffers = sync.Pool{New: func() any { b := make([]byte, 32<<10); return 
 // client at once. The backend request carries r's context, so a client that
 // goes away cancels it.
 func (p *ProxyServer) forward(w *statusWriter, r *http.Request) {
-	out := r.Clone(r.Context())
-	out.RequestURI = ""
-	out.URL.Scheme, out.URL.Host = "http", "lbchaos-backend" // the balancer sets the address
+	// A shallow copy: the balancer clones it again with its own context.
+	// The handler owns r, so its headers may be edited in place.
+	out := *r
+	u := *r.URL
+	u.Scheme, u.Host = "http", "lbchaos-backend" // the balancer sets the address
+	out.URL, out.RequestURI = &u, ""
 	for _, h := range hopHeaders {
 		out.Header.Del(h)
 	}
 	if r.ContentLength == 0 {
 		out.Body = nil
 	}
-	resp, err := p.bal.RoundTrip(out)
+	resp, err := p.bal.RoundTrip(&out)
 	ep := pickedOf(r)
 	if err != nil {
 		if ep >= 0 {
