@@ -1,6 +1,7 @@
 package reports
 
 import (
+	"cmp"
 	"fmt"
 	"image/color"
 	"math"
@@ -49,6 +50,13 @@ func (l *laneSpans) Thumbnail(c *draw.Canvas) {
 	c.FillPolygon(l.thumb, rect(c.Min.X, c.Min.Y+h, c.Max.X, c.Max.Y-h))
 }
 
+// byTime returns a copy of events in time order, ties in their order.
+func byTime(events []Event) []Event {
+	evs := slices.Clone(events)
+	slices.SortStableFunc(evs, func(a, b Event) int { return cmp.Compare(a.TimeS, b.TimeS) })
+	return evs
+}
+
 // takesOut reports whether e takes its instance out of traffic (an
 // ejection, the "unhealthy" health level, a failed active check), and
 // putsBack whether it gives it traffic again.
@@ -65,16 +73,7 @@ func putsBack(e Event) bool {
 // the end spans to end. A repeated ejection while out and a re-admission
 // while in are ignored.
 func ejectionSpans(events []Event, end float64) map[int][][2]float64 {
-	evs := slices.Clone(events)
-	slices.SortStableFunc(evs, func(a, b Event) int {
-		switch {
-		case a.TimeS < b.TimeS:
-			return -1
-		case a.TimeS > b.TimeS:
-			return 1
-		}
-		return 0
-	})
+	evs := byTime(events)
 	open := map[int]float64{}
 	out := map[int][][2]float64{}
 	for _, e := range evs {
@@ -109,16 +108,7 @@ type levelSpan struct {
 // healthLevelSpans pairs each "health" event to degraded or critical with
 // the instance's next health event (or end).
 func healthLevelSpans(events []Event, end float64) map[int][]levelSpan {
-	evs := slices.Clone(events)
-	slices.SortStableFunc(evs, func(a, b Event) int {
-		switch {
-		case a.TimeS < b.TimeS:
-			return -1
-		case a.TimeS > b.TimeS:
-			return 1
-		}
-		return 0
-	})
+	evs := byTime(events)
 	open := map[int]levelSpan{}
 	out := map[int][]levelSpan{}
 	for _, e := range evs {
