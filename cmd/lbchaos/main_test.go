@@ -511,7 +511,7 @@ func TestWrongExpectationFailsTheRun(t *testing.T) {
 	// which neither passes nor fails the run.
 	out, _, err := runCLI(t, context.Background(), "run", path, "--engine", "sim", "--out", filepath.Join(dir, "out"),
 		"--strategies", "least-inflight")
-	if code := exitCode(err); code != 3 || !strings.Contains(err.Error(), "1 of 10 expectations failed") {
+	if code := exitCode(err); code != 3 || !strings.Contains(err.Error(), "1 of 15 expectations failed") {
 		t.Fatalf("exit %d, err %v", code, err)
 	}
 	if !regexp.MustCompile(`FAILED\s+least-inflight\s+error_ratio < 0.15`).MatchString(out) {
