@@ -264,3 +264,22 @@ func (b *Balancer) Sweep(now time.Time) {
 		s.Sweep(now)
 	}
 }
+
+// siftDown restores the order of the binary heap h (first = earliest by
+// first) below position i.
+func siftDown(h []int, i int, first func(a, b int) bool) {
+	for {
+		c := 2*i + 1
+		if c >= len(h) {
+			return
+		}
+		if r := c + 1; r < len(h) && first(h[r], h[c]) {
+			c = r
+		}
+		if !first(h[c], h[i]) {
+			return
+		}
+		h[i], h[c] = h[c], h[i]
+		i = c
+	}
+}

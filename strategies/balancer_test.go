@@ -402,3 +402,22 @@ func newChecked(t *testing.T, spec string, env Env, wantErr string) *Balancer {
 	}
 	return b
 }
+
+// pickFastFailing makes picks on b, each answered at once on clock:
+// endpoint 0 fails with 503 in 1 ms, the others succeed in ok. It returns
+// the picks per endpoint (of n).
+func pickFastFailing(b *Balancer, clock *fakeClock, n, picks int, ok time.Duration) []int {
+	counts := make([]int, n)
+	for range picks {
+		ep, done := b.Pick(Request{})
+		counts[ep]++
+		if ep == 0 {
+			clock.Advance(time.Millisecond)
+			done(Outcome{Status: 503, Latency: time.Millisecond})
+		} else {
+			clock.Advance(ok)
+			done(Outcome{Status: 200, Latency: ok})
+		}
+	}
+	return counts
+}

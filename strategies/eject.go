@@ -527,37 +527,31 @@ func (e *ejector) observe(ep int, epoch uint64, o Outcome) {
 		return
 	}
 	if !e.cfg.splitLocal {
-		h.counts[0].total++
-		if !o.Failed() {
-			h.fails = 0
-			return
-		}
-		h.counts[0].failed++
-		if h.fails++; h.fails == e.cfg.consecutive {
-			h.fails = 0
-			e.ejectNow(ep, ejectReasonConsecutive)
-		}
+		e.count(ep, &h.counts[0], &h.fails, o.Failed(), e.cfg.consecutive, ejectReasonConsecutive)
+		return
+	}
+	if o.LocalOrigin() {
+		e.count(ep, &h.counts[1], &h.localFails, true, e.cfg.consecutiveLocal, ejectReasonConsecutiveLocal)
 		return
 	}
 	h.counts[1].total++
-	if o.LocalOrigin() {
-		h.counts[1].failed++
-		if h.localFails++; h.localFails == e.cfg.consecutiveLocal {
-			h.localFails = 0
-			e.ejectNow(ep, ejectReasonConsecutiveLocal)
-		}
-		return
-	}
 	h.localFails = 0
-	h.counts[0].total++
-	if o.Status < 500 {
-		h.fails = 0
+	e.count(ep, &h.counts[0], &h.fails, o.Status >= 500, e.cfg.consecutive, ejectReasonConsecutive)
+}
+
+// count adds one outcome of ep to an interval count and a run of
+// consecutive failures, ejecting ep for reason when the run reaches
+// threshold; a success ends the run.
+func (e *ejector) count(ep int, c *ejectCounts, run *int, failed bool, threshold int, reason string) {
+	c.total++
+	if !failed {
+		*run = 0
 		return
 	}
-	h.counts[0].failed++
-	if h.fails++; h.fails == e.cfg.consecutive {
-		h.fails = 0
-		e.ejectNow(ep, ejectReasonConsecutive)
+	c.failed++
+	if *run++; *run == threshold {
+		*run = 0
+		e.ejectNow(ep, reason)
 	}
 }
 

@@ -412,19 +412,8 @@ func TestEWMAFastFailuresAttract(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			counts := make([]int, 5)
 			const picks = 5000
-			for range picks {
-				ep, done := b.Pick(Request{})
-				counts[ep]++
-				if ep == 0 {
-					clock.Advance(time.Millisecond)
-					done(Outcome{Status: 503, Latency: time.Millisecond})
-				} else {
-					clock.Advance(50 * time.Millisecond)
-					done(Outcome{Status: 200, Latency: 50 * time.Millisecond})
-				}
-			}
+			counts := pickFastFailing(b, clock, 5, picks, 50*time.Millisecond)
 			if counts[0] < picks/3 {
 				t.Errorf("counts %v: the fast-failing endpoint 0 got under a third of %d picks", counts, picks)
 			}

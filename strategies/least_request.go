@@ -231,20 +231,4 @@ func (l *leastRequest) before(a, b int) bool {
 }
 
 // down restores the heap order below position i.
-func (l *leastRequest) down(i int) {
-	h := l.heap
-	for {
-		c := 2*i + 1
-		if c >= len(h) {
-			return
-		}
-		if r := c + 1; r < len(h) && l.before(h[r], h[c]) {
-			c = r
-		}
-		if !l.before(h[c], h[i]) {
-			return
-		}
-		h[i], h[c] = h[c], h[i]
-		i = c
-	}
-}
+func (l *leastRequest) down(i int) { siftDown(l.heap, i, l.before) }

@@ -289,18 +289,7 @@ func TestPeakEWMAFailurePenaltyThroughBalancer(t *testing.T) {
 				t.Fatal(err)
 			}
 			const picks = 10_000
-			counts := make([]int, 5)
-			for range picks {
-				ep, done := b.Pick(Request{})
-				counts[ep]++
-				if ep == 0 {
-					clock.Advance(time.Millisecond)
-					done(Outcome{Status: 503, Latency: time.Millisecond})
-				} else {
-					clock.Advance(20 * time.Millisecond)
-					done(Outcome{Status: 200, Latency: 20 * time.Millisecond})
-				}
-			}
+			counts := pickFastFailing(b, clock, 5, picks, 20*time.Millisecond)
 			if share := float64(counts[0]) / picks; share < tt.min || share > tt.max {
 				t.Errorf("counts %v: endpoint 0 took %.3f of picks, want [%g, %g]", counts, share, tt.min, tt.max)
 			}

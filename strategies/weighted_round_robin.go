@@ -162,20 +162,4 @@ func (w *weightedRoundRobin) ahead(a, b int) bool {
 }
 
 // down restores the heap order below position i.
-func (w *weightedRoundRobin) down(i int) {
-	h := w.heap
-	for {
-		c := 2*i + 1
-		if c >= len(h) {
-			return
-		}
-		if r := c + 1; r < len(h) && w.ahead(h[r], h[c]) {
-			c = r
-		}
-		if !w.ahead(h[c], h[i]) {
-			return
-		}
-		h[i], h[c] = h[c], h[i]
-		i = c
-	}
-}
+func (w *weightedRoundRobin) down(i int) { siftDown(w.heap, i, w.ahead) }
