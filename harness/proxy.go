@@ -217,9 +217,15 @@ func (p *proxyProcess) terminate() {
 	if p.cmd == nil || p.cmd.Process == nil {
 		return
 	}
+	// Graceful stops, so that every request is logged before the exit:
+	// nginx's SIGQUIT and HAProxy's SIGUSR1 (soft stop) finish open
+	// requests and flush the log; lbchaos proxy flushes on SIGTERM.
 	sig := syscall.SIGTERM
-	if p.cfg.spec.Kind == strategies.ProxyNginx {
-		sig = syscall.SIGQUIT // graceful: flushes buffered logs
+	switch p.cfg.spec.Kind {
+	case strategies.ProxyNginx:
+		sig = syscall.SIGQUIT
+	case strategies.ProxyHAProxy:
+		sig = syscall.SIGUSR1
 	}
 	_ = p.cmd.Process.Signal(sig)
 	select {
