@@ -1,6 +1,7 @@
 package faultyserver
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"time"
@@ -38,3 +39,17 @@ func (f CPU) Plan(base time.Duration, _ *rand.Rand) Action {
 	}
 	return Action{Kind: ActionServe, Service: base}
 }
+
+// Inflict limits the container to f.CPUs.
+func (f CPU) Inflict(ctx context.Context, c Containers, id int) error {
+	return c.SetCPU(ctx, id, f.CPUs)
+}
+
+// Heal lifts the limit.
+func (CPU) Heal(ctx context.Context, c Containers, id int) error { return c.SetCPU(ctx, id, 0) }
+
+// Reachable is true: a throttled process still answers, slowly.
+func (CPU) Reachable() bool { return true }
+
+// Relocates is false: the process keeps running where it is.
+func (CPU) Relocates() bool { return false }

@@ -1,6 +1,7 @@
 package faultyserver
 
 import (
+	"context"
 	"math/rand/v2"
 	"time"
 )
@@ -24,3 +25,15 @@ func (Pause) Validate() error { return nil }
 
 // Plan approximates a frozen process: the request hangs.
 func (Pause) Plan(time.Duration, *rand.Rand) Action { return Action{Kind: ActionHang} }
+
+// Inflict pauses the container.
+func (Pause) Inflict(ctx context.Context, c Containers, id int) error { return c.Pause(ctx, id) }
+
+// Heal unpauses it.
+func (Pause) Heal(ctx context.Context, c Containers, id int) error { return c.Unpause(ctx, id) }
+
+// Reachable is false: a frozen process answers nothing.
+func (Pause) Reachable() bool { return false }
+
+// Relocates is false: a thawed process keeps its address.
+func (Pause) Relocates() bool { return false }

@@ -2,6 +2,7 @@ package harness
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/lbchaos/lbchaos/experiments"
+	"github.com/lbchaos/lbchaos/harness/sim"
 	"github.com/lbchaos/lbchaos/reports"
 	"github.com/lbchaos/lbchaos/strategies"
 )
@@ -94,14 +96,20 @@ func TestCheckExpectationsKeepsOrderAndCounts(t *testing.T) {
 	}
 }
 
-// simChecked runs exp in simulation and checks its expectations.
+// simChecked runs exp in simulation through the driver and returns its
+// expectations as checked there, and how many failed.
 func simChecked(t *testing.T, exp *experiments.Experiment) ([]reports.ExpectationResult, int) {
 	t.Helper()
-	sum, err := RunSim(context.Background(), exp, SimOptions{})
-	if err != nil {
+	sum, err := Run(context.Background(), exp, Options{Engine: sim.Engine{}})
+	var ef *ExpectationsFailed
+	if err != nil && !errors.As(err, &ef) {
 		t.Fatal(err)
 	}
-	return CheckExpectations(exp, sum)
+	failed := 0
+	if ef != nil {
+		failed = ef.Failed
+	}
+	return sum.Expectations, failed
 }
 
 // A wrong expectation fails a real check: fast-fail's round robin sends a

@@ -1,148 +1,197 @@
-// Package harness runs experiments: it starts backends, routes Vegeta's
-// open-loop load through the strategy under test, drives the fault schedule
-// and collects every result into HdrHistograms.
+// Package harness is the driver of an experiment: for each strategy in
+// turn it has an engine measure it from a fresh state, and it assembles the
+// one Summary of the run — the settings, every strategy's numbers, the
+// derived metrics, the key metric, the expectations and every note.
+//
+// The seams it drives live in subpackages: engine (the Engine interface and
+// what every engine shares: collector, schedule, keys, balancers), real and
+// sim (the two engines), fleet (the Provider interface), process and docker
+// (two providers), transport (the balancing RoundTripper), and proxies (real
+// load balancers under test, with lbproxy, `lbchaos proxy`).
 package harness
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"io"
-	"math/rand/v2"
-	"net/http"
-	"net/url"
-	"os"
-	"path/filepath"
 	"runtime"
-	"sort"
-	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
-
-	vegeta "github.com/tsenart/vegeta/v12/lib"
 
 	"github.com/lbchaos/lbchaos/experiments"
 	"github.com/lbchaos/lbchaos/faultyserver"
+	"github.com/lbchaos/lbchaos/harness/engine"
 	"github.com/lbchaos/lbchaos/reports"
-	"github.com/lbchaos/lbchaos/strategies"
 )
 
 // Version is the lbchaos version recorded in summaries.
 var Version = "dev"
 
-// Options configure a run. The zero value runs in-process backends quietly.
+// Progress is a snapshot of the attack in progress.
+type Progress = engine.Progress
+
+// Options configure a run.
 type Options struct {
-	// Provider starts the backends; nil means ProcessProvider.
-	Provider Provider
+	// Engine measures each strategy; required.
+	Engine engine.Engine
 	// Log receives progress lines; nil discards them.
 	Log io.Writer
-	// MaxConnsPerInstance bounds the client's connections to one instance;
-	// 0 derives it from the open-file limit.
-	MaxConnsPerInstance int
-	// ProgressEvery is the interval of progress lines (default 5 s).
-	ProgressEvery time.Duration
 	// Progress, when set, is called about once a second during each attack
-	// instead of the periodic progress lines on Log.
+	// (engines that take time to run), instead of periodic lines on Log.
 	Progress func(Progress)
-	// RawDir, when set, receives each strategy's raw data: every result in
-	// Vegeta's encoding (results-<strategy>.bin, readable by `vegeta
-	// report` and `vegeta plot`) and its latency histograms as an
-	// HdrHistogram log (latency-<strategy>.hlog).
-	RawDir string
-	// LbchaosBinary is the lbchaos executable that "lbchaos:..." proxy
-	// strategies run as `lbchaos proxy`; the command sets it to itself.
-	LbchaosBinary string
-}
-
-// Progress is a snapshot of the attack in progress.
-type Progress struct {
-	Strategy     string
-	Index, Total int           // 1-based position of the strategy in the run
-	Elapsed      time.Duration // since the attack started
-	Duration     time.Duration // the attack's length
-	Results      int64         // requests answered or failed so far
-	Errors       int64
-	InFlight     int64 // requests between pick and done
+	// Advisory: the run's load is not the experiment file's (its duration
+	// or rate was overridden), so its expectations are shown but do not
+	// fail the run.
+	Advisory bool
 }
 
 // ErrInterrupted is returned (wrapped) with a partial summary when the run's
 // context was cancelled before every strategy finished.
 var ErrInterrupted = errors.New("run interrupted")
 
-// Run runs exp's strategies one after another, each against a fresh fleet in
-// the same initial state, and returns the summary. When ctx is cancelled the
-// attack in progress stops, requests still in flight are cancelled and left
-// out, and Run returns what was measured so far with Partial set and an
-// error wrapping ErrInterrupted. On any other error the summary returned, if
-// not nil, holds the strategies that completed.
+// ExpectationsFailed is Run's error when every strategy ran but some of the
+// experiment's expectations did not hold (and they were not advisory).
+type ExpectationsFailed struct{ Failed, Total int }
+
+func (e *ExpectationsFailed) Error() string {
+	return fmt.Sprintf("%d of %d expectations failed", e.Failed, e.Total)
+}
+
+// Run measures exp's strategies one after another with opts.Engine and
+// returns the summary, complete with derived metrics, key metric,
+// expectations and notes.
+//
+// The error contract is one for every engine. An experiment the engine
+// cannot run fails before anything starts, with a nil summary. When ctx is
+// cancelled the strategy in progress stops, and Run returns what was
+// measured so far with Partial set and an error wrapping ErrInterrupted. On
+// any other error during a strategy, Run returns the strategies measured so
+// far (the failing one too, marked partial, if its attack had started) and
+// an error naming the strategy. When the run completes but expectations
+// fail, the error is an *ExpectationsFailed.
 func Run(ctx context.Context, exp *experiments.Experiment, opts Options) (*reports.Summary, error) {
-	if opts.Provider == nil {
-		opts.Provider = ProcessProvider{}
+	if opts.Engine == nil {
+		return nil, errors.New("harness: no engine")
 	}
 	if opts.Log == nil {
 		opts.Log = io.Discard
 	}
-	if opts.ProgressEvery <= 0 {
-		opts.ProgressEvery = 5 * time.Second
-	}
-	limit := RaiseFileLimit()
-	if opts.MaxConnsPerInstance == 0 {
-		opts.MaxConnsPerInstance = connsPerInstance(limit, exp.Instances.Count, opts.Provider)
-	}
-
-	if err := CheckProvider(exp, opts.Provider); err != nil {
+	notes, err := opts.Engine.Check(exp)
+	if err != nil {
 		return nil, err
 	}
-	if err := checkProxies(exp, opts); err != nil {
-		return nil, err
-	}
-	sum := newSummary(exp, opts.Provider.Name())
+	info := opts.Engine.Info()
+	sum := newSummary(exp, info)
+	sum.Notes = append(sum.Notes, notes...)
+	var runErr error
 	for i, name := range exp.Strategies {
 		if ctx.Err() != nil {
 			break
 		}
 		fmt.Fprintf(opts.Log, "[%d/%d] %s: %v at %g req/s (%s) against %d %s backends\n",
-			i+1, len(exp.Strategies), name, exp.Duration, exp.Rate, exp.Arrival, exp.Instances.Count, opts.Provider.Name())
-		st, notes, err := runStrategy(ctx, exp, i, opts)
-		sum.Notes = append(sum.Notes, notes...)
-		if err != nil {
-			sum.Partial = sum.Partial || st != nil
-			if st != nil {
-				sum.Strategies = append(sum.Strategies, *st)
-			}
-			reports.Derive(sum)
-			return sum, fmt.Errorf("strategy %s: %w", name, err)
+			i+1, len(exp.Strategies), name, exp.Duration, exp.Rate, exp.Arrival, exp.Instances.Count, info.Backends)
+		job := engine.Job{Exp: exp, Index: i, Log: opts.Log, Progress: opts.Progress}
+		wall := time.Now()
+		m, err := opts.Engine.Measure(ctx, job)
+		if m != nil && m.Skipped != "" {
+			sum.Notes = append(sum.Notes, m.Skipped)
+			continue
 		}
-		sum.Strategies = append(sum.Strategies, *st)
-		fmt.Fprintf(opts.Log, "      done: %d requests, %.2f%% errors, p50 %.1f ms, p99 %.1f ms\n",
-			st.Requests, 100*st.ErrorRatio, st.LatencyMs.P50, st.LatencyMs.P99)
+		if m != nil {
+			st, notes := strategyOf(exp, name, m)
+			sum.Strategies = append(sum.Strategies, st)
+			sum.Notes = append(sum.Notes, notes...)
+			fmt.Fprintf(opts.Log, "      done: %d requests, %.2f%% errors, p50 %.1f ms, p99 %.1f ms%s\n",
+				st.Requests, 100*st.ErrorRatio, st.LatencyMs.P50, st.LatencyMs.P99, wallNote(info, wall))
+			if err == nil && m.Interrupted {
+				break
+			}
+		}
+		if err != nil {
+			sum.Partial = sum.Partial || m != nil
+			runErr = fmt.Errorf("strategy %s: %w", name, err)
+			break
+		}
 	}
 	reports.Derive(sum)
-	return finishRun(ctx, sum, exp)
-}
-
-// finishRun marks sum partial when ctx was cancelled before every strategy
-// of exp finished, and returns the error that says so.
-func finishRun(ctx context.Context, sum *reports.Summary, exp *experiments.Experiment) (*reports.Summary, error) {
-	if ctx.Err() == nil {
-		return sum, nil
+	if runErr == nil && ctx.Err() != nil {
+		sum.Partial = true
+		sum.Notes = append(sum.Notes, fmt.Sprintf("The run was interrupted: %d of %d strategies measured; the last one only in part.",
+			len(sum.Strategies), len(exp.Strategies)))
+		runErr = fmt.Errorf("%w: %d of %d strategies measured", ErrInterrupted, len(sum.Strategies), len(exp.Strategies))
 	}
-	sum.Partial = true
-	sum.Notes = append(sum.Notes, fmt.Sprintf("The run was interrupted: %d of %d strategies measured; the last one only in part.",
-		len(sum.Strategies), len(exp.Strategies)))
-	return sum, fmt.Errorf("%w: %d of %d strategies measured", ErrInterrupted, len(sum.Strategies), len(exp.Strategies))
+	failed := finish(sum, exp, opts.Advisory)
+	if runErr == nil && failed > 0 && !opts.Advisory {
+		runErr = &ExpectationsFailed{Failed: failed, Total: len(sum.Expectations)}
+	}
+	return sum, runErr
 }
 
-func newSummary(exp *experiments.Experiment, backends string) *reports.Summary {
+// wallNote says how long a virtual engine took to simulate a strategy.
+func wallNote(info engine.Info, wall time.Time) string {
+	if info.Virtual {
+		return fmt.Sprintf(" (simulated in %.2f s)", time.Since(wall).Seconds())
+	}
+	return ""
+}
+
+// finish completes sum with what follows from the experiment: the key
+// metric, the expectations checked, and the advisory note. It returns how
+// many expectations failed.
+func finish(sum *reports.Summary, exp *experiments.Experiment, advisory bool) (failed int) {
+	sum.KeyMetric = exp.KeyMetric
+	sum.Expectations, failed = CheckExpectations(exp, sum)
+	// The file's expectations describe the file's load: with another
+	// duration or rate they are shown but do not decide the outcome.
+	if advisory && len(sum.Expectations) > 0 {
+		sum.Notes = append(sum.Notes, "The expectations were written for the experiment file's duration and rate; this run overrode them, so they are advisory.")
+	}
+	return failed
+}
+
+// strategyOf turns an engine's measurement into the summary's entry for
+// strategy name, and returns the notes that come with it.
+func strategyOf(exp *experiments.Experiment, name string, m *engine.Measurement) (reports.Strategy, []string) {
+	s := m.Strategy
+	s.ElapsedS = m.Elapsed.Seconds()
+	if m.Elapsed > 0 {
+		s.AchievedRate = float64(m.Sent) / m.Elapsed.Seconds()
+	}
+	s.GeneratorBehind = float64(m.Sent) < 0.99*float64(m.Scheduled)
+	s.Ejections = m.Ejections
+	s.Events = m.Events
+	s.Partial = m.Interrupted
+
+	notes := append([]string(nil), m.Notes...)
+	if s.GeneratorBehind {
+		notes = append(notes, fmt.Sprintf("%s: the generator fell behind: %d requests sent where the schedule had %d (%.1f%%); send lag p99 %.1f ms, max %.1f ms. Numbers for this strategy understate the intended load.",
+			name, m.Sent, m.Scheduled, 100*float64(m.Sent)/float64(m.Scheduled), s.SendLagMs.P99, s.SendLagMs.Max))
+	}
+	if m.CapHits > 0 {
+		notes = append(notes, fmt.Sprintf("%s: %d requests found their instance at the bound of %d connections and queued in the client; their latency includes that wait.",
+			name, m.CapHits, m.ConnBound))
+	}
+	if m.Aborted > 0 {
+		notes = append(notes, fmt.Sprintf("%s: %d requests in flight when the run was interrupted were cancelled and are not counted.", name, m.Aborted))
+	}
+	if m.Unattributed > 0 {
+		notes = append(notes, fmt.Sprintf("%s: %d requests reached no instance: the strategy allowed none (every instance ejected: \"no healthy upstream\") or they failed before a pick. They count as errors, attributed to no instance.", name, m.Unattributed))
+	}
+	if m.EventDrops > 0 {
+		notes = append(notes, fmt.Sprintf("%s: %d ejection events beyond the first %d were not recorded.", name, m.EventDrops, engine.MaxEvents))
+	}
+	return s, notes
+}
+
+// newSummary starts the summary of a run of exp on an engine described by
+// info: the settings, and no strategies yet.
+func newSummary(exp *experiments.Experiment, info engine.Info) *reports.Summary {
 	sum := &reports.Summary{
 		Schema:          reports.Schema,
 		Experiment:      exp.Name,
-		Engine:          "real",
-		Backends:        backends,
+		Engine:          info.Engine,
+		Backends:        info.Backends,
 		Seed:            exp.Seed,
 		Started:         time.Now().UTC().Truncate(time.Second),
 		DurationS:       exp.Duration.Seconds(),
@@ -161,6 +210,10 @@ func newSummary(exp *experiments.Experiment, backends string) *reports.Summary {
 		CPUs:            runtime.NumCPU(),
 		Version:         Version,
 	}
+	if info.Virtual {
+		// A simulated summary depends on the experiment alone.
+		sum.Started, sum.GoVersion, sum.CPUs = info.Epoch, "", 0
+	}
 	for _, f := range exp.Faults {
 		end := exp.Duration
 		if f.Until != 0 && f.Until < end {
@@ -175,557 +228,4 @@ func newSummary(exp *experiments.Experiment, backends string) *reports.Summary {
 		})
 	}
 	return sum
-}
-
-// strategySeed gives each strategy its own random stream, stable under
-// reordering of the experiment's strategy list.
-func strategySeed(seed uint64, name string) *rand.Rand {
-	h := fnv.New64a()
-	_, _ = io.WriteString(h, name)
-	return rand.New(rand.NewPCG(seed, h.Sum64()))
-}
-
-// eventLog records a strategy's ejections and re-admissions.
-type eventLog struct {
-	mu     sync.Mutex
-	start  time.Time
-	events []reports.Event
-	drops  int
-}
-
-const maxEvents = 100000
-
-func (l *eventLog) add(e strategies.Event) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if len(l.events) >= maxEvents {
-		l.drops++
-		return
-	}
-	l.events = append(l.events, reports.Event{TimeS: e.Time.Sub(l.start).Seconds(), Instance: e.Endpoint, Kind: e.Kind, Detail: e.Detail})
-}
-
-func (l *eventLog) setStart(t time.Time) {
-	l.mu.Lock()
-	l.start = t
-	l.mu.Unlock()
-}
-
-// runStrategy measures one strategy against a fresh fleet.
-func runStrategy(ctx context.Context, exp *experiments.Experiment, index int, opts Options) (st *reports.Strategy, notes []string, err error) {
-	name := exp.Strategies[index]
-	fleet, err := opts.Provider.Start(ctx, FleetSpec{Instances: exp.Instances, Seed: exp.Seed})
-	if err != nil {
-		return nil, nil, fmt.Errorf("start %s backends: %w", opts.Provider.Name(), err)
-	}
-	defer fleet.Close()
-	backends := fleet.Backends()
-	targets := make([]*url.URL, len(backends))
-	for i, b := range backends {
-		hctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		err := b.Control.Healthy(hctx)
-		cancel()
-		if err != nil {
-			return nil, nil, fmt.Errorf("instance %d at %s is not healthy: %w", b.ID, b.URL, err)
-		}
-		targets[i] = b.URL
-	}
-
-	events := &eventLog{start: time.Now()}
-	var (
-		lbs   []*strategies.Balancer
-		bal   *Balancer
-		proxy *proxyProcess
-	)
-	if strategies.IsProxy(name) {
-		if proxy, err = startProxyFor(ctx, exp, name, backends, opts); err != nil {
-			return nil, nil, err
-		}
-		defer func() {
-			proxy.stop()
-			os.RemoveAll(proxy.cfg.dir)
-		}()
-		bal = NewProxyClient(proxyURL(proxy.cfg.listen), proxy.instanceOf, len(backends), exp.Timeout, proxyConns(opts.MaxConnsPerInstance, len(backends)), ctx)
-	} else {
-		if lbs, err = newBalancers(exp, name, strategies.SystemClock{}, events); err != nil {
-			return nil, nil, err
-		}
-		bal = NewBalancer(lbs, targets, exp.Timeout, opts.MaxConnsPerInstance, ctx)
-	}
-	defer bal.CloseIdleConnections()
-	client := &http.Client{
-		Transport: bal, // applies the request timeout itself
-		Timeout:   0,
-		CheckRedirect: func(*http.Request, []*http.Request) error {
-			return http.ErrUseLastResponse
-		},
-	}
-	attacker := vegeta.NewAttacker(
-		vegeta.Client(client),
-		vegeta.Workers(uint64(max(10, min(exp.Rate/20, 1000)))),
-		vegeta.MaxBody(0),
-	)
-	var start time.Time // set just before the attack; read by the targeter
-	targeter := vegeta.NewStaticTargeter(vegeta.Target{Method: http.MethodGet, URL: "http://lbchaos-backend/"})
-	if keys := newKeySource(exp.Keys, exp.Seed); keys != nil {
-		targeter = keyTargeter(keys, &start)
-	}
-	sched := NewSchedule(exp.Arrival, exp.Rate, exp.Seed)
-	coll := newCollector(len(backends), exp.Duration, exp.Timeout, exp.SlowThreshold)
-
-	var raw *rawWriter
-	if opts.RawDir != "" {
-		if raw, err = newRawWriter(filepath.Join(opts.RawDir, "results-"+reports.Slug(name)+".bin")); err != nil {
-			return nil, nil, fmt.Errorf("raw results: %w", err)
-		}
-		defer func() {
-			if cerr := raw.close(); cerr != nil && err == nil {
-				err = fmt.Errorf("raw results: %w", cerr)
-			}
-		}()
-	}
-
-	faults := newFaultRunner(fleet, exp.Faults, exp.Duration, bal.SetTarget)
-	if err := faults.applyInitial(ctx); err != nil {
-		return nil, nil, err
-	}
-	faultCtx, stopFaults := context.WithCancel(ctx)
-	defer stopFaults()
-
-	start = time.Now()
-	events.setStart(start)
-	var faultWG sync.WaitGroup
-	faultWG.Add(1)
-	go func() {
-		defer faultWG.Done()
-		faults.run(faultCtx, start, func(error) { attacker.Stop() })
-	}()
-	faultWG.Go(func() { runJoins(faultCtx, start, exp, lbs) })
-	if len(lbs) == 0 {
-		// A proxy under test probes its backends itself, if configured to.
-	} else if pc, ok := lbs[0].Probes(); ok {
-		for _, b := range backends {
-			faultWG.Go(func() { probeLoop(faultCtx, pc, b.ID, bal, lbs) })
-		}
-	}
-	results := attacker.Attack(targeter, sched, exp.Duration, name)
-
-	tick := time.NewTicker(time.Second)
-	defer tick.Stop()
-	var (
-		sent        int64 // every result, aborted ones included
-		errs        int64
-		interrupted time.Duration = -1
-		lastLog                   = start
-		unnamed     []seqOutcome  // proxy strategies: results to attribute from the access log
-		done        = ctx.Done()
-	)
-	for results != nil {
-		select {
-		case res, ok := <-results:
-			if !ok {
-				results = nil
-				break
-			}
-			sent++
-			if raw != nil {
-				raw.add(res)
-			}
-			rt, routed := bal.take(res.Seq)
-			if routed && rt.aborted.Load() {
-				coll.abort()
-				continue
-			}
-			if due, ok := sched.Due(res.Seq); ok {
-				coll.recordLag(res.Timestamp.Sub(start) - due)
-			}
-			o := classify(res, start, rt, routed)
-			if !o.success {
-				errs++
-			}
-			if proxy != nil && o.instance < 0 && routed {
-				// Neither the backend nor the proxy named an instance (the
-				// client gave up first): the proxy's access log will.
-				unnamed = append(unnamed, seqOutcome{res.Seq, o})
-				continue
-			}
-			coll.add(o)
-		case now := <-tick.C:
-			coll.sweep(now.Sub(start))
-			if opts.Progress != nil {
-				opts.Progress(Progress{Strategy: name, Index: index + 1, Total: len(exp.Strategies),
-					Elapsed: now.Sub(start), Duration: exp.Duration, Results: sent, Errors: errs, InFlight: bal.InFlight()})
-			} else if now.Sub(lastLog) >= opts.ProgressEvery {
-				lastLog = now
-				el := now.Sub(start).Truncate(time.Second)
-				if el <= exp.Duration {
-					fmt.Fprintf(opts.Log, "      %v/%v: %d results, %.2f%% errors\n", el, exp.Duration, sent, 100*ratio(errs, sent))
-				} else {
-					fmt.Fprintf(opts.Log, "      %v: attack over; %d results, waiting for %d requests still in flight (timeout %v)\n",
-						el, sent, bal.InFlight(), exp.Timeout)
-				}
-			}
-		case <-done:
-			done = nil
-			interrupted = time.Since(start)
-			attacker.Stop()
-		}
-	}
-	span := time.Since(start) // until the last request ended
-	stopFaults()
-	faultWG.Wait()
-	if proxy != nil {
-		proxy.stop() // flushes its access log
-		names, aerr := proxy.attribution()
-		if aerr != nil {
-			notes = append(notes, fmt.Sprintf("%s: the proxy's access log could not be read (%v); %d requests without an answer stay unattributed.", name, aerr, len(unnamed)))
-		}
-		for _, u := range unnamed {
-			if id, ok := names[u.seq]; ok {
-				u.o.instance = id
-			}
-			coll.add(u.o)
-		}
-		notes = append(notes, fmt.Sprintf("%s: a real %s between the load generator and the backends; its own ejections and health checks are not observed, and its latency includes the extra hop.", name, proxy.cfg.spec.Kind))
-	}
-	coll.finish()
-	if opts.RawDir != "" {
-		if err := writeHDRLog(opts.RawDir, name, coll, start, start.Add(attackTime(exp.Duration, interrupted))); err != nil {
-			notes = append(notes, fmt.Sprintf("%s: histogram log not written: %v", name, err))
-		}
-	}
-
-	elapsed := attackTime(exp.Duration, interrupted)
-	s := coll.strategy(name, exp.FaultyInstances())
-	s.ElapsedS = elapsed.Seconds()
-	if interrupted < 0 {
-		for _, b := range fleet.Backends() {
-			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
-			if stats, err := b.Control.Stats(sctx); err == nil {
-				setUtilization(&s.Instances[b.ID], stats.BusyS, exp.Instances.Instance(b.ID).Workers, span)
-			}
-			cancel()
-		}
-	}
-	if elapsed > 0 {
-		s.AchievedRate = float64(sent) / elapsed.Seconds()
-	}
-	scheduled := sched.Count(elapsed)
-	s.GeneratorBehind = float64(sent) < 0.99*float64(scheduled)
-	for _, lb := range lbs {
-		s.Ejections += lb.Ejections()
-	}
-	events.mu.Lock()
-	s.Events = events.events
-	sort.SliceStable(s.Events, func(i, j int) bool { return s.Events[i].TimeS < s.Events[j].TimeS })
-	events.mu.Unlock()
-	s.Partial = interrupted >= 0
-
-	if s.GeneratorBehind {
-		notes = append(notes, fmt.Sprintf("%s: the generator fell behind: %d requests sent where the schedule had %d (%.1f%%); send lag p99 %.1f ms, max %.1f ms. Numbers for this strategy understate the intended load.",
-			name, sent, scheduled, 100*ratio(sent, int64(scheduled)), s.SendLagMs.P99, s.SendLagMs.Max))
-	}
-	if n := bal.CapHits(); n > 0 {
-		notes = append(notes, fmt.Sprintf("%s: %d requests found their instance at the bound of %d connections and queued in the client; their latency includes that wait.",
-			name, n, opts.MaxConnsPerInstance))
-	}
-	if coll.aborted > 0 {
-		notes = append(notes, fmt.Sprintf("%s: %d requests in flight when the run was interrupted were cancelled and are not counted.", name, coll.aborted))
-	}
-	if coll.unattributed > 0 {
-		notes = append(notes, unattributedNote(name, coll.unattributed))
-	}
-	if events.drops > 0 {
-		notes = append(notes, fmt.Sprintf("%s: %d ejection events beyond the first %d were not recorded.", name, events.drops, maxEvents))
-	}
-	if ferr := faults.error(); ferr != nil {
-		return &s, notes, ferr
-	}
-	return &s, notes, nil
-}
-
-// checkProxies rejects, before anything starts, proxy strategies the
-// experiment cannot run: a proxy's configuration is written once per
-// strategy, so instances that join later or move (a killed container's new
-// port) would not reach it, and a proxy is one balancer, not replicas. It
-// also checks that each proxy is installed.
-func checkProxies(exp *experiments.Experiment, opts Options) error {
-	for i, name := range exp.Strategies {
-		if !strategies.IsProxy(name) {
-			continue
-		}
-		ps, err := strategies.ParseProxy(name)
-		if err != nil {
-			return fmt.Errorf("strategies[%d]: %w", i, err)
-		}
-		switch {
-		case exp.Replicas > 1:
-			return fmt.Errorf("strategy %s: replicas (%d) apply to built-in strategies; a proxy is one balancer", name, exp.Replicas)
-		case len(exp.Instances.Joining()) > 0:
-			return fmt.Errorf("strategy %s: instances that join during the run cannot reach a proxy whose configuration is written at the start", name)
-		}
-		for _, f := range exp.Faults {
-			if f.Spec.Mode() == "kill" {
-				return fmt.Errorf("strategy %s: a killed container comes back on a new port, which a proxy's configuration does not follow; run kill faults with built-in strategies", name)
-			}
-		}
-		if _, err := proxyBinary(ps.Kind, opts.LbchaosBinary); err != nil {
-			return fmt.Errorf("strategy %s: %w", name, err)
-		}
-	}
-	return nil
-}
-
-// seqOutcome is a result waiting for attribution.
-type seqOutcome struct {
-	seq uint64
-	o   outcome
-}
-
-// startProxyFor starts the proxy strategy name in front of backends.
-func startProxyFor(ctx context.Context, exp *experiments.Experiment, name string, backends []Backend, opts Options) (*proxyProcess, error) {
-	ps, err := strategies.ParseProxy(name)
-	if err != nil {
-		return nil, err
-	}
-	dir, err := os.MkdirTemp("", "lbchaos-"+ps.Kind+"-")
-	if err != nil {
-		return nil, err
-	}
-	listen, err := freeLoopbackAddr()
-	if err != nil {
-		os.RemoveAll(dir)
-		return nil, fmt.Errorf("find a free port for %s: %w", ps.Kind, err)
-	}
-	p, err := startProxy(ctx, proxyConfig{spec: ps, listen: listen, backends: backends, timeout: exp.Timeout, dir: dir, lbchaos: opts.LbchaosBinary})
-	if err != nil {
-		os.RemoveAll(dir)
-		return nil, err
-	}
-	return p, nil
-}
-
-// proxyConns bounds the client's connections to a proxy under test: the
-// open-file budget connsPerInstance shares out per instance, at most 9000
-// (the generated proxy configurations take 9000 requests at once).
-func proxyConns(perInstance, instances int) int {
-	return max(64, min(9000, perInstance*instances))
-}
-
-// unattributedNote says that n requests of strategy name reached no
-// instance.
-func unattributedNote(name string, n int64) string {
-	return fmt.Sprintf("%s: %d requests reached no instance: the strategy allowed none (every instance ejected: \"no healthy upstream\") or they failed before a pick. They count as errors, attributed to no instance.", name, n)
-}
-
-// newBalancers builds exp.Replicas independent balancers of strategy name
-// (replica 0 seeded as a single balancer is), with the instances' weights,
-// and with the instances that join later left out of the host set. Events
-// are recorded from then on.
-func newBalancers(exp *experiments.Experiment, name string, clock strategies.Clock, events *eventLog) ([]*strategies.Balancer, error) {
-	n := exp.Instances.Count
-	var armed atomic.Bool
-	record := func(e strategies.Event) {
-		if armed.Load() {
-			events.add(e)
-		}
-	}
-	initial := make([]int, 0, n)
-	for id := range n {
-		if exp.Instances.Instance(id).JoinAt == 0 {
-			initial = append(initial, id)
-		}
-	}
-	lbs := make([]*strategies.Balancer, max(1, exp.Replicas))
-	for r := range lbs {
-		seedName := name
-		if r > 0 {
-			seedName = fmt.Sprintf("%s#%d", name, r)
-		}
-		lb, err := strategies.New(name, strategies.Env{
-			N:       n,
-			Clock:   clock,
-			Rand:    strategySeed(exp.Seed, seedName),
-			Events:  record,
-			Weights: exp.Instances.Weights(),
-		})
-		if err != nil {
-			return nil, err
-		}
-		if len(initial) < n {
-			if err := lb.SetHosts(initial); err != nil {
-				return nil, err
-			}
-		}
-		lbs[r] = lb
-	}
-	armed.Store(true)
-	return lbs, nil
-}
-
-// joinSteps returns, in time order, when the host set grows and the host
-// set from then on.
-func joinSteps(exp *experiments.Experiment) (at []time.Duration, hosts [][]int) {
-	joining := exp.Instances.Joining()
-	for i, id := range joining {
-		t := exp.Instances.Instance(id).JoinAt
-		if i+1 < len(joining) && exp.Instances.Instance(joining[i+1]).JoinAt == t {
-			continue // joins at the same time are one update
-		}
-		var set []int
-		for h := range exp.Instances.Count {
-			if j := exp.Instances.Instance(h).JoinAt; j <= t {
-				set = append(set, h)
-			}
-		}
-		at, hosts = append(at, t), append(hosts, set)
-	}
-	return at, hosts
-}
-
-// runJoins adds the joining instances to every balancer's host set at their
-// time, until ctx is done.
-func runJoins(ctx context.Context, start time.Time, exp *experiments.Experiment, lbs []*strategies.Balancer) {
-	at, hosts := joinSteps(exp)
-	for i, t := range at {
-		timer := time.NewTimer(time.Until(start.Add(t)))
-		select {
-		case <-ctx.Done():
-			timer.Stop()
-			return
-		case <-timer.C:
-		}
-		for _, lb := range lbs {
-			_ = lb.SetHosts(hosts[i]) // validated by construction
-		}
-	}
-}
-
-// probeLoop actively checks instance id as pc says, every interval, and
-// reports each result to every balancer, until ctx is done. A probe is
-// healthy when it answers 2xx within the timeout.
-func probeLoop(ctx context.Context, pc strategies.ProbeConfig, id int, bal *Balancer, lbs []*strategies.Balancer) {
-	client := &http.Client{Timeout: pc.Timeout, Transport: &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 1, DisableCompression: true}}
-	defer client.CloseIdleConnections()
-	tick := time.NewTicker(pc.Interval)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
-		u := *bal.targets[id].Load()
-		u.Path = pc.Path
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
-		if err != nil {
-			return
-		}
-		healthy := false
-		if resp, err := client.Do(req); err == nil {
-			_, _ = io.Copy(io.Discard, resp.Body)
-			_ = resp.Body.Close()
-			healthy = resp.StatusCode >= 200 && resp.StatusCode < 300
-		}
-		if ctx.Err() != nil {
-			return
-		}
-		for _, lb := range lbs {
-			lb.ReportProbe(id, healthy)
-		}
-	}
-}
-
-// keyTargeter gives every request the next key of keys in
-// strategies.KeyHeader; *start is the attack's start, for keys that change
-// over time (a hot key from some point on).
-func keyTargeter(keys *keySource, start *time.Time) vegeta.Targeter {
-	var next atomic.Uint64
-	return func(t *vegeta.Target) error {
-		i := next.Add(1) - 1
-		t.Method = http.MethodGet
-		t.URL = "http://lbchaos-backend/"
-		t.Body = nil
-		t.Header = http.Header{strategies.KeyHeader: []string{strconv.FormatUint(keys.key(i, time.Since(*start)), 10)}}
-		return nil
-	}
-}
-
-// rawWriter encodes results in Vegeta's format on a goroutine of its own,
-// so that file output never slows the loop that collects results.
-type rawWriter struct {
-	ch   chan *vegeta.Result
-	done chan error
-}
-
-func newRawWriter(path string) (*rawWriter, error) {
-	f, err := os.Create(path)
-	if err != nil {
-		return nil, err
-	}
-	w := &rawWriter{ch: make(chan *vegeta.Result, 1<<14), done: make(chan error, 1)}
-	go func() {
-		bw := bufio.NewWriterSize(f, 1<<20)
-		enc := vegeta.NewEncoder(bw)
-		var werr error
-		for r := range w.ch {
-			if werr == nil {
-				werr = enc(r)
-			}
-		}
-		if ferr := bw.Flush(); werr == nil {
-			werr = ferr
-		}
-		if cerr := f.Close(); werr == nil {
-			werr = cerr
-		}
-		w.done <- werr
-	}()
-	return w, nil
-}
-
-// add queues r; it blocks only when the encoder is 16384 results behind.
-func (w *rawWriter) add(r *vegeta.Result) { w.ch <- r }
-
-// close waits until everything queued is written.
-func (w *rawWriter) close() error {
-	close(w.ch)
-	return <-w.done
-}
-
-// attackTime is how long the attack sent requests: its duration, or until it
-// was interrupted (interrupted < 0: it was not).
-func attackTime(duration, interrupted time.Duration) time.Duration {
-	if interrupted >= 0 && interrupted < duration {
-		return interrupted
-	}
-	return duration
-}
-
-func writeHDRLog(dir, name string, coll *collector, start, end time.Time) error {
-	f, err := os.Create(filepath.Join(dir, "latency-"+reports.Slug(name)+".hlog"))
-	if err != nil {
-		return err
-	}
-	werr := coll.writeHDRLog(f, name, start, end)
-	if cerr := f.Close(); werr == nil {
-		werr = cerr
-	}
-	return werr
-}
-
-// connsPerInstance bounds connections per instance so that a queue that
-// grows without bound exhausts neither file descriptors nor ports: in-process
-// backends hold both ends of every connection.
-func connsPerInstance(fileLimit uint64, instances int, p Provider) int {
-	perConn := uint64(1)
-	if _, ok := p.(ProcessProvider); ok {
-		perConn = 2
-	}
-	const reserve = 512
-	if fileLimit <= reserve+uint64(instances)*perConn {
-		return 1
-	}
-	n := (fileLimit - reserve) / (perConn * uint64(max(instances, 1)))
-	return int(min(n, 20000))
 }

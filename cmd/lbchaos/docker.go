@@ -7,7 +7,7 @@ import (
 	"io"
 	"os"
 
-	"github.com/lbchaos/lbchaos/harness"
+	"github.com/lbchaos/lbchaos/harness/docker"
 )
 
 // cmdImage builds (or finds) the backend image from a static lbchaos binary.
@@ -29,10 +29,10 @@ func cmdImage(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		bin = exe
 	}
-	if err := harness.DockerAvailable(ctx); err != nil {
+	if err := docker.Available(ctx); err != nil {
 		return err
 	}
-	ref, err := harness.BuildImage(ctx, bin, stderr)
+	ref, err := docker.BuildImage(ctx, bin, stderr)
 	if err != nil {
 		return err
 	}
@@ -45,11 +45,11 @@ func cmdClean(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if len(args) > 0 {
 		return &exitError{2, fmt.Errorf("clean takes no arguments, got %q", args)}
 	}
-	if err := harness.DockerAvailable(ctx); err != nil {
+	if err := docker.Available(ctx); err != nil {
 		fmt.Fprintf(stderr, "lbchaos clean: nothing to do: %v\n", err)
 		return nil
 	}
-	n, err := harness.SweepAll(ctx, stderr)
+	n, err := docker.SweepAll(ctx, stderr)
 	if err != nil {
 		return err
 	}

@@ -22,6 +22,7 @@ import (
 
 	"github.com/lbchaos/lbchaos/faultyserver"
 	"github.com/lbchaos/lbchaos/harness"
+	"github.com/lbchaos/lbchaos/harness/docker"
 	"github.com/lbchaos/lbchaos/reports"
 )
 
@@ -145,41 +146,6 @@ func TestRunErrors(t *testing.T) {
 			}
 			if !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("error %q\nwant it to contain %q", err, tt.want)
-			}
-		})
-	}
-}
-
-func TestParseDist(t *testing.T) {
-	tests := []struct {
-		in, want, err string
-	}{
-		{in: "fixed:10ms", want: "fixed 10ms"},
-		{in: "uniform:5ms,15ms", want: "uniform"},
-		{in: "exponential:10ms", want: "exponential"},
-		{in: "normal:167ms,5ms", want: "normal"},
-		{in: "lognormal:10ms,0.5", want: "lognormal"},
-		{in: `{"dist":"normal","mean":"167ms","sd":"5ms"}`, want: "normal"},
-		{in: `{"dist":"fixed","value":"10ms","shape":1}`, err: `unknown field "shape"`},
-		{in: "pareto:1", err: `unknown distribution "pareto"`},
-		{in: "fixed", err: `fixed takes 1 parameter(s), got ""`},
-		{in: "normal:1ms", err: "normal takes 2 parameter(s)"},
-		{in: "lognormal:10ms,wide", err: `sigma: want a number, got "wide"`},
-	}
-	for _, tt := range tests {
-		t.Run(tt.in, func(t *testing.T) {
-			d, err := parseDist(tt.in)
-			if tt.err != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.err) {
-					t.Fatalf("err = %v, want %q", err, tt.err)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !strings.Contains(d.String(), tt.want) {
-				t.Errorf("%s parsed as %s", tt.in, d)
 			}
 		})
 	}
@@ -329,7 +295,7 @@ func requireDocker(t *testing.T) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := harness.DockerAvailable(ctx); err != nil {
+	if err := docker.Available(ctx); err != nil {
 		if os.Getenv("CI") == "true" {
 			t.Fatalf("CI needs Docker: %v", err)
 		}
@@ -374,9 +340,9 @@ func TestInterruptDockerRunLeavesNoContainer(t *testing.T) {
 		t.Fatalf("exit: %v, want 130\n%s", err, stderr.String())
 	}
 	for _, kind := range []string{"ps", "network"} {
-		args := []string{kind, "ls", "--quiet", "--filter", "label=" + harness.LabelRun + "=" + m[1]}
+		args := []string{kind, "ls", "--quiet", "--filter", "label=" + docker.LabelRun + "=" + m[1]}
 		if kind == "ps" {
-			args = []string{"ps", "--all", "--quiet", "--filter", "label=" + harness.LabelRun + "=" + m[1]}
+			args = []string{"ps", "--all", "--quiet", "--filter", "label=" + docker.LabelRun + "=" + m[1]}
 		}
 		left, err := exec.Command("docker", args...).CombinedOutput()
 		if err != nil {
@@ -396,8 +362,8 @@ func countRun(t *testing.T, runID string) int {
 	t.Helper()
 	n := 0
 	for _, args := range [][]string{
-		{"ps", "--all", "--quiet", "--filter", "label=" + harness.LabelRun + "=" + runID},
-		{"network", "ls", "--quiet", "--filter", "label=" + harness.LabelRun + "=" + runID},
+		{"ps", "--all", "--quiet", "--filter", "label=" + docker.LabelRun + "=" + runID},
+		{"network", "ls", "--quiet", "--filter", "label=" + docker.LabelRun + "=" + runID},
 	} {
 		out, err := exec.Command("docker", args...).CombinedOutput()
 		if err != nil {

@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"runtime"
 	"runtime/debug"
 	"strings"
 	"text/tabwriter"
@@ -16,6 +15,8 @@ import (
 
 	"github.com/lbchaos/lbchaos/experiments"
 	"github.com/lbchaos/lbchaos/harness"
+	"github.com/lbchaos/lbchaos/harness/real"
+	"github.com/lbchaos/lbchaos/harness/sim"
 	"github.com/lbchaos/lbchaos/reports"
 )
 
@@ -102,12 +103,10 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		latest = filepath.Join(*results, exp.Name, "latest")
 		dir = filepath.Join(*results, exp.Name, stamp)
 	}
-	var runExp func(context.Context) (*reports.Summary, error)
+	opts := harness.Options{Log: logw, Progress: progress, Advisory: ov.Duration != 0 || ov.Rate != 0}
 	switch *engine {
 	case "sim":
-		runExp = func(ctx context.Context) (*reports.Summary, error) {
-			return harness.RunSim(ctx, exp, harness.SimOptions{Log: logw})
-		}
+		opts.Engine = sim.Engine{}
 	case "real":
 		hostNet, err := hostNetwork(*dnet)
 		if err != nil {
@@ -119,18 +118,16 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		}
 		// Deferred, so containers go on success, error, interrupt and panic.
 		defer closeProvider()
-		if err := harness.CheckProvider(exp, provider); err != nil {
-			return err
+		ropts := real.Options{Provider: provider}
+		if self, err := os.Executable(); err == nil {
+			ropts.LbchaosBinary = self // for lbchaos:... proxy strategies
 		}
-		runExp = func(ctx context.Context) (*reports.Summary, error) {
-			opts := harness.Options{Provider: provider, Log: logw, Progress: progress}
-			if self, err := os.Executable(); err == nil {
-				opts.LbchaosBinary = self // for lbchaos:... proxy strategies
-			}
-			if *raw {
-				opts.RawDir = dir
-			}
-			return harness.Run(ctx, exp, opts)
+		if *raw {
+			ropts.RawDir = dir
+		}
+		opts.Engine = real.New(ropts)
+		if _, err := opts.Engine.Check(exp); err != nil {
+			return err
 		}
 	default:
 		return &exitError{2, fmt.Errorf("--engine: unknown value %q (real or sim)", *engine)}
@@ -141,18 +138,9 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 
 	fmt.Fprintf(logw, "lbchaos: running %s (%s), seed %d, writing to %s\n", exp.Name, exp.Source, exp.Seed, dir)
-	sum, runErr := runExp(ctx)
+	sum, runErr := harness.Run(ctx, exp, opts)
 	if sum == nil {
 		return runErr
-	}
-	sum.KeyMetric = exp.KeyMetric
-	checked, failed := harness.CheckExpectations(exp, sum)
-	sum.Expectations = checked
-	// The file's expectations describe the file's load: with another
-	// duration or rate they are shown but do not decide the exit status.
-	advisory := ov.Duration != 0 || ov.Rate != 0
-	if advisory && len(checked) > 0 {
-		sum.Notes = append(sum.Notes, "The expectations were written for the experiment file's duration and rate; this run overrode them, so they are advisory.")
 	}
 	if err := reports.WriteAll(dir, sum); err != nil {
 		return errors.Join(runErr, fmt.Errorf("write report: %w", err))
@@ -169,23 +157,24 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err := reports.WriteTable(stdout, sum); err != nil {
 		return err
 	}
-	if len(checked) > 0 {
+	if len(sum.Expectations) > 0 {
 		fmt.Fprintln(stdout)
-		if err := reports.WriteExpectations(stdout, checked); err != nil {
+		if err := reports.WriteExpectations(stdout, sum.Expectations); err != nil {
 			return err
 		}
 	}
 	fmt.Fprintf(stdout, "\nreport: %s\n", filepath.Join(dir, reports.MarkdownFile))
-	if runErr != nil {
-		if errors.Is(runErr, harness.ErrInterrupted) {
-			return &exitError{130, fmt.Errorf("%w; the partial results are in %s", runErr, dir)}
-		}
+	var failed *harness.ExpectationsFailed
+	switch {
+	case runErr == nil:
+		return nil
+	case errors.As(runErr, &failed):
+		return &exitError{3, fmt.Errorf("%w; results are in %s", runErr, dir)}
+	case errors.Is(runErr, harness.ErrInterrupted):
+		return &exitError{130, fmt.Errorf("%w; the partial results are in %s", runErr, dir)}
+	default:
 		return fmt.Errorf("%w; results measured so far are in %s", runErr, dir)
 	}
-	if failed > 0 && !advisory {
-		return &exitError{3, fmt.Errorf("%d of %d expectations failed; results are in %s", failed, len(checked), dir)}
-	}
-	return nil
 }
 
 // splitStrategies splits a comma-separated list, keeping commas inside
@@ -217,81 +206,4 @@ func pointLatest(link, target string) error {
 		return err
 	}
 	return os.Rename(tmp, link)
-}
-
-// chooseProvider resolves --backends. The returned func releases what the
-// provider holds (containers, networks) and is safe to defer.
-func chooseProvider(ctx context.Context, choice string, exp *experiments.Experiment, dopts harness.DockerOptions) (harness.Provider, func(), error) {
-	logw := dopts.Log
-	nop := func() {}
-	switch choice {
-	case "process":
-		return harness.ProcessProvider{}, nop, nil
-	case "docker":
-		p, err := harness.NewDockerProvider(ctx, dopts)
-		if err != nil {
-			return nil, nop, fmt.Errorf("--backends docker: %w", err)
-		}
-		return p, closer(p, logw), nil
-	case "auto":
-		pingCtx, cancel := context.WithTimeout(ctx, 3*time.Second)
-		err := harness.DockerAvailable(pingCtx)
-		cancel()
-		if err != nil {
-			if exp.NeedsContainers() {
-				return nil, nop, fmt.Errorf("%s acts on containers, and %w", exp.Name, err)
-			}
-			fmt.Fprintf(logw, "lbchaos: backends: process (%v)\n", err)
-			return harness.ProcessProvider{}, nop, nil
-		}
-		p, err := harness.NewDockerProvider(ctx, dopts)
-		if err != nil {
-			if exp.NeedsContainers() {
-				return nil, nop, fmt.Errorf("--backends auto: %w", err)
-			}
-			fmt.Fprintf(logw, "lbchaos: backends: process (Docker answered, but: %v)\n", err)
-			return harness.ProcessProvider{}, nop, nil
-		}
-		fmt.Fprintf(logw, "lbchaos: backends: docker (%s network)\n", map[bool]string{true: "host", false: "published-port"}[dopts.HostNetwork])
-		return p, closer(p, logw), nil
-	default:
-		return nil, nop, &exitError{2, fmt.Errorf("--backends: unknown value %q (process, docker or auto)", choice)}
-	}
-}
-
-func closer(p *harness.DockerProvider, logw io.Writer) func() {
-	return func() {
-		// A fresh context: the run's own may be cancelled by Ctrl-C.
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		if err := p.Close(ctx); err != nil {
-			fmt.Fprintf(logw, "lbchaos: removing containers of run %s: %v\n", p.RunID(), err)
-		}
-	}
-}
-
-// dockerOptions: containers are reused across strategies, reset to their
-// initial state through the control API and the Docker API (about 10 ms for
-// ten instances, against about 2 s to start ten new ones).
-func dockerOptions(logw io.Writer, hostNetwork bool) harness.DockerOptions {
-	return harness.DockerOptions{Log: logw, Reuse: true, HostNetwork: hostNetwork}
-}
-
-// hostNetwork resolves --docker-network. The engine's port publishing on
-// Linux goes through the userland docker-proxy, which costs milliseconds
-// at p50 under load (README, performance); a local Linux engine can run the
-// containers in the host's network namespace instead. A remote engine
-// (DOCKER_HOST over TCP or SSH) or a VM-backed one elsewhere cannot.
-func hostNetwork(choice string) (bool, error) {
-	switch choice {
-	case "host":
-		return true, nil
-	case "published":
-		return false, nil
-	case "auto":
-		h := os.Getenv("DOCKER_HOST")
-		return runtime.GOOS == "linux" && (h == "" || strings.HasPrefix(h, "unix://")), nil
-	default:
-		return false, fmt.Errorf("--docker-network: unknown value %q (auto, host or published)", choice)
-	}
 }

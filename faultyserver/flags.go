@@ -1,0 +1,161 @@
+package faultyserver
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Flags is the command line of `lbchaos serve`. The command parses it
+// (Bind, then Config), and a container provider writes it for each
+// instance (Args): one definition ties the two together.
+type Flags struct {
+	ID            int
+	Listen        string
+	Workers       int
+	QueueLimit    int
+	Service       string // ParseDistFlag's forms
+	Seed          uint64
+	KeepAbandoned bool
+	Fault         string // JSON as the control API takes it; "" = none
+}
+
+// DefaultFlags are the command's defaults.
+var DefaultFlags = Flags{Listen: "127.0.0.1:8080", Workers: 8, Service: "fixed:10ms", Seed: 1}
+
+// FlagsOf returns the command line that serves cfg on listen.
+func FlagsOf(cfg Config, listen string) (Flags, error) {
+	svc, err := json.Marshal(cfg.Service)
+	if err != nil {
+		return Flags{}, fmt.Errorf("service distribution: %w", err)
+	}
+	f := Flags{ID: cfg.ID, Listen: listen, Workers: cfg.Workers, QueueLimit: cfg.QueueLimit, Service: string(svc),
+		Seed: cfg.Seed, KeepAbandoned: cfg.KeepAbandoned}
+	if cfg.InitialFault != nil {
+		b, err := MarshalFault(cfg.InitialFault)
+		if err != nil {
+			return Flags{}, err
+		}
+		f.Fault = string(b)
+	}
+	return f, nil
+}
+
+// Bind defines the command's flags on fs, with f's values as defaults,
+// writing into f.
+func (f *Flags) Bind(fs *flag.FlagSet) {
+	fs.IntVar(&f.ID, "id", f.ID, "instance id, sent in the "+InstanceHeader+" header of every response")
+	fs.StringVar(&f.Listen, "listen", f.Listen, "address to listen on")
+	fs.IntVar(&f.Workers, "workers", f.Workers, "requests served at once; 0 = unlimited")
+	fs.IntVar(&f.QueueLimit, "queue-limit", f.QueueLimit, "requests allowed to wait in the FIFO queue; 0 = unbounded (a full queue answers 503)")
+	fs.StringVar(&f.Service, "service", f.Service, "service time: fixed:D | uniform:MIN,MAX | exponential:MEAN | normal:MEAN,SD | lognormal:MEDIAN,SIGMA, or JSON as in experiment files")
+	fs.Uint64Var(&f.Seed, "seed", f.Seed, "seed of the instance's random choices")
+	fs.BoolVar(&f.KeepAbandoned, "keep-abandoned", f.KeepAbandoned, "serve queued requests whose client went away instead of dropping them")
+	fs.StringVar(&f.Fault, "fault", f.Fault, `fault to start with, as the control API takes it, e.g. '{"mode":"fail","status":503}'`)
+}
+
+// Args returns the arguments after `lbchaos serve` that Bind parses back
+// into f.
+func (f Flags) Args() []string {
+	args := []string{
+		"--id", strconv.Itoa(f.ID),
+		"--listen", f.Listen,
+		"--workers", strconv.Itoa(f.Workers),
+		"--queue-limit", strconv.Itoa(f.QueueLimit),
+		"--service", f.Service,
+		"--seed", strconv.FormatUint(f.Seed, 10),
+	}
+	if f.KeepAbandoned {
+		args = append(args, "--keep-abandoned")
+	}
+	if f.Fault != "" {
+		args = append(args, "--fault", f.Fault)
+	}
+	return args
+}
+
+// Config checks f and returns the server's configuration; each error names
+// its flag.
+func (f Flags) Config() (Config, error) {
+	dist, err := ParseDistFlag(f.Service)
+	if err != nil {
+		return Config{}, fmt.Errorf("--service: %w", err)
+	}
+	cfg := Config{ID: f.ID, Workers: f.Workers, QueueLimit: f.QueueLimit, Service: dist, Seed: f.Seed, KeepAbandoned: f.KeepAbandoned}
+	if f.Fault != "" {
+		fault, err := ParseFault([]byte(f.Fault))
+		if err != nil {
+			return Config{}, fmt.Errorf("--fault: %w", err)
+		}
+		cfg.InitialFault = fault
+	}
+	return cfg, nil
+}
+
+// ParseDistFlag reads a service-time distribution as --service takes it:
+// the shorthand (fixed:10ms, uniform:5ms,15ms, exponential:10ms,
+// normal:10ms,2ms, lognormal:10ms,0.5), or the JSON form experiment files
+// use ({"dist":"fixed","value":"10ms"}).
+func ParseDistFlag(s string) (Dist, error) {
+	if t := strings.TrimSpace(s); strings.HasPrefix(t, "{") {
+		var d Dist
+		dec := json.NewDecoder(strings.NewReader(t))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&d); err != nil {
+			return d, fmt.Errorf("%s", strings.TrimPrefix(err.Error(), "json: "))
+		}
+		return d, d.Validate()
+	}
+	kind, rest, _ := strings.Cut(s, ":")
+	params := strings.Split(rest, ",")
+	want := map[string]int{"fixed": 1, "uniform": 2, "exponential": 1, "normal": 2, "lognormal": 2}
+	n, ok := want[kind]
+	if !ok {
+		return Dist{}, fmt.Errorf("unknown distribution %q (fixed, uniform, exponential, normal, lognormal)", kind)
+	}
+	if rest == "" || len(params) != n {
+		return Dist{}, fmt.Errorf("%s takes %d parameter(s), got %q", kind, n, rest)
+	}
+	dur := func(i int) (Duration, error) {
+		d, err := time.ParseDuration(strings.TrimSpace(params[i]))
+		if err != nil {
+			return 0, fmt.Errorf("%s: want a duration like 10ms, got %q", kind, params[i])
+		}
+		return Duration(d), nil
+	}
+	var d Dist
+	var err error
+	d.Kind = kind
+	switch kind {
+	case "fixed":
+		d.Value, err = dur(0)
+	case "exponential":
+		d.Mean, err = dur(0)
+	case "uniform":
+		if d.Min, err = dur(0); err == nil {
+			d.Max, err = dur(1)
+		}
+	case "normal":
+		if d.Mean, err = dur(0); err == nil {
+			d.SD, err = dur(1)
+		}
+	case "lognormal":
+		if d.Median, err = dur(0); err == nil {
+			d.Sigma, err = strconv.ParseFloat(strings.TrimSpace(params[1]), 64)
+			if err != nil {
+				err = fmt.Errorf("lognormal: sigma: want a number, got %q", params[1])
+			}
+		}
+	}
+	if err != nil {
+		return d, err
+	}
+	if err := d.Validate(); err != nil {
+		b, _ := json.Marshal(d)
+		return d, fmt.Errorf("%w (%s)", err, b)
+	}
+	return d, nil
+}

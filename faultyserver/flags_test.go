@@ -1,0 +1,72 @@
+package faultyserver
+
+import (
+	"flag"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParseDistFlag(t *testing.T) {
+	tests := []struct {
+		in, want, err string
+	}{
+		{in: "fixed:10ms", want: "fixed 10ms"},
+		{in: "uniform:5ms,15ms", want: "uniform"},
+		{in: "exponential:10ms", want: "exponential"},
+		{in: "normal:167ms,5ms", want: "normal"},
+		{in: "lognormal:10ms,0.5", want: "lognormal"},
+		{in: `{"dist":"normal","mean":"167ms","sd":"5ms"}`, want: "normal"},
+		{in: `{"dist":"fixed","value":"10ms","shape":1}`, err: `unknown field "shape"`},
+		{in: "pareto:1", err: `unknown distribution "pareto"`},
+		{in: "fixed", err: `fixed takes 1 parameter(s), got ""`},
+		{in: "normal:1ms", err: "normal takes 2 parameter(s)"},
+		{in: "lognormal:10ms,wide", err: `sigma: want a number, got "wide"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			d, err := ParseDistFlag(tt.in)
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.err) {
+					t.Fatalf("err = %v, want %q", err, tt.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(d.String(), tt.want) {
+				t.Errorf("%s parsed as %s", tt.in, d)
+			}
+		})
+	}
+}
+
+// TestFlagsRoundTrip pins the command line a provider writes (Args) to the
+// one the command parses (Bind): every field survives the trip.
+func TestFlagsRoundTrip(t *testing.T) {
+	cfg := Config{ID: 7, Workers: 3, QueueLimit: 40, Seed: 99, KeepAbandoned: true,
+		Service:      Dist{Kind: "normal", Mean: Duration(167 * time.Millisecond), SD: Duration(5 * time.Millisecond)},
+		InitialFault: Fail{Status: 502, Delay: Duration(2 * time.Millisecond)}}
+	want, err := FlagsOf(cfg, "127.0.0.1:9001")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := DefaultFlags
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	got.Bind(fs)
+	if err := fs.Parse(want.Args()); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("parsed %+v, wrote %+v", got, want)
+	}
+	back, err := got.Config()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(back, cfg) {
+		t.Errorf("config after the round trip %+v, want %+v", back, cfg)
+	}
+}

@@ -1,0 +1,545 @@
+package docker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/api/types/network"
+	"github.com/moby/moby/client"
+	"github.com/testcontainers/testcontainers-go"
+	tclog "github.com/testcontainers/testcontainers-go/log"
+	"github.com/testcontainers/testcontainers-go/wait"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/lbchaos/lbchaos/faultyserver"
+	"github.com/lbchaos/lbchaos/harness/fleet"
+)
+
+// backendPort is the port lbchaos serve listens on inside a container.
+const backendPort = "8080/tcp"
+
+// containerStopTimeout is the grace period of a container being removed.
+const containerStopTimeout = 0 * time.Second
+
+// startMargin is the time a fleet's start may take beyond the readiness
+// timeout (creating the containers, publishing their ports).
+const startMargin = 30 * time.Second
+
+// drainTimeout bounds a reused instance's wait for the requests of the
+// previous fleet to leave it.
+const drainTimeout = 2 * time.Second
+
+// maxLogTail bounds the container output quoted in an error.
+const maxLogTail = 4 << 10
+
+// dockerInstance is one backend container. mu serialises the chaos
+// operations on it; the flags record what must be undone before reuse.
+type dockerInstance struct {
+	id   int
+	ctr  testcontainers.Container
+	port int // host-network mode: the 127.0.0.1 port the server listens on
+
+	mu         sync.Mutex
+	paused     bool
+	killed     bool
+	cpuLimited bool
+}
+
+// dockerFleet is a Fleet of containers. Its Backends may change (Restart):
+// mu guards backends and closed.
+type dockerFleet struct {
+	p     *Provider
+	spec  fleet.Spec
+	insts []*dockerInstance
+
+	mu       sync.RWMutex
+	backends []fleet.Backend
+	closed   bool
+}
+
+var (
+	_ fleet.Fleet             = (*dockerFleet)(nil)
+	_ faultyserver.Containers = (*dockerFleet)(nil)
+)
+
+// serveArgs are the arguments of `lbchaos serve` (the image's entry point)
+// for instance id.
+func serveArgs(spec fleet.Spec, id int, listen string) ([]string, error) {
+	f, err := faultyserver.FlagsOf(spec.ServerConfig(id), listen)
+	if err != nil {
+		return nil, err
+	}
+	return f.Args(), nil
+}
+
+// readiness is the wait strategy of a starting backend container.
+func (p *Provider) readiness() wait.Strategy {
+	return wait.ForHTTP(faultyserver.HealthPath).
+		WithPort(backendPort).
+		WithForcedIPv4LocalHost().
+		WithPollInterval(20 * time.Millisecond).
+		WithStartupTimeout(p.opts.StartTimeout)
+}
+
+func (p *Provider) request(spec fleet.Spec, seq, id, port int) (testcontainers.GenericContainerRequest, error) {
+	listen := ":8080"
+	if p.opts.HostNetwork {
+		listen = "127.0.0.1:" + strconv.Itoa(port)
+	}
+	args, err := serveArgs(spec, id, listen)
+	if err != nil {
+		return testcontainers.GenericContainerRequest{}, err
+	}
+	req := testcontainers.ContainerRequest{
+		Image:  p.image,
+		Name:   fmt.Sprintf("lbchaos-%s-%d-%d", p.runID, seq, id),
+		Cmd:    args,
+		Labels: map[string]string{LabelRun: p.runID, LabelOwner: p.owner, labelFleet: strconv.Itoa(seq)},
+	}
+	if p.opts.HostNetwork {
+		// Readiness is checked by the fleet on the known port: there is no
+		// published port for the library's wait strategies to map.
+		req.HostConfigModifier = func(hc *container.HostConfig) { hc.NetworkMode = "host" }
+	} else {
+		req.ExposedPorts = []string{backendPort}
+		req.HostConfigModifier = func(hc *container.HostConfig) {
+			hc.PortBindings = network.PortMap{
+				network.MustParsePort(backendPort): {{HostIP: netip.AddrFrom4([4]byte{127, 0, 0, 1}), HostPort: "0"}},
+			}
+		}
+		req.WaitingFor = p.readiness()
+	}
+	return testcontainers.GenericContainerRequest{
+		ContainerRequest: req,
+		Started:          true,
+		Logger:           tclog.NewNoopLogger(),
+	}, nil
+}
+
+// freePort asks the kernel for a free 127.0.0.1 port for a host-network
+// server. Another process could take it before the server binds it; the
+// server then fails to start and the error says so.
+func freePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+// waitHealthy polls base's health check until it answers or timeout passes.
+func waitHealthy(ctx context.Context, base string, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	ctl := &faultyserver.Client{BaseURL: base}
+	for {
+		err := ctl.Healthy(ctx)
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("not healthy within %v: %w", timeout, err)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// startFleet starts spec.Count containers concurrently. On error every
+// container created is removed.
+func (p *Provider) startFleet(ctx context.Context, spec fleet.Spec, seq int) (*dockerFleet, error) {
+	if spec.Count <= 0 {
+		return nil, fmt.Errorf("docker backends: %d instances", spec.Count)
+	}
+	f := &dockerFleet{
+		p:        p,
+		spec:     spec,
+		insts:    make([]*dockerInstance, spec.Count),
+		backends: make([]fleet.Backend, spec.Count),
+	}
+	// The image is local: nothing here may wait on a pull, which the
+	// library retries for minutes.
+	ctx, cancel := context.WithTimeout(ctx, p.opts.StartTimeout+startMargin)
+	defer cancel()
+	ctrs := make([]testcontainers.Container, spec.Count)
+	g, gctx := errgroup.WithContext(ctx)
+	for id := range spec.Count {
+		g.Go(func() error {
+			port := 0
+			if p.opts.HostNetwork {
+				var err error
+				if port, err = freePort(); err != nil {
+					return fmt.Errorf("instance %d: a free port on 127.0.0.1: %w", id, err)
+				}
+			}
+			req, err := p.request(spec, seq, id, port)
+			if err != nil {
+				return fmt.Errorf("instance %d: %w", id, err)
+			}
+			c, err := testcontainers.GenericContainer(gctx, req)
+			ctrs[id] = c
+			if err != nil {
+				return fmt.Errorf("instance %d: %w%s", id, err, p.logTail(c))
+			}
+			in := &dockerInstance{id: id, ctr: c, port: port}
+			b, err := p.backendOf(gctx, in)
+			if err != nil {
+				return fmt.Errorf("instance %d: %w%s", id, err, p.logTail(c))
+			}
+			f.insts[id] = in
+			f.backends[id] = b
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		terminateAll(p.cli, ctrs)
+		p.removeFleet(seq)
+		return nil, fmt.Errorf("docker backends: %w", err)
+	}
+	return f, nil
+}
+
+// backendOf returns in's address: its published port, or in host-network
+// mode its own port once it answers its health check.
+func (p *Provider) backendOf(ctx context.Context, in *dockerInstance) (fleet.Backend, error) {
+	var u *url.URL
+	if p.opts.HostNetwork {
+		u = &url.URL{Scheme: "http", Host: "127.0.0.1:" + strconv.Itoa(in.port)}
+		if err := waitHealthy(ctx, u.String(), p.opts.StartTimeout); err != nil {
+			return fleet.Backend{}, err
+		}
+	} else {
+		port, err := in.ctr.MappedPort(ctx, backendPort)
+		if err != nil {
+			return fleet.Backend{}, fmt.Errorf("published port: %w", err)
+		}
+		u = &url.URL{Scheme: "http", Host: "127.0.0.1:" + port.Port()}
+	}
+	return fleet.Backend{ID: in.id, URL: u, Control: &faultyserver.Client{BaseURL: u.String()}}, nil
+}
+
+// logTail returns the end of c's output, formatted to follow an error, or
+// "" when there is none.
+func (p *Provider) logTail(c testcontainers.Container) string {
+	if c == nil {
+		return ""
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	rc, err := c.Logs(ctx)
+	if err != nil {
+		return ""
+	}
+	defer rc.Close()
+	b, _ := io.ReadAll(io.LimitReader(rc, 1<<20))
+	s := strings.TrimSpace(string(b))
+	if s == "" {
+		return "; the container wrote nothing"
+	}
+	if len(s) > maxLogTail {
+		s = "…" + s[len(s)-maxLogTail:]
+	}
+	return "; container output:\n" + s
+}
+
+// terminateAll removes every non-nil container, concurrently, within a
+// fresh timeout.
+func terminateAll(cli client.APIClient, ctrs []testcontainers.Container) {
+	ctx, cancel := context.WithTimeout(context.Background(), dockerCleanupTimeout)
+	defer cancel()
+	var wg sync.WaitGroup
+	for _, c := range ctrs {
+		if c == nil {
+			continue
+		}
+		wg.Go(func() { terminateContainer(ctx, cli, c) })
+	}
+	wg.Wait()
+}
+
+// labelFleet tells apart the fleets of one run (their sequence number).
+const labelFleet = "io.lbchaos.fleet"
+
+// removeFleet force-removes every container of fleet seq of this run,
+// including ones whose creation the engine finished after a cancelled
+// request returned without a handle. It looks three times, a moment apart,
+// for creations still landing.
+func (p *Provider) removeFleet(seq int) {
+	ctx, cancel := context.WithTimeout(context.Background(), dockerCleanupTimeout)
+	defer cancel()
+	want := strconv.Itoa(seq)
+	match := func(l map[string]string) bool { return l[LabelRun] == p.runID && l[labelFleet] == want }
+	for i := range 3 {
+		if i > 0 {
+			time.Sleep(300 * time.Millisecond)
+		}
+		_, _ = removeLabelled(ctx, p.cli, io.Discard, match)
+	}
+}
+
+// terminateContainer removes c, thawing it first: a paused container
+// cannot be stopped. What Terminate fails to remove is force-removed.
+func terminateContainer(ctx context.Context, cli client.APIClient, c testcontainers.Container) {
+	id := c.GetContainerID()
+	if st, err := c.State(ctx); err == nil && st.Paused {
+		_, _ = cli.ContainerUnpause(ctx, id, client.ContainerUnpauseOptions{})
+	}
+	if err := c.Terminate(ctx, testcontainers.StopTimeout(containerStopTimeout)); err != nil {
+		_, _ = cli.ContainerRemove(ctx, id, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
+	}
+}
+
+// Backends implements Fleet. The slice is a copy: after Restart, call it
+// again for the new URL.
+func (f *dockerFleet) Backends() []fleet.Backend {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	out := make([]fleet.Backend, len(f.backends))
+	copy(out, f.backends)
+	return out
+}
+
+// Close implements Fleet: the containers are removed, or with
+// Options.Reuse released to the provider for the next Start.
+func (f *dockerFleet) Close() error {
+	if !f.markClosed() {
+		return nil
+	}
+	f.p.release(f)
+	return nil
+}
+
+// markClosed closes f to further use; false when it already was.
+func (f *dockerFleet) markClosed() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		return false
+	}
+	f.closed = true
+	return true
+}
+
+// closeQuiet closes f, if not yet closed, and removes its containers.
+func (f *dockerFleet) closeQuiet() {
+	f.markClosed()
+	f.terminate()
+}
+
+// terminate removes f's containers.
+func (f *dockerFleet) terminate() {
+	ctrs := make([]testcontainers.Container, len(f.insts))
+	for i, in := range f.insts {
+		ctrs[i] = in.ctr
+	}
+	terminateAll(f.p.cli, ctrs)
+}
+
+// handOver returns a new open fleet over f's containers, which f (closed)
+// gives up.
+func (f *dockerFleet) handOver() *dockerFleet {
+	return &dockerFleet{p: f.p, spec: f.spec, insts: f.insts, backends: f.Backends()}
+}
+
+// inst returns instance id, or an error when f is closed or has no such
+// instance.
+func (f *dockerFleet) inst(id int) (*dockerInstance, error) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	if f.closed {
+		return nil, errors.New("docker backends: fleet closed")
+	}
+	if id < 0 || id >= len(f.insts) {
+		return nil, fmt.Errorf("docker backends: instance %d does not exist (the fleet has %d)", id, len(f.insts))
+	}
+	return f.insts[id], nil
+}
+
+// Pause implements ContainerChaos (docker pause).
+func (f *dockerFleet) Pause(ctx context.Context, id int) error {
+	in, err := f.inst(id)
+	if err != nil {
+		return err
+	}
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if _, err := f.p.cli.ContainerPause(ctx, in.ctr.GetContainerID(), client.ContainerPauseOptions{}); err != nil {
+		return fmt.Errorf("docker backends: pause instance %d: %w", id, err)
+	}
+	in.paused = true
+	return nil
+}
+
+// Unpause implements ContainerChaos (docker unpause).
+func (f *dockerFleet) Unpause(ctx context.Context, id int) error {
+	in, err := f.inst(id)
+	if err != nil {
+		return err
+	}
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return f.unpause(ctx, in)
+}
+
+func (f *dockerFleet) unpause(ctx context.Context, in *dockerInstance) error {
+	if _, err := f.p.cli.ContainerUnpause(ctx, in.ctr.GetContainerID(), client.ContainerUnpauseOptions{}); err != nil {
+		return fmt.Errorf("docker backends: unpause instance %d: %w", in.id, err)
+	}
+	in.paused = false
+	return nil
+}
+
+// Kill implements ContainerChaos: SIGKILL; the container stays stopped
+// (no restart policy) until Restart.
+func (f *dockerFleet) Kill(ctx context.Context, id int) error {
+	in, err := f.inst(id)
+	if err != nil {
+		return err
+	}
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if _, err := f.p.cli.ContainerKill(ctx, in.ctr.GetContainerID(), client.ContainerKillOptions{Signal: "KILL"}); err != nil {
+		return fmt.Errorf("docker backends: kill instance %d: %w", id, err)
+	}
+	in.killed = true
+	in.paused = false
+	return nil
+}
+
+// Restart implements ContainerChaos: it starts the stopped container, waits
+// for its health check and publishes its (possibly new) port in Backends.
+func (f *dockerFleet) Restart(ctx context.Context, id int) error {
+	in, err := f.inst(id)
+	if err != nil {
+		return err
+	}
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return f.start(ctx, in)
+}
+
+// start starts in's stopped container and updates its backend.
+func (f *dockerFleet) start(ctx context.Context, in *dockerInstance) error {
+	if err := in.ctr.Start(ctx); err != nil {
+		return fmt.Errorf("docker backends: restart instance %d: %w%s", in.id, err, f.p.logTail(in.ctr))
+	}
+	in.killed = false
+	return f.republish(ctx, in)
+}
+
+// republish re-reads in's published port into Backends.
+func (f *dockerFleet) republish(ctx context.Context, in *dockerInstance) error {
+	b, err := f.p.backendOf(ctx, in)
+	if err != nil {
+		return fmt.Errorf("docker backends: instance %d: %w", in.id, err)
+	}
+	f.mu.Lock()
+	f.backends[in.id] = b
+	f.mu.Unlock()
+	return nil
+}
+
+// SetCPU implements ContainerChaos through the engine's update API
+// (NanoCPUs). cpus <= 0 lifts the limit: NanoCPUs is set to all the
+// engine's CPUs, as 0 would leave the limit unchanged.
+func (f *dockerFleet) SetCPU(ctx context.Context, id int, cpus float64) error {
+	in, err := f.inst(id)
+	if err != nil {
+		return err
+	}
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return f.setCPU(ctx, in, cpus)
+}
+
+func (f *dockerFleet) setCPU(ctx context.Context, in *dockerInstance, cpus float64) error {
+	nano := int64(f.p.ncpu) * 1e9
+	limited := cpus > 0 && cpus < float64(f.p.ncpu)
+	if limited {
+		nano = int64(cpus * 1e9)
+	}
+	if nano <= 0 {
+		return fmt.Errorf("docker backends: cpu limit %g of instance %d is below the engine's minimum", cpus, in.id)
+	}
+	_, err := f.p.cli.ContainerUpdate(ctx, in.ctr.GetContainerID(), client.ContainerUpdateOptions{
+		Resources: &container.Resources{NanoCPUs: nano},
+	})
+	if err != nil {
+		return fmt.Errorf("docker backends: set cpu limit of instance %d to %g: %w", in.id, cpus, err)
+	}
+	in.cpuLimited = limited
+	return nil
+}
+
+// reset brings f's containers back to a new fleet's state, concurrently.
+func (f *dockerFleet) reset(ctx context.Context) error {
+	return f.resetAll(ctx, f.resetInstance)
+}
+
+// resetAll applies reset to every instance concurrently.
+func (f *dockerFleet) resetAll(ctx context.Context, reset func(context.Context, *dockerInstance) error) error {
+	g, gctx := errgroup.WithContext(ctx)
+	for _, in := range f.insts {
+		g.Go(func() error {
+			in.mu.Lock()
+			defer in.mu.Unlock()
+			return reset(gctx, in)
+		})
+	}
+	return g.Wait()
+}
+
+// resetInstance brings in back to a new container's state: it thaws it,
+// lifts its CPU limit, starts it again if it was killed, resets its server
+// through the control API (fault cleared, counters zeroed) and waits until
+// no request of the previous fleet is left in it.
+func (f *dockerFleet) resetInstance(ctx context.Context, in *dockerInstance) error {
+	if in.paused {
+		if err := f.unpause(ctx, in); err != nil {
+			return err
+		}
+	}
+	if in.cpuLimited {
+		if err := f.setCPU(ctx, in, 0); err != nil {
+			return err
+		}
+	}
+	if in.killed {
+		if err := f.start(ctx, in); err != nil {
+			return err
+		}
+	}
+	f.mu.RLock()
+	ctl := f.backends[in.id].Control
+	f.mu.RUnlock()
+	ctx, cancel := context.WithTimeout(ctx, drainTimeout)
+	defer cancel()
+	if err := ctl.Reset(ctx); err != nil {
+		return fmt.Errorf("docker backends: reset instance %d: %w", in.id, err)
+	}
+	for {
+		st, err := ctl.Stats(ctx)
+		if err != nil {
+			return fmt.Errorf("docker backends: instance %d: %w", in.id, err)
+		}
+		if st.InFlight == 0 && st.Queued == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("docker backends: instance %d still holds %d requests in flight and %d queued", in.id, st.InFlight, st.Queued)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}

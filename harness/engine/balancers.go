@@ -1,0 +1,154 @@
+package engine
+
+import (
+	"fmt"
+	"hash/fnv"
+	"io"
+	"math/rand/v2"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/lbchaos/lbchaos/experiments"
+	"github.com/lbchaos/lbchaos/reports"
+	"github.com/lbchaos/lbchaos/strategies"
+)
+
+// StrategySeed gives each strategy its own random stream, stable under
+// reordering of the experiment's strategy list.
+func StrategySeed(seed uint64, name string) *rand.Rand {
+	h := fnv.New64a()
+	_, _ = io.WriteString(h, name)
+	return rand.New(rand.NewPCG(seed, h.Sum64()))
+}
+
+// MaxEvents bounds the events one strategy records.
+const MaxEvents = 100000
+
+// EventLog records a strategy's ejections, re-admissions, health changes
+// and joins, with their time from the start of the attack. Safe for
+// concurrent use.
+type EventLog struct {
+	mu     sync.Mutex
+	start  time.Time
+	events []reports.Event
+	drops  int
+}
+
+// NewEventLog returns a log whose times count from start.
+func NewEventLog(start time.Time) *EventLog { return &EventLog{start: start} }
+
+// Add records e, or counts it as dropped beyond MaxEvents.
+func (l *EventLog) Add(e strategies.Event) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.events) >= MaxEvents {
+		l.drops++
+		return
+	}
+	l.events = append(l.events, reports.Event{TimeS: e.Time.Sub(l.start).Seconds(), Instance: e.Endpoint, Kind: e.Kind, Detail: e.Detail})
+}
+
+// SetStart moves the origin of the times recorded from now on.
+func (l *EventLog) SetStart(t time.Time) {
+	l.mu.Lock()
+	l.start = t
+	l.mu.Unlock()
+}
+
+// Sorted returns the events in time order (stable) and how many were
+// dropped.
+func (l *EventLog) Sorted() (events []reports.Event, drops int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	events = l.events
+	sort.SliceStable(events, func(i, j int) bool { return events[i].TimeS < events[j].TimeS })
+	return events, l.drops
+}
+
+// NewBalancers builds exp.Replicas independent balancers of strategy name
+// (replica 0 seeded as a single balancer is), with the instances' weights,
+// and with the instances that join later left out of the host set. Events
+// are recorded in events from then on. Both engines build them here, so a
+// strategy sees the same seed, weights and host set in each.
+func NewBalancers(exp *experiments.Experiment, name string, clock strategies.Clock, events *EventLog) ([]*strategies.Balancer, error) {
+	n := exp.Instances.Count
+	var armed atomic.Bool
+	record := func(e strategies.Event) {
+		if armed.Load() {
+			events.Add(e)
+		}
+	}
+	initial := make([]int, 0, n)
+	for id := range n {
+		if exp.Instances.Instance(id).JoinAt == 0 {
+			initial = append(initial, id)
+		}
+	}
+	lbs := make([]*strategies.Balancer, max(1, exp.Replicas))
+	for r := range lbs {
+		seedName := name
+		if r > 0 {
+			seedName = fmt.Sprintf("%s#%d", name, r)
+		}
+		lb, err := strategies.New(name, strategies.Env{
+			N:       n,
+			Clock:   clock,
+			Rand:    StrategySeed(exp.Seed, seedName),
+			Events:  record,
+			Weights: exp.Instances.Weights(),
+		})
+		if err != nil {
+			return nil, err
+		}
+		if len(initial) < n {
+			if err := lb.SetHosts(initial); err != nil {
+				return nil, err
+			}
+		}
+		lbs[r] = lb
+	}
+	armed.Store(true)
+	return lbs, nil
+}
+
+// Ejections sums the ejections of every balancer.
+func Ejections(lbs []*strategies.Balancer) int {
+	n := 0
+	for _, lb := range lbs {
+		n += lb.Ejections()
+	}
+	return n
+}
+
+// JoinSteps returns, in time order, when the host set grows and the host
+// set from then on.
+func JoinSteps(exp *experiments.Experiment) (at []time.Duration, hosts [][]int) {
+	joining := exp.Instances.Joining()
+	for i, id := range joining {
+		t := exp.Instances.Instance(id).JoinAt
+		if i+1 < len(joining) && exp.Instances.Instance(joining[i+1]).JoinAt == t {
+			continue // joins at the same time are one update
+		}
+		var set []int
+		for h := range exp.Instances.Count {
+			if j := exp.Instances.Instance(h).JoinAt; j <= t {
+				set = append(set, h)
+			}
+		}
+		at, hosts = append(at, t), append(hosts, set)
+	}
+	return at, hosts
+}
+
+// SetUtilization sets in's utilization from busy worker-seconds over span,
+// the time from the start of the attack until its last request ended;
+// instances without a worker limit have none.
+func SetUtilization(in *reports.Instance, busyS float64, workers int, span time.Duration) {
+	if workers <= 0 || span <= 0 {
+		return
+	}
+	u := min(1, busyS/(float64(workers)*span.Seconds()))
+	in.Utilization = &u
+}

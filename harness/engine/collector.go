@@ -1,0 +1,422 @@
+package engine
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"sync"
+	"time"
+
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/lbchaos/lbchaos/reports"
+)
+
+// Histogram geometry: 1 µs to 1 h at 3 significant digits, values in µs.
+const (
+	histMin    = 1
+	histMax    = int64(time.Hour / time.Microsecond)
+	histDigits = 3
+)
+
+func newHist() *hdrhistogram.Histogram { return hdrhistogram.New(histMin, histMax, histDigits) }
+
+func newPacked() *hdrhistogram.PackedHistogram {
+	return hdrhistogram.NewPacked(histMin, histMax, histDigits)
+}
+
+// micros converts a latency to histogram units, clamped to the geometry.
+func micros(d time.Duration) int64 {
+	return min(max(d.Microseconds(), histMin), histMax)
+}
+
+// Outcome is one measured request as the collector sees it.
+type Outcome struct {
+	Instance int           // -1 when the request reached no instance
+	SentAt   time.Duration // since the start of the attack
+	Latency  time.Duration
+	Success  bool   // 2xx
+	Timeout  bool   // ended by the client's timeout
+	Key      uint64 // the request's key, when HasKey
+	HasKey   bool
+}
+
+// Collector aggregates results into HdrHistograms: overall, per instance,
+// and per instance per second (by the time the request was sent). Memory is
+// bounded by the instance count and the request timeout, not by the number
+// of requests or the run's length: a second's histograms are reduced to
+// their percentiles once every request sent in it must have finished.
+type Collector struct {
+	// Immutable after construction.
+	instances int
+	slow      time.Duration
+	bucket    time.Duration
+	settle    time.Duration // how long after a bucket ends its requests may still finish
+
+	mu           sync.Mutex
+	overall      *hdrhistogram.Histogram
+	lag          *hdrhistogram.Histogram
+	inst         []instAgg
+	series       []reports.InstanceSeries
+	open         map[int][]*hdrhistogram.PackedHistogram // bucket -> per-instance histograms
+	finalized    int                                     // buckets < finalized are reduced
+	late         int64                                   // results that arrived for an already reduced bucket
+	requests     int64
+	successes    int64
+	timeouts     int64
+	slowCount    int64
+	unattributed int64
+	aborted      int64
+	// unrouted counts per bucket the requests that reached no instance;
+	// nil until one arrives.
+	unrouted []int64
+	// keys counts, per request key, the requests to each instance; nil
+	// until a keyed request arrives.
+	keys map[uint64][]keyCount
+}
+
+// keyCount is how many requests with some key went to one instance.
+type keyCount struct {
+	instance int32
+	n        int64
+}
+
+type instAgg struct {
+	hist                                 *hdrhistogram.Histogram
+	requests, errors, timeouts, slowReqs int64
+}
+
+func NewCollector(instances int, duration, timeout, slow time.Duration) *Collector {
+	buckets := int(math.Ceil(duration.Seconds()))
+	c := &Collector{
+		instances: instances,
+		slow:      slow,
+		bucket:    time.Second,
+		settle:    timeout + 2*time.Second,
+		overall:   newHist(),
+		lag:       newHist(),
+		inst:      make([]instAgg, instances),
+		series:    make([]reports.InstanceSeries, instances),
+		open:      map[int][]*hdrhistogram.PackedHistogram{},
+	}
+	for i := range c.inst {
+		c.inst[i].hist = newHist()
+		c.series[i] = reports.InstanceSeries{
+			ID:       i,
+			Requests: make([]int64, buckets),
+			Errors:   make([]int64, buckets),
+			P50Ms:    make([]float64, buckets),
+			P99Ms:    make([]float64, buckets),
+		}
+	}
+	return c
+}
+
+// add records one measured request.
+func (c *Collector) Add(o Outcome) {
+	us := micros(o.Latency)
+	slow := o.Timeout || o.Latency > c.slow
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.requests++
+	_ = c.overall.RecordValue(us)
+	if o.Success {
+		c.successes++
+	}
+	if o.Timeout {
+		c.timeouts++
+	}
+	if slow {
+		c.slowCount++
+	}
+	if o.Instance < 0 || o.Instance >= c.instances {
+		c.unattributed++
+		if c.unrouted == nil {
+			c.unrouted = make([]int64, len(c.series[0].Requests))
+		}
+		c.unrouted[c.bucketOf(o.SentAt)]++
+		return
+	}
+	if o.HasKey {
+		c.countKey(o.Key, o.Instance)
+	}
+	a := &c.inst[o.Instance]
+	a.requests++
+	_ = a.hist.RecordValue(us)
+	if !o.Success {
+		a.errors++
+	}
+	if o.Timeout {
+		a.timeouts++
+	}
+	if slow {
+		a.slowReqs++
+	}
+	b := c.bucketOf(o.SentAt)
+	s := &c.series[o.Instance]
+	s.Requests[b]++
+	if !o.Success {
+		s.Errors[b]++
+	}
+	if b < c.finalized {
+		c.late++
+		return
+	}
+	hs := c.open[b]
+	if hs == nil {
+		hs = make([]*hdrhistogram.PackedHistogram, c.instances)
+		c.open[b] = hs
+	}
+	if hs[o.Instance] == nil {
+		hs[o.Instance] = newPacked()
+	}
+	_ = hs[o.Instance].RecordValue(us)
+}
+
+func (c *Collector) bucketOf(sentAt time.Duration) int {
+	b := int(sentAt / c.bucket)
+	return min(max(b, 0), len(c.series[0].Requests)-1)
+}
+
+// recordLag records how late a request left relative to its schedule.
+func (c *Collector) RecordLag(lag time.Duration) {
+	c.mu.Lock()
+	_ = c.lag.RecordValue(micros(max(lag, 0)))
+	c.mu.Unlock()
+}
+
+func (c *Collector) Abort() {
+	c.mu.Lock()
+	c.aborted++
+	c.mu.Unlock()
+}
+
+// sweep reduces the buckets whose requests have all finished by elapsed.
+func (c *Collector) Sweep(elapsed time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for c.finalized < len(c.series[0].Requests) {
+		end := time.Duration(c.finalized+1)*c.bucket + c.settle
+		if elapsed < end {
+			return
+		}
+		c.reduce(c.finalized)
+		c.finalized++
+	}
+}
+
+// reduce replaces bucket b's histograms by their percentiles. c.mu held.
+func (c *Collector) reduce(b int) {
+	for i, h := range c.open[b] {
+		if h == nil || h.TotalCount() == 0 {
+			continue
+		}
+		c.series[i].P50Ms[b] = ms(h.ValueAtPercentile(50))
+		c.series[i].P99Ms[b] = ms(h.ValueAtPercentile(99))
+	}
+	delete(c.open, b)
+}
+
+// finish reduces every remaining bucket; no add may follow.
+func (c *Collector) Finish() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for ; c.finalized < len(c.series[0].Requests); c.finalized++ {
+		c.reduce(c.finalized)
+	}
+}
+
+func ms(us int64) float64 { return float64(us) / 1000 }
+
+func latencyOf(h *hdrhistogram.Histogram) reports.Latency {
+	if h.TotalCount() == 0 {
+		return reports.Latency{}
+	}
+	return reports.Latency{
+		Mean: h.Mean() / 1000,
+		P50:  ms(h.ValueAtPercentile(50)),
+		P90:  ms(h.ValueAtPercentile(90)),
+		P99:  ms(h.ValueAtPercentile(99)),
+		P999: ms(h.ValueAtPercentile(99.9)),
+		Max:  ms(h.Max()),
+	}
+}
+
+func ratio(a, b int64) float64 {
+	if b == 0 {
+		return 0
+	}
+	return float64(a) / float64(b)
+}
+
+// strategy builds the strategy's summary from what was collected.
+func (c *Collector) Strategy(name string, faulty []int) reports.Strategy {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s := reports.Strategy{
+		Name:         name,
+		Requests:     c.requests,
+		SuccessRatio: ratio(c.successes, c.requests),
+		TimeoutRatio: ratio(c.timeouts, c.requests),
+		SlowRatio:    ratio(c.slowCount, c.requests),
+		LatencyMs:    latencyOf(c.overall),
+		Unattributed: c.unattributed,
+		Instances:    make([]reports.Instance, c.instances),
+		Timeline:     &reports.Timeline{BucketS: c.bucket.Seconds(), Instances: c.series, Unrouted: c.unrouted},
+	}
+	if c.requests > 0 {
+		s.ErrorRatio = 1 - s.SuccessRatio
+	}
+	isFaulty := make([]bool, c.instances)
+	for _, id := range faulty {
+		if id >= 0 && id < c.instances {
+			isFaulty[id] = true
+		}
+	}
+	var faultyReqs int64
+	for i, a := range c.inst {
+		s.Instances[i] = reports.Instance{
+			ID:         i,
+			Faulty:     isFaulty[i],
+			Requests:   a.requests,
+			Share:      ratio(a.requests, c.requests),
+			Errors:     a.errors,
+			ErrorRatio: ratio(a.errors, a.requests),
+			LatencyMs:  latencyOf(a.hist),
+			Timeouts:   a.timeouts,
+			Slow:       a.slowReqs,
+		}
+		if isFaulty[i] {
+			faultyReqs += a.requests
+		}
+	}
+	s.FaultyShare = ratio(faultyReqs, c.requests)
+	s.Affinity = c.affinity()
+	s.Percentiles = percentileCurve(c.overall)
+	if c.lag.TotalCount() > 0 {
+		s.SendLagMs = reports.LagStats{
+			P50: ms(c.lag.ValueAtPercentile(50)),
+			P99: ms(c.lag.ValueAtPercentile(99)),
+			Max: ms(c.lag.Max()),
+		}
+	}
+	return s
+}
+
+// countKey counts a request with key to instance; the lists are short, as
+// a key goes to one instance or a few.
+func (c *Collector) countKey(key uint64, instance int) {
+	if c.keys == nil {
+		c.keys = map[uint64][]keyCount{}
+	}
+	kc := c.keys[key]
+	for i := range kc {
+		if kc[i].instance == int32(instance) {
+			kc[i].n++
+			return
+		}
+	}
+	c.keys[key] = append(kc, keyCount{instance: int32(instance), n: 1})
+}
+
+// affinity is the share of keyed requests served by their key's home, the
+// instance that served that key most often; nil without keyed requests.
+func (c *Collector) affinity() *float64 {
+	var home, total int64
+	for _, kc := range c.keys {
+		var most int64
+		for _, e := range kc {
+			total += e.n
+			most = max(most, e.n)
+		}
+		home += most
+	}
+	if total == 0 {
+		return nil
+	}
+	a := float64(home) / float64(total)
+	return &a
+}
+
+// curvePercentiles are the points of a latency-by-percentile curve, evenly
+// spaced in log(1/(1-p)) from 50 to 99.99 (eight per decade), as HdrHistogram
+// plots them, and the maximum.
+var curvePercentiles = func() []float64 {
+	var ps []float64
+	for i := 0; ; i++ {
+		x := 2 * math.Pow(10, float64(i)/8) // 1/(1-p)
+		if x > 10000*1.0001 {
+			break
+		}
+		ps = append(ps, 100*(1-1/x))
+	}
+	return append(ps, 99.99, 100)
+}()
+
+func percentileCurve(h *hdrhistogram.Histogram) []reports.PercentilePoint {
+	if h.TotalCount() == 0 {
+		return nil
+	}
+	out := make([]reports.PercentilePoint, 0, len(curvePercentiles))
+	for _, p := range curvePercentiles {
+		if n := len(out); n > 0 && out[n-1].Percentile >= p {
+			continue
+		}
+		v := h.ValueAtPercentile(p)
+		if p == 100 {
+			v = h.Max()
+		}
+		out = append(out, reports.PercentilePoint{Percentile: math.Round(p*1e4) / 1e4, LatencyMs: ms(v)})
+	}
+	return out
+}
+
+// writeHDRLog writes the overall and per-instance histograms in
+// HdrHistogram's interval log format (values in microseconds), tagged
+// "all" and "instance-N", covering [start, end].
+func (c *Collector) WriteHDRLog(w io.Writer, name string, start, end time.Time) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	lw := hdrhistogram.NewHistogramLogWriter(w)
+	if err := lw.OutputComment("lbchaos latency histograms of " + name + ", values in microseconds"); err != nil {
+		return err
+	}
+	if err := lw.OutputLogFormatVersion(); err != nil {
+		return err
+	}
+	if err := lw.OutputStartTime(start.UnixMilli()); err != nil {
+		return err
+	}
+	if err := lw.OutputLegend(); err != nil {
+		return err
+	}
+	out := func(h *hdrhistogram.Histogram, tag string) error {
+		h.SetTag(tag)
+		h.SetStartTimeMs(start.UnixMilli())
+		h.SetEndTimeMs(end.UnixMilli())
+		return lw.OutputIntervalHistogram(h)
+	}
+	if err := out(c.overall, "all"); err != nil {
+		return err
+	}
+	for i := range c.inst {
+		if err := out(c.inst[i].hist, fmt.Sprintf("instance-%d", i)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Aborted is how many requests were cancelled by an interrupt and left out.
+func (c *Collector) Aborted() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.aborted
+}
+
+// Unattributed is how many requests reached no instance.
+func (c *Collector) Unattributed() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.unattributed
+}

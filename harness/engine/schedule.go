@@ -1,0 +1,142 @@
+package engine
+
+import (
+	"math"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	vegeta "github.com/tsenart/vegeta/v12/lib"
+)
+
+// Schedule is an open-loop arrival process: a vegeta.Pacer whose k-th
+// arrival is due at a fixed offset from the start of the attack, whatever
+// happened to earlier requests. Due lets the harness measure how late each
+// request actually left.
+type Schedule interface {
+	vegeta.Pacer
+	// Due returns when the k-th request (0-based) is scheduled, and false
+	// when that is no longer known (far in the past of a streaming schedule).
+	Due(k uint64) (time.Duration, bool)
+	// Count returns how many arrivals are scheduled strictly before d.
+	Count(d time.Duration) uint64
+}
+
+var (
+	_ Schedule = (*ConstantSchedule)(nil)
+	_ Schedule = (*PoissonSchedule)(nil)
+)
+
+// ConstantSchedule sends evenly spaced requests: the k-th at k/PerSecond seconds.
+type ConstantSchedule struct {
+	PerSecond float64 // requests per second, > 0
+}
+
+// Due implements Schedule.
+func (c *ConstantSchedule) Due(k uint64) (time.Duration, bool) {
+	return time.Duration(float64(k) / c.PerSecond * float64(time.Second)), true
+}
+
+// Count implements Schedule.
+func (c *ConstantSchedule) Count(d time.Duration) uint64 {
+	return uint64(math.Ceil(d.Seconds() * c.PerSecond))
+}
+
+// Pace implements vegeta.Pacer. It never stops by itself; the attack's
+// duration does.
+func (c *ConstantSchedule) Pace(elapsed time.Duration, hits uint64) (time.Duration, bool) {
+	due, _ := c.Due(hits)
+	return max(due-elapsed, 0), false
+}
+
+// Rate implements vegeta.Pacer.
+func (c *ConstantSchedule) Rate(time.Duration) float64 { return c.PerSecond }
+
+// PoissonSchedule sends requests with exponentially distributed gaps of mean
+// 1/Rate, drawn from a seeded source: the same seed gives the same arrival
+// times. Pace is called from vegeta's single pacing goroutine with
+// non-decreasing hits; Due may be called concurrently from result readers.
+type PoissonSchedule struct {
+	rate float64
+	seed uint64
+
+	mu   sync.Mutex
+	rng  *rand.Rand
+	next uint64  // index of the next arrival not yet generated
+	sum  float64 // arrival next-1, in nanoseconds, kept in float to avoid drift
+	// ring holds the most recent arrivals: ring[k%len] is arrival k for
+	// next-len(ring) <= k < next. Memory is fixed whatever the run's length.
+	ring []time.Duration
+}
+
+// poissonWindow is how many past arrivals Due can still answer for: results
+// come back in completion order, up to the request timeout after they left.
+const poissonWindow = 1 << 20
+
+// NewPoissonSchedule returns a Poisson arrival process at rate per second.
+func NewPoissonSchedule(rate float64, seed uint64) *PoissonSchedule {
+	return &PoissonSchedule{
+		rate: rate,
+		seed: seed,
+		rng:  newPoissonRand(seed),
+		ring: make([]time.Duration, poissonWindow),
+	}
+}
+
+// arrival returns arrival k, generating the schedule up to it. p.mu held.
+func (p *PoissonSchedule) arrival(k uint64) (time.Duration, bool) {
+	for p.next <= k {
+		// The explicit conversion forbids a fused multiply-add, so the
+		// schedule is bit-identical on every architecture.
+		p.sum += float64(p.rng.ExpFloat64() / p.rate * float64(time.Second))
+		p.ring[p.next%uint64(len(p.ring))] = time.Duration(p.sum)
+		p.next++
+	}
+	if p.next-k > uint64(len(p.ring)) {
+		return 0, false
+	}
+	return p.ring[k%uint64(len(p.ring))], true
+}
+
+// Due implements Schedule.
+func (p *PoissonSchedule) Due(k uint64) (time.Duration, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.arrival(k)
+}
+
+// Count implements Schedule. It replays the seeded sequence from the start,
+// so it neither disturbs nor depends on the attack in progress.
+func (p *PoissonSchedule) Count(d time.Duration) uint64 {
+	rng := newPoissonRand(p.seed)
+	var t float64
+	n := uint64(0)
+	for {
+		t += float64(rng.ExpFloat64() / p.rate * float64(time.Second))
+		if time.Duration(t) >= d {
+			return n
+		}
+		n++
+	}
+}
+
+// Pace implements vegeta.Pacer.
+func (p *PoissonSchedule) Pace(elapsed time.Duration, hits uint64) (time.Duration, bool) {
+	due, _ := p.Due(hits)
+	return max(due-elapsed, 0), false
+}
+
+// Rate implements vegeta.Pacer: the mean rate.
+func (p *PoissonSchedule) Rate(time.Duration) float64 { return p.rate }
+
+func newPoissonRand(seed uint64) *rand.Rand {
+	return rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15))
+}
+
+// NewSchedule returns the arrival process an experiment names.
+func NewSchedule(arrival string, rate float64, seed uint64) Schedule {
+	if arrival == "constant" {
+		return &ConstantSchedule{PerSecond: rate}
+	}
+	return NewPoissonSchedule(rate, seed)
+}

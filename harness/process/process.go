@@ -1,0 +1,93 @@
+// Package process is the provider whose backends run inside this process,
+// each a real HTTP server (faultyserver.Server) on its own 127.0.0.1 port.
+// It needs nothing but Go, and offers no container faults.
+package process
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"net/url"
+	"sync"
+	"time"
+
+	"github.com/lbchaos/lbchaos/faultyserver"
+	"github.com/lbchaos/lbchaos/harness/fleet"
+)
+
+// Provider runs every backend inside this process.
+type Provider struct{}
+
+var _ fleet.Provider = Provider{}
+
+// Name implements fleet.Provider.
+func (Provider) Name() string { return "process" }
+
+// Start implements fleet.Provider.
+func (Provider) Start(ctx context.Context, spec fleet.Spec) (fleet.Fleet, error) {
+	f := &processFleet{}
+	quiet := log.New(io.Discard, "", 0)
+	for id := range spec.Count {
+		srv, err := faultyserver.New(spec.ServerConfig(id))
+		if err != nil {
+			f.Close()
+			return nil, fmt.Errorf("instance %d: %w", id, err)
+		}
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			srv.Close()
+			f.Close()
+			return nil, fmt.Errorf("instance %d: listen on 127.0.0.1: %w", id, err)
+		}
+		hs := &http.Server{
+			Handler:           srv,
+			ReadHeaderTimeout: 10 * time.Second,
+			// The reset fault hijacks and kills connections on purpose;
+			// the server's complaints about that are noise.
+			ErrorLog: quiet,
+		}
+		base := &url.URL{Scheme: "http", Host: ln.Addr().String()}
+		f.servers = append(f.servers, srv)
+		f.https = append(f.https, hs)
+		f.backends = append(f.backends, fleet.Backend{
+			ID:      id,
+			URL:     base,
+			Control: &faultyserver.Client{BaseURL: base.String()},
+		})
+		f.wg.Add(1)
+		go func() {
+			defer f.wg.Done()
+			if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				quiet.Printf("instance %d: %v", id, err)
+			}
+		}()
+	}
+	return f, nil
+}
+
+type processFleet struct {
+	backends []fleet.Backend
+	servers  []*faultyserver.Server
+	https    []*http.Server
+	wg       sync.WaitGroup
+	once     sync.Once
+}
+
+func (f *processFleet) Backends() []fleet.Backend { return f.backends }
+
+func (f *processFleet) Close() error {
+	f.once.Do(func() {
+		for _, s := range f.servers {
+			s.Close()
+		}
+		for _, h := range f.https {
+			_ = h.Close()
+		}
+		f.wg.Wait()
+	})
+	return nil
+}

@@ -1,0 +1,292 @@
+// Package lbproxy is `lbchaos proxy`: an HTTP reverse proxy that balances
+// with a built-in strategy, both as a proxy under test (the lbchaos:SPEC
+// strategies) and as a standalone proxy for a team's own services.
+package lbproxy
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/lbchaos/lbchaos/harness/transport"
+	"github.com/lbchaos/lbchaos/strategies"
+)
+
+// Config configures a Server.
+type Config struct {
+	Strategy string     // a built-in strategy spec, e.g. "p2c+eject"
+	Backends []*url.URL // base URLs; instance ids are their positions
+	// Timeout cuts off a request to a backend, body included; 0 = none
+	// (the client's cancellation still propagates).
+	Timeout time.Duration
+	// AccessLog, when set, receives one line per request: the client's
+	// X-Vegeta-Seq (or "-"), the instance id (or "-") and the status sent.
+	AccessLog io.Writer
+	Seed      uint64 // of the strategy's random choices
+}
+
+// Server is `lbchaos proxy`: an HTTP reverse proxy that balances with
+// a built-in strategy. It streams bodies both ways as they come (no
+// buffering of its own), cancels the backend request when the client goes
+// away, runs the strategy's active health checks if it has any, and serves
+// its state under /_lbchaos/: ready (204 once serving) and stats (per
+// backend: requests, errors, in flight, ejected).
+type Server struct {
+	cfg      Config
+	lb       *strategies.Balancer
+	bal      *transport.Balancer
+	requests []atomic.Int64
+	errors   []atomic.Int64
+	logMu    sync.Mutex
+	log      *bufio.Writer
+	stop     context.CancelFunc
+	probes   sync.WaitGroup
+}
+
+// New builds the proxy; Close stops its health checks and
+// flushes its access log.
+func New(cfg Config) (*Server, error) {
+	if len(cfg.Backends) == 0 {
+		return nil, errors.New("no backends: give at least one --backend URL")
+	}
+	for i, u := range cfg.Backends {
+		if u.Scheme != "http" || u.Host == "" {
+			return nil, fmt.Errorf("backend %d: %q is not an http://host:port URL", i, u)
+		}
+	}
+	lb, err := strategies.New(cfg.Strategy, strategies.Env{
+		N:     len(cfg.Backends),
+		Clock: strategies.SystemClock{},
+		Rand:  rand.New(rand.NewPCG(cfg.Seed, 0x6c62636861)),
+	})
+	if err != nil {
+		return nil, err
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	p := &Server{
+		cfg:      cfg,
+		lb:       lb,
+		bal:      transport.NewBalancer([]*strategies.Balancer{lb}, cfg.Backends, cfg.Timeout, 0, ctx),
+		requests: make([]atomic.Int64, len(cfg.Backends)),
+		errors:   make([]atomic.Int64, len(cfg.Backends)),
+		stop:     stop,
+	}
+	p.bal.KeepNoRoutes()
+	if cfg.AccessLog != nil {
+		p.log = bufio.NewWriterSize(cfg.AccessLog, 64<<10)
+	}
+	if pc, ok := lb.Probes(); ok {
+		for id := range cfg.Backends {
+			p.probes.Go(func() { transport.Probe(ctx, pc, id, p.bal, []*strategies.Balancer{lb}) })
+		}
+	}
+	return p, nil
+}
+
+// pickedOf returns the instance the balancer picked for r, -1 if none.
+func pickedOf(r *http.Request) int {
+	if h, ok := r.Context().Value(transport.PickedKey{}).(*atomic.Int64); ok {
+		return int(h.Load())
+	}
+	return -1
+}
+
+// ServeHTTP proxies r, or answers the admin paths.
+func (p *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	switch r.URL.Path {
+	case ReadyPath:
+		w.WriteHeader(http.StatusNoContent)
+		return
+	case "/_lbchaos/stats":
+		p.serveStats(w)
+		return
+	}
+	picked := new(atomic.Int64)
+	picked.Store(-1)
+	r = r.WithContext(context.WithValue(r.Context(), transport.PickedKey{}, picked))
+	sw := &statusWriter{ResponseWriter: w}
+	p.forward(sw, r)
+	ep := int(picked.Load())
+	status := sw.status
+	if status == 0 {
+		status = 499 // the client went away before an answer
+	}
+	if ep >= 0 && ep < len(p.requests) {
+		p.requests[ep].Add(1)
+		if status >= 500 || status == 499 {
+			p.errors[ep].Add(1)
+		}
+	}
+	if p.log != nil {
+		seq := r.Header.Get(transport.SeqHeader)
+		if seq == "" {
+			seq = "-"
+		}
+		inst := "-"
+		if ep >= 0 {
+			inst = strconv.Itoa(ep)
+		}
+		p.logMu.Lock()
+		fmt.Fprintf(p.log, "%s %s %d\n", seq, inst, status)
+		p.logMu.Unlock()
+	}
+}
+
+// hopHeaders are the hop-by-hop headers a proxy does not forward (RFC 9110,
+// section 7.6.1).
+var hopHeaders = []string{"Connection", "Keep-Alive", "Proxy-Connection", "Proxy-Authenticate", "Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade"}
+
+// copyBuffers are the buffers bodies are copied through.
+var copyBuffers = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+
+// forward sends r to the instance the strategy picks and streams the answer
+// back: every chunk read from the backend is written and flushed to the
+// client at once. The backend request carries r's context, so a client that
+// goes away cancels it.
+func (p *Server) forward(w *statusWriter, r *http.Request) {
+	// A shallow copy: the balancer clones it again with its own context.
+	// The handler owns r, so its headers may be edited in place.
+	out := *r
+	u := *r.URL
+	u.Scheme, u.Host = "http", "lbchaos-backend" // the balancer sets the address
+	out.URL, out.RequestURI = &u, ""
+	for _, h := range hopHeaders {
+		out.Header.Del(h)
+	}
+	if r.ContentLength == 0 {
+		out.Body = nil
+	}
+	resp, err := p.bal.RoundTrip(&out)
+	ep := pickedOf(r)
+	if err != nil {
+		if ep >= 0 {
+			w.Header().Set(transport.UpstreamHeader, strconv.Itoa(ep))
+		}
+		status := http.StatusBadGateway
+		if errors.Is(err, context.DeadlineExceeded) {
+			status = http.StatusGatewayTimeout
+		}
+		if r.Context().Err() != nil {
+			return // the client went away; nobody to answer
+		}
+		w.WriteHeader(status)
+		return
+	}
+	defer resp.Body.Close()
+	h := w.Header()
+	for k, vs := range resp.Header {
+		h[k] = vs
+	}
+	for _, k := range hopHeaders {
+		h.Del(k)
+	}
+	if ep >= 0 {
+		h.Set(transport.UpstreamHeader, strconv.Itoa(ep))
+	}
+	w.WriteHeader(resp.StatusCode)
+	buf := copyBuffers.Get().(*[]byte)
+	defer copyBuffers.Put(buf)
+	for {
+		n, rerr := resp.Body.Read(*buf)
+		if n > 0 {
+			if _, werr := w.Write((*buf)[:n]); werr != nil {
+				return
+			}
+			w.Flush()
+		}
+		if rerr != nil {
+			return
+		}
+	}
+}
+
+// BackendStats is one backend's line of /_lbchaos/stats.
+type BackendStats struct {
+	ID       int    `json:"id"`
+	URL      string `json:"url"`
+	Requests int64  `json:"requests"`
+	Errors   int64  `json:"errors"` // 5xx answered, backend unreachable, or client gone
+	InFlight int64  `json:"in_flight"`
+	Ejected  bool   `json:"ejected"`
+}
+
+func (p *Server) serveStats(w http.ResponseWriter) {
+	inflight := p.lb.InFlight()
+	ejected := map[int]bool{}
+	for _, id := range p.lb.Ejected() {
+		ejected[id] = true
+	}
+	out := struct {
+		Strategy  string         `json:"strategy"`
+		Ejections int            `json:"ejections"`
+		Backends  []BackendStats `json:"backends"`
+	}{Strategy: p.lb.Spec(), Ejections: p.lb.Ejections()}
+	for id, u := range p.cfg.Backends {
+		out.Backends = append(out.Backends, BackendStats{
+			ID: id, URL: u.String(), Requests: p.requests[id].Load(), Errors: p.errors[id].Load(),
+			InFlight: inflight[id], Ejected: ejected[id],
+		})
+	}
+	w.Header().Set("Content-Type", "application/json")
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(out)
+}
+
+// Close stops the health checks, closes idle backend connections and
+// flushes the access log.
+func (p *Server) Close() error {
+	p.stop()
+	p.probes.Wait()
+	p.bal.CloseIdleConnections()
+	if p.log != nil {
+		p.logMu.Lock()
+		defer p.logMu.Unlock()
+		return p.log.Flush()
+	}
+	return nil
+}
+
+// statusWriter records the status written; it passes Flush through so
+// that streaming works.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (s *statusWriter) WriteHeader(code int) {
+	if s.status == 0 {
+		s.status = code
+	}
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *statusWriter) Write(b []byte) (int, error) {
+	if s.status == 0 {
+		s.status = http.StatusOK
+	}
+	return s.ResponseWriter.Write(b)
+}
+
+func (s *statusWriter) Flush() {
+	if f, ok := s.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// Unwrap lets http.ResponseController reach the connection.
+func (s *statusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+
+// ReadyPath is answered 204 by the proxy itself, without a backend, once it
+// accepts requests.
+const ReadyPath = "/_lbchaos/ready"

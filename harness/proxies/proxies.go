@@ -1,0 +1,534 @@
+// Package proxies runs real load balancers as strategies under test: nginx,
+// HAProxy and lbchaos proxy (package lbproxy). It writes each one's
+// configuration for the current backends, starts it in its own process
+// group on a free loopback port, waits until it answers, maps what it says
+// about upstreams back to instance ids, and stops it. The catalogue of
+// proxy specs (what each proxy offers) is strategies.ParseProxy.
+package proxies
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/lbchaos/lbchaos/harness/proxies/lbproxy"
+	"github.com/lbchaos/lbchaos/harness/transport"
+	"github.com/lbchaos/lbchaos/strategies"
+)
+
+// UpstreamHeader is set by a proxy under test on every response it sends,
+// its own errors included: the backend it chose (nginx: its address,
+// HAProxy: its server name "iN", lbchaos proxy: the instance id). It
+// attributes a response the backend did not answer itself.
+const UpstreamHeader = transport.UpstreamHeader
+
+// readyPath is answered by every proxy under test itself, without a
+// backend, once it accepts requests.
+const readyPath = lbproxy.ReadyPath
+
+// OwnTimeout is the timeout a proxy under test applies itself, for a
+// client timeout of client: longer, so that the client's timeout is what
+// ends a request, as it does for the built-in strategies.
+func OwnTimeout(client time.Duration) time.Duration { return client + 5*time.Second }
+
+// proxyConfig is what a proxy's configuration is generated from.
+type proxyConfig struct {
+	spec     strategies.ProxySpec
+	listen   string     // 127.0.0.1:port
+	backends []*url.URL // indexed by instance id
+	timeout  time.Duration
+	dir      string // a private directory for the configuration, logs and pid
+	lbchaos  string // the lbchaos binary, for ProxyLbchaos
+	seed     uint64 // ProxyLbchaos: of the strategy's random choices
+}
+
+// proxyProcess is a running proxy under test.
+type proxyProcess struct {
+	cfg     proxyConfig
+	cmd     *exec.Cmd
+	log     string // its access log: "seq upstream status" per line
+	output  *tailBuffer
+	exited  chan struct{}
+	waitErr error
+	ids     map[string]int // upstream as the proxy names it -> instance id
+	stopped sync.Once
+}
+
+// sbinDir is where Debian installs nginx and haproxy, which may not be on
+// PATH for a user other than root.
+var sbinDir = "/usr/sbin"
+
+// proxyBinary returns the path of kind's executable, or an error that
+// says how to install it.
+func proxyBinary(kind, lbchaos string) (string, error) {
+	switch kind {
+	case strategies.ProxyLbchaos:
+		if lbchaos == "" {
+			return "", errors.New("lbchaos proxy strategies need the lbchaos binary (real.Options.LbchaosBinary); run them from the lbchaos command")
+		}
+		return lbchaos, nil
+	case strategies.ProxyNginx, strategies.ProxyHAProxy:
+		if p, err := exec.LookPath(kind); err == nil {
+			return p, nil
+		}
+		if p := filepath.Join(sbinDir, kind); fileExists(p) {
+			return p, nil
+		}
+		pkg := map[string]string{strategies.ProxyNginx: "nginx-light", strategies.ProxyHAProxy: "haproxy"}[kind]
+		return "", fmt.Errorf("%s is not installed: run `make deps` (it runs `apt-get install %s`), or install %s and put it on PATH", kind, pkg, kind)
+	}
+	return "", fmt.Errorf("unknown proxy kind %q", kind)
+}
+
+func fileExists(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && !st.IsDir()
+}
+
+// freeLoopbackAddr returns a 127.0.0.1 address with a port that was free a
+// moment ago.
+func freeLoopbackAddr() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	addr := ln.Addr().String()
+	return addr, ln.Close()
+}
+
+// startProxy writes cfg's configuration, has the proxy check it, starts it
+// and waits until it answers readyPath. On error nothing is left running.
+func startProxy(ctx context.Context, cfg proxyConfig) (*proxyProcess, error) {
+	bin, err := proxyBinary(cfg.spec.Kind, cfg.lbchaos)
+	if err != nil {
+		return nil, err
+	}
+	p := &proxyProcess{cfg: cfg, log: filepath.Join(cfg.dir, "access.log"), output: &tailBuffer{max: 16 << 10}, exited: make(chan struct{}), ids: map[string]int{}}
+	var args, check []string
+	switch cfg.spec.Kind {
+	case strategies.ProxyNginx:
+		conf := filepath.Join(cfg.dir, "nginx.conf")
+		if err := os.WriteFile(conf, []byte(nginxConfig(cfg, p.log)), 0o644); err != nil {
+			return nil, err
+		}
+		args = []string{"-p", cfg.dir, "-c", conf, "-e", filepath.Join(cfg.dir, "error.log"), "-g", "daemon off;"}
+		check = []string{"-t", "-q", "-p", cfg.dir, "-c", conf, "-e", filepath.Join(cfg.dir, "error.log")}
+		for id, u := range cfg.backends {
+			p.ids[u.Host] = id
+		}
+	case strategies.ProxyHAProxy:
+		conf := filepath.Join(cfg.dir, "haproxy.cfg")
+		if err := os.WriteFile(conf, []byte(haproxyConfig(cfg)), 0o644); err != nil {
+			return nil, err
+		}
+		args = []string{"-db", "-f", conf}
+		check = []string{"-c", "-q", "-f", conf}
+		for id := range cfg.backends {
+			p.ids["i"+strconv.Itoa(id)] = id
+		}
+	case strategies.ProxyLbchaos:
+		// Its own timeout is longer than the client's, as nginx's and
+		// HAProxy's are, so that the client's timeout is what ends a request.
+		// It shares the machine with the load generator and the backends:
+		// one thread for Go code (as each nginx worker is one thread)
+		// keeps it from competing with them for every core.
+		fl := lbproxy.Flags{Listen: cfg.listen, Strategy: cfg.spec.Algorithm, Timeout: OwnTimeout(cfg.timeout),
+			AccessLog: p.log, Seed: cfg.seed, Procs: 1}
+		for id, u := range cfg.backends {
+			fl.Backends = append(fl.Backends, u.String())
+			p.ids[strconv.Itoa(id)] = id
+		}
+		args = append([]string{"proxy"}, fl.Args()...)
+	}
+	if check != nil {
+		out, err := exec.CommandContext(ctx, bin, check...).CombinedOutput()
+		if err != nil {
+			return nil, fmt.Errorf("%s rejected its generated configuration (in %s): %s", cfg.spec.Kind, cfg.dir, strings.TrimSpace(string(out)))
+		}
+	}
+	logFile, err := os.Create(p.log)
+	if err != nil {
+		return nil, err
+	}
+	defer logFile.Close() // the child holds its own descriptor
+	p.cmd = exec.Command(bin, args...)
+	p.cmd.Dir = cfg.dir
+	p.cmd.Stderr = p.output
+	p.cmd.Stdout = p.output
+	if cfg.spec.Kind == strategies.ProxyHAProxy {
+		p.cmd.Stdout = logFile // "log stdout": one line per request
+	}
+	p.cmd.SysProcAttr = proxySysProcAttr()
+	if err := p.cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s: %w", cfg.spec.Kind, err)
+	}
+	go func() {
+		p.waitErr = p.cmd.Wait()
+		close(p.exited)
+	}()
+	if err := p.waitReady(ctx); err != nil {
+		p.stop()
+		return nil, err
+	}
+	return p, nil
+}
+
+// waitReady polls readyPath until the proxy answers, it exits, or 10 s pass.
+func (p *proxyProcess) waitReady(ctx context.Context) error {
+	client := &http.Client{Timeout: time.Second, Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true}}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		resp, err := client.Get("http://" + p.cfg.listen + readyPath)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode/100 == 2 {
+				return nil
+			}
+		}
+		select {
+		case <-p.exited:
+			return fmt.Errorf("%s exited before it answered on %s (%v): %s", p.cfg.spec.Kind, p.cfg.listen, p.waitErr, p.diagnostics())
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s did not answer on %s within 10 s: %s", p.cfg.spec.Kind, p.cfg.listen, p.diagnostics())
+		}
+	}
+}
+
+// diagnostics is what the proxy said: its output and error log.
+func (p *proxyProcess) diagnostics() string {
+	msg := strings.TrimSpace(p.output.String())
+	if b, err := os.ReadFile(filepath.Join(p.cfg.dir, "error.log")); err == nil && len(bytes.TrimSpace(b)) > 0 {
+		msg = strings.TrimSpace(msg + "\n" + string(b))
+	}
+	if msg == "" {
+		return "no output"
+	}
+	return msg
+}
+
+// stop ends the proxy: a graceful signal (so that it flushes its access
+// log), then SIGKILL after 5 s. It waits until the process is gone. It is
+// idempotent; the proxy's directory is removed by its starter.
+func (p *proxyProcess) stop() { p.stopped.Do(p.terminate) }
+
+func (p *proxyProcess) terminate() {
+	if p.cmd == nil || p.cmd.Process == nil {
+		return
+	}
+	// Graceful stops, so that every request is logged before the exit:
+	// nginx's SIGQUIT and HAProxy's SIGUSR1 (soft stop) finish open
+	// requests and flush the log; lbchaos proxy flushes on SIGTERM.
+	sig := syscall.SIGTERM
+	switch p.cfg.spec.Kind {
+	case strategies.ProxyNginx:
+		sig = syscall.SIGQUIT
+	case strategies.ProxyHAProxy:
+		sig = syscall.SIGUSR1
+	}
+	_ = p.cmd.Process.Signal(sig)
+	select {
+	case <-p.exited:
+	case <-time.After(5 * time.Second):
+		killGroup(p.cmd.Process.Pid)
+		<-p.exited
+	}
+	// nginx's workers are its children: make sure none outlives it.
+	killGroup(p.cmd.Process.Pid)
+}
+
+// attribution reads the access log: for each request sequence number the
+// instance the proxy sent it to (the last one tried), when it names one.
+func (p *proxyProcess) attribution() (map[uint64]int, error) {
+	f, err := os.Open(p.log)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	out := map[uint64]int{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) < 2 {
+			continue
+		}
+		seq, err := strconv.ParseUint(fields[0], 10, 64)
+		if err != nil {
+			continue
+		}
+		if id, ok := p.instanceOf(fields[1]); ok {
+			out[seq] = id
+		}
+	}
+	return out, sc.Err()
+}
+
+// instanceOf maps an upstream as the proxy names it to an instance id;
+// of a list of those tried ("addr1, addr2", nginx after a retry) the last.
+func (p *proxyProcess) instanceOf(upstream string) (int, bool) {
+	parts := strings.FieldsFunc(upstream, func(r rune) bool { return r == ',' || r == ' ' })
+	if len(parts) == 0 {
+		return 0, false
+	}
+	id, ok := p.ids[parts[len(parts)-1]]
+	return id, ok
+}
+
+// tailBuffer keeps the last max bytes written to it; safe for concurrent
+// use.
+type tailBuffer struct {
+	mu  sync.Mutex
+	max int
+	b   []byte
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.b = append(t.b, p...)
+	if len(t.b) > t.max {
+		t.b = append([]byte(nil), t.b[len(t.b)-t.max:]...)
+	}
+	return len(p), nil
+}
+
+func (t *tailBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.b)
+}
+
+// nginxConfig is nginx's configuration for cfg: one upstream with every
+// backend, keepalive connections to them, the spec's algorithm and passive
+// health settings, and an access log of "seq upstream status".
+func nginxConfig(cfg proxyConfig, accessLog string) string {
+	ps := cfg.spec
+	maxFails := strategies.ProxyInt(ps.Params, "max_fails", 1)
+	failTimeout := "10s"
+	if v, ok := ps.Params["fail_timeout"]; ok {
+		if d, err := time.ParseDuration(v); err == nil {
+			failTimeout = strconv.FormatInt(int64(d/time.Second), 10) + "s"
+		}
+	}
+	next := "error timeout"
+	if v, ok := ps.Params["next_upstream"]; ok {
+		next = strings.ReplaceAll(v, "|", " ")
+	}
+	algo := map[string]string{
+		"round_robin": "",
+		"least_conn":  "least_conn;",
+		"random_two":  "random two least_conn;",
+		"hash":        "hash $http_x_lbchaos_key consistent;",
+	}[ps.Algorithm]
+	long := nginxDuration(OwnTimeout(cfg.timeout).String())
+	var b strings.Builder
+	fmt.Fprintf(&b, `# Generated by lbchaos for %s
+worker_processes auto;
+worker_rlimit_nofile 19000;
+pid %s;
+events { worker_connections 9500; }
+http {
+    log_format lbchaos '$http_x_vegeta_seq $upstream_addr $status';
+    access_log %s lbchaos buffer=256k flush=1s;
+    client_body_temp_path %s;
+    proxy_temp_path %s;
+    fastcgi_temp_path %s;
+    uwsgi_temp_path %s;
+    scgi_temp_path %s;
+    upstream lbchaos_backends {
+        %s
+`, ps.Kind+":"+ps.Algorithm, filepath.Join(cfg.dir, "nginx.pid"), accessLog,
+		filepath.Join(cfg.dir, "tmp-body"), filepath.Join(cfg.dir, "tmp-proxy"), filepath.Join(cfg.dir, "tmp-fastcgi"),
+		filepath.Join(cfg.dir, "tmp-uwsgi"), filepath.Join(cfg.dir, "tmp-scgi"), algo)
+	for _, u := range cfg.backends {
+		fmt.Fprintf(&b, "        server %s max_fails=%d fail_timeout=%s;\n", u.Host, maxFails, failTimeout)
+	}
+	fmt.Fprintf(&b, `        keepalive 1024;
+    }
+    server {
+        listen %s;
+        keepalive_requests 1000000;
+        location = %s { return 204; }
+        location / {
+            proxy_pass http://lbchaos_backends;
+            proxy_http_version 1.1;
+            proxy_set_header Connection "";
+            proxy_next_upstream %s;
+            proxy_connect_timeout 5s;
+            proxy_read_timeout %s;
+            proxy_send_timeout %s;
+            add_header %s $upstream_addr always;
+        }
+    }
+}
+`, cfg.listen, readyPath, next, long, long, UpstreamHeader)
+	return b.String()
+}
+
+// nginxDuration writes a Go duration in nginx's syntax (whole
+// milliseconds).
+func nginxDuration(s string) string {
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return s
+	}
+	return strconv.FormatInt(d.Milliseconds(), 10) + "ms"
+}
+
+// haproxyConfig is HAProxy's configuration for cfg: one frontend and one
+// backend with a server per instance, the spec's balance algorithm and
+// observe/check options, and one log line "seq server status" per
+// request on stdout.
+func haproxyConfig(cfg proxyConfig) string {
+	ps := cfg.spec
+	balance := map[string]string{"roundrobin": "roundrobin", "leastconn": "leastconn"}[ps.Algorithm]
+	if ps.Algorithm == "random" {
+		balance = fmt.Sprintf("random(%d)", strategies.ProxyInt(ps.Params, "draws", 2))
+	}
+	long := strconv.FormatInt(OwnTimeout(cfg.timeout).Milliseconds(), 10) + "ms"
+	var server strings.Builder
+	observe, hasObserve := ps.Option("observe")
+	chk, hasCheck := ps.Option("check")
+	if hasObserve || hasCheck {
+		// observe needs check; HAProxy's defaults: inter 2s, fall 3, rise 2.
+		inter := "2s"
+		if v, ok := chk["inter"]; ok {
+			inter = nginxDuration(v)
+		}
+		fmt.Fprintf(&server, " check inter %s fall %d rise %d", inter, strategies.ProxyInt(chk, "fall", 3), strategies.ProxyInt(chk, "rise", 2))
+	}
+	if hasObserve {
+		onError := "fail-check"
+		if v, ok := observe["on_error"]; ok {
+			onError = v
+		}
+		fmt.Fprintf(&server, " observe layer7 error-limit %d on-error %s", strategies.ProxyInt(observe, "error_limit", 10), onError)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, `# Generated by lbchaos for %s
+global
+    maxconn 9000
+    log stdout format raw local0
+defaults
+    mode http
+    log global
+    # A frontend takes 2000 connections unless told otherwise; past that,
+    # new ones would wait unseen in the kernel's accept queue.
+    maxconn 9000
+    timeout connect 5s
+    timeout client %s
+    timeout server %s
+    timeout queue %s
+    timeout http-keep-alive 90s
+    option http-keep-alive
+    # A client that gives up ends its request at the server too (as nginx
+    # does), and the request is logged at once, with its server.
+    option abortonclose
+    http-reuse always
+frontend lbchaos
+    bind %s
+    capture request header X-Vegeta-Seq len 20
+    log-format "%%[capture.req.hdr(0)] %%s %%ST"
+    http-request return status 204 if { path %s }
+    http-after-response set-header %s %%s
+    default_backend lbchaos_backends
+backend lbchaos_backends
+    balance %s
+    option httpchk GET %s
+`, ps.Kind+":"+ps.Algorithm, long, long, long, cfg.listen, readyPath, UpstreamHeader, balance, "/healthz")
+	for id, u := range cfg.backends {
+		fmt.Fprintf(&b, "    server i%d %s%s\n", id, u.Host, server.String())
+	}
+	return b.String()
+}
+
+// proxyURL is the base URL of a proxy listening on addr.
+
+// Proxy is a proxy under test, running.
+type Proxy struct{ p *proxyProcess }
+
+// Start starts proxy strategy spec (e.g. "nginx:least_conn") on a free
+// loopback port in front of backends (base URLs indexed by instance id),
+// for a client whose requests time out after timeout. lbchaos is the
+// lbchaos binary (for lbchaos: strategies) and seed their strategy's seed.
+// It returns once the proxy answers; on error nothing is left running.
+func Start(ctx context.Context, spec string, backends []*url.URL, timeout time.Duration, lbchaos string, seed uint64) (*Proxy, error) {
+	ps, err := strategies.ParseProxy(spec)
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "lbchaos-"+ps.Kind+"-")
+	if err != nil {
+		return nil, err
+	}
+	listen, err := freeLoopbackAddr()
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("find a free port for %s: %w", ps.Kind, err)
+	}
+	p, err := startProxy(ctx, proxyConfig{spec: ps, listen: listen, backends: backends, timeout: timeout, dir: dir, lbchaos: lbchaos, seed: seed})
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	return &Proxy{p}, nil
+}
+
+// URL is where the proxy listens.
+func (x *Proxy) URL() *url.URL { return &url.URL{Scheme: "http", Host: x.p.cfg.listen} }
+
+// Kind is the proxy's kind: strategies.ProxyNginx, ProxyHAProxy or
+// ProxyLbchaos.
+func (x *Proxy) Kind() string { return x.p.cfg.spec.Kind }
+
+// InstanceOf maps an upstream as the proxy names it (UpstreamHeader, its
+// access log) to an instance id.
+func (x *Proxy) InstanceOf(upstream string) (int, bool) { return x.p.instanceOf(upstream) }
+
+// Stop stops the proxy gracefully (its access log flushed), waits until it
+// is gone, and keeps its directory for Attribution. Idempotent.
+func (x *Proxy) Stop() { x.p.stop() }
+
+// Attribution reads the access log of a stopped proxy: for each request
+// sequence number the instance it was sent to (the last one tried).
+func (x *Proxy) Attribution() (map[uint64]int, error) { return x.p.attribution() }
+
+// Close stops the proxy and removes its directory.
+func (x *Proxy) Close() {
+	x.p.stop()
+	os.RemoveAll(x.p.cfg.dir)
+}
+
+// Check returns an error when spec's proxy cannot run here: it is not
+// installed, or (lbchaos:) no lbchaos binary was given.
+func Check(spec, lbchaos string) error {
+	ps, err := strategies.ParseProxy(spec)
+	if err != nil {
+		return err
+	}
+	_, err = proxyBinary(ps.Kind, lbchaos)
+	return err
+}
+
+// Installed returns an error saying how to install proxy kind when it is
+// missing; lbchaos is the lbchaos binary, for strategies.ProxyLbchaos.
+func Installed(kind, lbchaos string) error {
+	_, err := proxyBinary(kind, lbchaos)
+	return err
+}

@@ -1,0 +1,162 @@
+package real
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/lbchaos/lbchaos/harness"
+	"github.com/lbchaos/lbchaos/harness/internal/runtest"
+	"github.com/lbchaos/lbchaos/harness/proxies"
+	"github.com/lbchaos/lbchaos/strategies"
+)
+
+func TestProxyStrategiesFastFail(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real load through real proxies")
+	}
+	runtest.Need(t, proxies.Installed(strategies.ProxyNginx, "unused"))
+	runtest.Need(t, proxies.Installed(strategies.ProxyHAProxy, "unused"))
+	exp := runtest.MustExperiment(t, "proxy-fast-fail", `
+seed: 2
+duration: 2s
+rate: 500
+timeout: 5s
+instances: {count: 4, workers: 4, service: {dist: fixed, value: 5ms}}
+faults:
+  - {instance: 0, at: 0s, fault: {mode: fail, status: 503, delay: 1ms}}
+strategies:
+  - nginx:least_conn
+  - "nginx:least_conn(next_upstream=error|timeout|http_503)"
+  - haproxy:leastconn
+  - "haproxy:random(2)+observe(error_limit=5,on_error=mark-down)"
+  - lbchaos:least-inflight
+`)
+	sum, err := run(context.Background(), exp, Options{LbchaosBinary: runtest.Binary(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	byName := map[string]float64{}
+	for _, st := range sum.Strategies {
+		runtest.CheckAccounting(t, st)
+		if st.Requests < 800 || st.Unattributed != 0 {
+			t.Errorf("%s: %d requests, %d unattributed", st.Name, st.Requests, st.Unattributed)
+		}
+		byName[st.Name] = st.ErrorRatio
+	}
+	// A fast-failing instance is a black hole for least-connections
+	// balancers that do not count its 503s as failures.
+	for _, name := range []string{"nginx:least_conn", "haproxy:leastconn", "lbchaos:least-inflight"} {
+		if byName[name] < 0.3 {
+			t.Errorf("%s: error ratio %.3f, want the black hole (> 0.3 with 4 instances)", name, byName[name])
+		}
+	}
+	if r := byName["nginx:least_conn(next_upstream=error|timeout|http_503)"]; r > 0.01 {
+		t.Errorf("nginx retrying 503s elsewhere: error ratio %.3f, want < 0.01", r)
+	}
+	if r := byName["haproxy:random(2)+observe(error_limit=5,on_error=mark-down)"]; r > 0.05 {
+		t.Errorf("haproxy marking the server down: error ratio %.3f, want < 0.05", r)
+	}
+	if left := runtest.ProxyLeftovers(t); len(left) > 0 {
+		t.Errorf("proxy processes left behind: %q", left)
+	}
+	if dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), "lbchaos-nginx-*")); len(dirs) > 0 {
+		t.Errorf("proxy directories left behind: %v", dirs)
+	}
+}
+
+// TestProxyTimeoutsAreAttributed checks that a request the client gave up
+// on is attributed from the proxy's access log.
+func TestProxyTimeoutsAreAttributed(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real load through real proxies")
+	}
+	runtest.Need(t, proxies.Installed(strategies.ProxyNginx, "unused"))
+	runtest.Need(t, proxies.Installed(strategies.ProxyHAProxy, "unused"))
+	exp := runtest.MustExperiment(t, "proxy-hang", `
+duration: 1s
+rate: 100
+timeout: 300ms
+instances: {count: 3, workers: 0, service: {dist: fixed, value: 1ms}}
+faults:
+  - {instance: 1, at: 0s, fault: {mode: hang}}
+strategies: [nginx:round_robin, haproxy:roundrobin, lbchaos:round-robin]
+`)
+	sum, err := run(context.Background(), exp, Options{LbchaosBinary: runtest.Binary(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, st := range sum.Strategies {
+		runtest.CheckAccounting(t, st)
+		hung := st.Instances[1]
+		if st.Unattributed != 0 || hung.Timeouts == 0 || hung.Timeouts != hung.Requests {
+			t.Errorf("%s: %d unattributed; hung instance %d requests, %d timeouts; want every timeout attributed to it",
+				st.Name, st.Unattributed, hung.Requests, hung.Timeouts)
+		}
+		if r := float64(hung.Requests) / float64(st.Requests); r < 0.25 || r > 0.42 {
+			t.Errorf("%s: hung instance got %.2f of requests under round robin, want about a third", st.Name, r)
+		}
+	}
+}
+
+func TestProxyRejectsUnsupportedExperiments(t *testing.T) {
+	t.Run("unsupported experiment", func(t *testing.T) {
+		exp := runtest.MustExperiment(t, "proxy-replicas", `
+duration: 1s
+rate: 10
+replicas: 2
+instances: {count: 1, service: {dist: fixed, value: 1ms}}
+strategies: [haproxy:leastconn]
+`)
+		_, err := run(context.Background(), exp, Options{})
+		if err == nil || !strings.Contains(err.Error(), "replicas (2) apply to built-in strategies") {
+			t.Errorf("error %v", err)
+		}
+	})
+}
+
+// TestInterruptedProxyRunLeavesNothing cancels a run in the middle of each
+// proxy's attack, as Ctrl-C does, and looks for the proxy's process and
+// directory.
+func TestInterruptedProxyRunLeavesNothing(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real load through real proxies")
+	}
+	runtest.Need(t, proxies.Installed(strategies.ProxyNginx, "unused"))
+	runtest.Need(t, proxies.Installed(strategies.ProxyHAProxy, "unused"))
+	for _, name := range []string{"nginx:least_conn", "haproxy:leastconn", "lbchaos:p2c"} {
+		t.Run(name, func(t *testing.T) {
+			exp := runtest.MustExperiment(t, "proxy-interrupt", `
+duration: 10s
+rate: 200
+instances: {count: 2, service: {dist: fixed, value: 1ms}}
+strategies: ["`+name+`"]
+`)
+			ctx, cancel := context.WithCancel(context.Background())
+			var once sync.Once
+			progress := func(p harness.Progress) {
+				if p.Elapsed >= time.Second {
+					once.Do(cancel)
+				}
+			}
+			eng := New(Options{LbchaosBinary: runtest.Binary(t)})
+			sum, err := harness.Run(ctx, exp, harness.Options{Engine: eng, Progress: progress})
+			if !errors.Is(err, harness.ErrInterrupted) || sum == nil || !sum.Partial {
+				t.Fatalf("err %v, partial %v; want an interrupted, partial run", err, sum != nil && sum.Partial)
+			}
+			if left := runtest.ProxyLeftovers(t); len(left) > 0 {
+				t.Errorf("processes left behind: %q", left)
+			}
+			for _, pat := range []string{"lbchaos-nginx-*", "lbchaos-haproxy-*", "lbchaos-lbchaos-*"} {
+				if dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), pat)); len(dirs) > 0 {
+					t.Errorf("directories left behind: %v", dirs)
+				}
+			}
+		})
+	}
+}

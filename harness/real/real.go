@@ -1,0 +1,390 @@
+// Package real is the real engine: Vegeta's open-loop load, through the
+// balancing transport and the strategy under test (or a real proxy), to
+// real HTTP backends that a fleet.Provider starts, with the fault schedule
+// played on them through their control API or their container runtime.
+package real
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"path/filepath"
+	"sync"
+	"time"
+
+	vegeta "github.com/tsenart/vegeta/v12/lib"
+
+	"github.com/lbchaos/lbchaos/experiments"
+	"github.com/lbchaos/lbchaos/faultyserver"
+	"github.com/lbchaos/lbchaos/harness/engine"
+	"github.com/lbchaos/lbchaos/harness/fleet"
+	"github.com/lbchaos/lbchaos/harness/process"
+	"github.com/lbchaos/lbchaos/harness/proxies"
+	"github.com/lbchaos/lbchaos/harness/transport"
+	"github.com/lbchaos/lbchaos/reports"
+	"github.com/lbchaos/lbchaos/strategies"
+)
+
+// Options configure the real engine. The zero value runs in-process
+// backends.
+type Options struct {
+	// Provider starts the backends; nil means process.Provider.
+	Provider fleet.Provider
+	// MaxConnsPerInstance bounds the client's connections to one instance;
+	// 0 derives it from the open-file limit.
+	MaxConnsPerInstance int
+	// ProgressEvery is the interval of progress lines on the job's Log when
+	// it has no Progress callback (default 5 s).
+	ProgressEvery time.Duration
+	// RawDir, when set, receives each strategy's raw data: every result in
+	// Vegeta's encoding (results-<strategy>.bin, readable by `vegeta
+	// report` and `vegeta plot`) and its latency histograms as an
+	// HdrHistogram log (latency-<strategy>.hlog).
+	RawDir string
+	// LbchaosBinary is the lbchaos executable that "lbchaos:..." proxy
+	// strategies run as `lbchaos proxy`; the command sets it to itself.
+	LbchaosBinary string
+}
+
+// Engine is the real engine.
+type Engine struct{ opts Options }
+
+var _ engine.Engine = (*Engine)(nil)
+
+// New returns a real engine with opts. It raises the process's open-file
+// limit as far as it may.
+func New(opts Options) *Engine {
+	if opts.Provider == nil {
+		opts.Provider = process.Provider{}
+	}
+	if opts.ProgressEvery <= 0 {
+		opts.ProgressEvery = 5 * time.Second
+	}
+	return &Engine{opts: opts}
+}
+
+// Info implements engine.Engine.
+func (e *Engine) Info() engine.Info {
+	return engine.Info{Engine: "real", Backends: e.opts.Provider.Name()}
+}
+
+// Check implements engine.Engine: the provider must take exp's faults, and
+// every proxy strategy must be runnable.
+func (e *Engine) Check(exp *experiments.Experiment) ([]string, error) {
+	if err := fleet.Check(exp, e.opts.Provider); err != nil {
+		return nil, err
+	}
+	return nil, checkProxies(exp, e.opts.LbchaosBinary)
+}
+
+// checkProxies rejects, before anything starts, proxy strategies the
+// experiment cannot run: a proxy's configuration is written once per
+// strategy, so instances that join later or move (a killed container's new
+// port) would not reach it, and a proxy is one balancer, not replicas. It
+// also checks that each proxy is installed.
+func checkProxies(exp *experiments.Experiment, lbchaos string) error {
+	for i, name := range exp.Strategies {
+		if !strategies.IsProxy(name) {
+			continue
+		}
+		if _, err := strategies.ParseProxy(name); err != nil {
+			return fmt.Errorf("strategies[%d]: %w", i, err)
+		}
+		switch {
+		case exp.Replicas > 1:
+			return fmt.Errorf("strategy %s: replicas (%d) apply to built-in strategies; a proxy is one balancer", name, exp.Replicas)
+		case len(exp.Instances.Joining()) > 0:
+			return fmt.Errorf("strategy %s: instances that join during the run cannot reach a proxy whose configuration is written at the start", name)
+		}
+		for _, f := range exp.Faults {
+			if c, ok := f.Spec.(faultyserver.ContainerFault); ok && c.Relocates() {
+				return fmt.Errorf("strategy %s: mode %q brings the instance back on a new address, which a proxy's configuration does not follow; run it with built-in strategies", name, f.Spec.Mode())
+			}
+		}
+		if err := proxies.Check(name, lbchaos); err != nil {
+			return fmt.Errorf("strategy %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// Measure implements engine.Engine: one strategy against a fresh fleet.
+func (e *Engine) Measure(ctx context.Context, job engine.Job) (m *engine.Measurement, err error) {
+	exp, name, opts := job.Exp, job.Name(), e.opts
+	conns := opts.MaxConnsPerInstance
+	if conns == 0 {
+		conns = connsPerInstance(RaiseFileLimit(), exp.Instances.Count, opts.Provider)
+	}
+	fl, err := opts.Provider.Start(ctx, fleet.Spec{Instances: exp.Instances, Seed: exp.Seed})
+	if err != nil {
+		return nil, fmt.Errorf("start %s backends: %w", opts.Provider.Name(), err)
+	}
+	defer fl.Close()
+	backends := fl.Backends()
+	targets := make([]*url.URL, len(backends))
+	for i, b := range backends {
+		hctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		err := b.Control.Healthy(hctx)
+		cancel()
+		if err != nil {
+			return nil, fmt.Errorf("instance %d at %s is not healthy: %w", b.ID, b.URL, err)
+		}
+		targets[i] = b.URL
+	}
+
+	events := engine.NewEventLog(time.Now())
+	var (
+		lbs   []*strategies.Balancer
+		bal   *transport.Balancer
+		proxy *proxies.Proxy
+	)
+	if strategies.IsProxy(name) {
+		if proxy, err = proxies.Start(ctx, name, targets, exp.Timeout, opts.LbchaosBinary, exp.Seed); err != nil {
+			return nil, err
+		}
+		defer proxy.Close()
+		bal = transport.NewProxyClient(proxy.URL(), proxy.InstanceOf, len(backends), exp.Timeout, proxyConns(conns, len(backends)), ctx)
+	} else {
+		if lbs, err = engine.NewBalancers(exp, name, strategies.SystemClock{}, events); err != nil {
+			return nil, err
+		}
+		bal = transport.NewBalancer(lbs, targets, exp.Timeout, conns, ctx)
+	}
+	defer bal.CloseIdleConnections()
+	client := &http.Client{
+		Transport: bal, // applies the request timeout itself
+		Timeout:   0,
+		CheckRedirect: func(*http.Request, []*http.Request) error {
+			return http.ErrUseLastResponse
+		},
+	}
+	attacker := vegeta.NewAttacker(
+		vegeta.Client(client),
+		vegeta.Workers(uint64(max(10, min(exp.Rate/20, 1000)))),
+		vegeta.MaxBody(0),
+	)
+	var start time.Time // set just before the attack; read by the targeter
+	targeter := vegeta.NewStaticTargeter(vegeta.Target{Method: http.MethodGet, URL: "http://lbchaos-backend/"})
+	if keys := engine.NewKeySource(exp.Keys, exp.Seed); keys != nil {
+		targeter = keyTargeter(keys, &start)
+	}
+	sched := engine.NewSchedule(exp.Arrival, exp.Rate, exp.Seed)
+	coll := engine.NewCollector(len(backends), exp.Duration, exp.Timeout, exp.SlowThreshold)
+
+	var raw *rawWriter
+	if opts.RawDir != "" {
+		if raw, err = newRawWriter(filepath.Join(opts.RawDir, "results-"+reports.Slug(name)+".bin")); err != nil {
+			return nil, fmt.Errorf("raw results: %w", err)
+		}
+		defer func() {
+			if cerr := raw.close(); cerr != nil && err == nil {
+				err = fmt.Errorf("raw results: %w", cerr)
+			}
+		}()
+	}
+
+	faults := newFaultRunner(fl, exp.Faults, exp.Duration, bal.SetTarget)
+	if err := faults.applyInitial(ctx); err != nil {
+		return nil, err
+	}
+	faultCtx, stopFaults := context.WithCancel(ctx)
+	defer stopFaults()
+
+	start = time.Now()
+	events.SetStart(start)
+	var faultWG sync.WaitGroup
+	faultWG.Go(func() { faults.run(faultCtx, start, func(error) { attacker.Stop() }) })
+	faultWG.Go(func() { runJoins(faultCtx, start, exp, lbs) })
+	if len(lbs) > 0 {
+		// A proxy under test probes its backends itself, if configured to.
+		if pc, ok := lbs[0].Probes(); ok {
+			for _, b := range backends {
+				faultWG.Go(func() { transport.Probe(faultCtx, pc, b.ID, bal, lbs) })
+			}
+		}
+	}
+	results := attacker.Attack(targeter, sched, exp.Duration, name)
+
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	var (
+		sent        int64 // every result, aborted ones included
+		errs        int64
+		interrupted time.Duration = -1
+		lastLog                   = start
+		unnamed     []seqOutcome  // proxy strategies: results to attribute from the access log
+		done        = ctx.Done()
+	)
+	for results != nil {
+		select {
+		case res, ok := <-results:
+			if !ok {
+				results = nil
+				break
+			}
+			sent++
+			if raw != nil {
+				raw.add(res)
+			}
+			rt, routed := bal.Take(res.Seq)
+			if routed && rt.Aborted.Load() {
+				coll.Abort()
+				continue
+			}
+			if due, ok := sched.Due(res.Seq); ok {
+				coll.RecordLag(res.Timestamp.Sub(start) - due)
+			}
+			o := classify(res, start, rt, routed)
+			if !o.Success {
+				errs++
+			}
+			if proxy != nil && o.Instance < 0 && routed {
+				// Neither the backend nor the proxy named an instance (the
+				// client gave up first): the proxy's access log will.
+				unnamed = append(unnamed, seqOutcome{res.Seq, o})
+				continue
+			}
+			coll.Add(o)
+		case now := <-tick.C:
+			coll.Sweep(now.Sub(start))
+			if job.Progress != nil {
+				job.Progress(engine.Progress{Strategy: name, Index: job.Index + 1, Total: len(exp.Strategies),
+					Elapsed: now.Sub(start), Duration: exp.Duration, Results: sent, Errors: errs, InFlight: bal.InFlight()})
+			} else if now.Sub(lastLog) >= opts.ProgressEvery {
+				lastLog = now
+				el := now.Sub(start).Truncate(time.Second)
+				if el <= exp.Duration {
+					fmt.Fprintf(job.Log, "      %v/%v: %d results, %.2f%% errors\n", el, exp.Duration, sent, 100*ratio(errs, sent))
+				} else {
+					fmt.Fprintf(job.Log, "      %v: attack over; %d results, waiting for %d requests still in flight (timeout %v)\n",
+						el, sent, bal.InFlight(), exp.Timeout)
+				}
+			}
+		case <-done:
+			done = nil
+			interrupted = time.Since(start)
+			attacker.Stop()
+		}
+	}
+	span := time.Since(start) // until the last request ended
+	stopFaults()
+	faultWG.Wait()
+	m = &engine.Measurement{ConnBound: conns, CapHits: bal.CapHits()}
+	if proxy != nil {
+		proxy.Stop() // flushes its access log
+		names, aerr := proxy.Attribution()
+		if aerr != nil {
+			m.Notes = append(m.Notes, fmt.Sprintf("%s: the proxy's access log could not be read (%v); %d requests without an answer stay unattributed.", name, aerr, len(unnamed)))
+		}
+		for _, u := range unnamed {
+			if id, ok := names[u.seq]; ok {
+				u.o.Instance = id
+			}
+			coll.Add(u.o)
+		}
+		m.Notes = append(m.Notes, fmt.Sprintf("%s: a real %s between the load generator and the backends; its own ejections and health checks are not observed, and its latency includes the extra hop.", name, proxy.Kind()))
+	}
+	coll.Finish()
+	elapsed := attackTime(exp.Duration, interrupted)
+	if opts.RawDir != "" {
+		if err := writeHDRLog(opts.RawDir, name, coll, start, start.Add(elapsed)); err != nil {
+			m.Notes = append(m.Notes, fmt.Sprintf("%s: histogram log not written: %v", name, err))
+		}
+	}
+
+	m.Strategy = coll.Strategy(name, exp.FaultyInstances())
+	m.Sent, m.Scheduled, m.Elapsed, m.Interrupted = sent, sched.Count(elapsed), elapsed, interrupted >= 0
+	m.Ejections = engine.Ejections(lbs)
+	m.Events, m.EventDrops = events.Sorted()
+	m.Aborted, m.Unattributed = coll.Aborted(), coll.Unattributed()
+	if interrupted < 0 {
+		for _, b := range fl.Backends() {
+			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+			if stats, err := b.Control.Stats(sctx); err == nil {
+				engine.SetUtilization(&m.Strategy.Instances[b.ID], stats.BusyS, exp.Instances.Instance(b.ID).Workers, span)
+			}
+			cancel()
+		}
+	}
+	return m, faults.error()
+}
+
+// classify turns a Vegeta result and its route into an outcome.
+func classify(res *vegeta.Result, start time.Time, rt *transport.Route, routed bool) engine.Outcome {
+	o := engine.Outcome{
+		Instance: -1,
+		SentAt:   res.Timestamp.Sub(start),
+		Latency:  res.Latency,
+		Success:  res.Code >= 200 && res.Code < 300 && res.Error == "",
+	}
+	if routed {
+		o.Instance = rt.Instance
+		o.Timeout = rt.Timeout.Load()
+		o.Key, o.HasKey = rt.Key, rt.HasKey
+	}
+	return o
+}
+
+// seqOutcome is a result waiting for attribution.
+type seqOutcome struct {
+	seq uint64
+	o   engine.Outcome
+}
+
+// proxyConns bounds the client's connections to a proxy under test: the
+// open-file budget connsPerInstance shares out per instance, at most 9000
+// (the generated proxy configurations take 9000 requests at once).
+func proxyConns(perInstance, instances int) int {
+	return max(64, min(9000, perInstance*instances))
+}
+
+// runJoins adds the joining instances to every balancer's host set at their
+// time, until ctx is done.
+func runJoins(ctx context.Context, start time.Time, exp *experiments.Experiment, lbs []*strategies.Balancer) {
+	at, hosts := engine.JoinSteps(exp)
+	for i, t := range at {
+		timer := time.NewTimer(time.Until(start.Add(t)))
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return
+		case <-timer.C:
+		}
+		for _, lb := range lbs {
+			_ = lb.SetHosts(hosts[i]) // validated by construction
+		}
+	}
+}
+
+func ratio(a, b int64) float64 {
+	if b == 0 {
+		return 0
+	}
+	return float64(a) / float64(b)
+}
+
+// attackTime is how long the attack sent requests: its duration, or until it
+// was interrupted (interrupted < 0: it was not).
+func attackTime(duration, interrupted time.Duration) time.Duration {
+	if interrupted >= 0 && interrupted < duration {
+		return interrupted
+	}
+	return duration
+}
+
+// connsPerInstance bounds connections per instance so that a queue that
+// grows without bound exhausts neither file descriptors nor ports: in-process
+// backends hold both ends of every connection.
+func connsPerInstance(fileLimit uint64, instances int, p fleet.Provider) int {
+	perConn := uint64(1)
+	if _, ok := p.(process.Provider); ok {
+		perConn = 2
+	}
+	const reserve = 512
+	if fileLimit <= reserve+uint64(instances)*perConn {
+		return 1
+	}
+	n := (fileLimit - reserve) / (perConn * uint64(max(instances, 1)))
+	return int(min(n, 20000))
+}

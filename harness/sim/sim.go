@@ -1,0 +1,599 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"time"
+
+	"github.com/lbchaos/lbchaos/experiments"
+	"github.com/lbchaos/lbchaos/faultyserver"
+	"github.com/lbchaos/lbchaos/harness/engine"
+	"github.com/lbchaos/lbchaos/harness/fleet"
+	"github.com/lbchaos/lbchaos/strategies"
+)
+
+// Epoch, the Unix epoch, is the virtual clock's reading at the start of
+// every strategy's simulated attack, and the Started time of every simulated
+// summary.
+var Epoch = time.Unix(0, 0).UTC()
+
+// simEpoch is Epoch under the name the model uses.
+var simEpoch = Epoch
+
+// errSimReset is the transport error of a request whose connection the
+// simulated instance reset (fault modes reset and kill).
+var errSimReset = errors.New("simulated connection reset by peer")
+
+// Engine simulates each strategy in virtual time and measures it as the
+// real engine would against in-process backends. Its summaries have Engine
+// and Backends "sim", Started the Unix epoch, and no GoVersion or CPUs: a
+// simulated summary depends on nothing but the experiment (seed included)
+// and the lbchaos version, so the same experiment gives a byte-identical
+// summary.json on any machine of the same architecture. Each strategy
+// starts from a fresh state: new instances, a new arrival schedule, a new
+// collector.
+//
+// The model is the real engine's (see the sim type): the arrival schedule
+// of engine.NewSchedule, the strategies of package strategies built by
+// engine.NewBalancers exactly as the real engine builds them but on a
+// virtual clock, and instances that draw service times and fault plans
+// from the sources the real servers would seed. Container faults (pause,
+// kill, cpu) are simulated by their Plan. The generator never falls behind,
+// so send lag is 0 and the generator is never behind.
+//
+// When ctx is cancelled the strategy in progress stops at the current
+// virtual instant and its requests still in flight are left out as aborted.
+type Engine struct{}
+
+var _ engine.Engine = Engine{}
+
+// Info implements engine.Engine.
+func (Engine) Info() engine.Info {
+	return engine.Info{Engine: "sim", Backends: "sim", Virtual: true, Epoch: Epoch}
+}
+
+// Check implements engine.Engine: every experiment runs, and one with
+// container faults gets a note on how they are approximated.
+func (Engine) Check(exp *experiments.Experiment) ([]string, error) {
+	if exp.NeedsContainers() {
+		return []string{"Container faults are simulated by their effect on the requests that arrive while they last: " +
+			"pause as a hang, kill as a connection reset, cpu as a service time scaled by 1/cpus. " +
+			"Requests already in the instance when such a fault starts are not affected."}, nil
+	}
+	return nil, nil
+}
+
+// Measure implements engine.Engine. A real proxy strategy is skipped.
+func (Engine) Measure(ctx context.Context, job engine.Job) (*engine.Measurement, error) {
+	name := job.Name()
+	if strategies.IsProxy(name) {
+		return &engine.Measurement{Skipped: fmt.Sprintf("%s: a real proxy runs only with the real engine (--engine real); it is left out of the simulation.", name)}, nil
+	}
+	return simStrategy(ctx, job.Exp, name, simHooks{})
+}
+
+// simClock is the strategies' clock in a simulation: simEpoch plus the
+// virtual time elapsed since the start of the attack.
+type simClock struct{ now time.Duration }
+
+func (c *simClock) Now() time.Time { return simEpoch.Add(c.now) }
+
+// simHooks let tests observe the engine; the zero value observes nothing.
+type simHooks struct {
+	// result sees every request's outcome as the collector and the strategy
+	// see it.
+	result func(o engine.Outcome, so strategies.Outcome)
+	// second is called at every whole virtual second after 0.
+	second func(now time.Duration)
+}
+
+// never is a virtual time later than anything scheduled.
+const never = time.Duration(math.MaxInt64)
+
+// checkEvery is how many steps the engine takes between looks at its
+// context.
+const checkEvery = 1 << 12
+
+// sim simulates one strategy's attack: a discrete-event simulation in
+// virtual time of the real engine's open-loop client, the strategy, and the
+// instances (faultyserver.Server) with their faults.
+//
+// Model. Request k arrives at the schedule's Due(k) if that is before the
+// experiment's duration; the strategy picks its instance then, and the
+// instance plans it at once, as Server.plan does: it samples the service
+// time and, under a fault, passes it to the fault's Plan, both drawing from
+// the instance's own source. Serve takes a worker if one is free (Workers 0
+// = unlimited) and answers 200 after the service time, or waits in the
+// instance's FIFO queue; a full queue (QueueLimit) answers 503 at once. Fail
+// answers its status after its delay without a worker, Hang never answers,
+// Reset fails at once with a transport error. A request not answered within
+// the experiment's timeout of its arrival ends as a timeout at exactly that
+// time. Its instance then drops it from the queue or frees its worker, or,
+// with KeepAbandoned, leaves it queued or serving until its service ends.
+// Fault changes (faultOps) take effect for requests arriving at or after
+// their time. Every request's done is called once, at its end, with the
+// latency from arrival.
+//
+// Simultaneous happenings are ordered: fault changes and collector sweeps,
+// then answers in the order they were scheduled, then timeouts in arrival
+// order, then the arrival. So an answer due at the deadline is an answer,
+// and a worker freed at t is free for a request arriving at t.
+//
+// Data structures. Requests live in a slab recycled through a free list, so
+// memory follows the requests in flight, not the requests sent. Those whose
+// client still waits are linked in arrival order; as every request has the
+// same timeout, the head of that list is the next timeout, with no timer
+// per request. Answers due later (service ends, fail delays) are ordered by
+// (time, sequence number) in an eventQueue: a FIFO for those scheduled in
+// time order, a 4-ary min-heap for the rest. A request's slot carries a
+// generation number, bumped when the slot is freed: an event whose
+// generation no longer matches is stale (its request timed out and was
+// dropped) and is skipped. A queue never holds a stale entry: without
+// KeepAbandoned, the request timing out is always at its queue's front, as
+// every request queued before it arrived earlier and timed out or left
+// before it.
+type sim struct {
+	// Immutable after newSim.
+	timeout  time.Duration
+	duration time.Duration
+	qlimit   int  // per instance; 0 = unbounded
+	keep     bool // KeepAbandoned
+	hooks    simHooks
+
+	clock  simClock
+	lbs    []*strategies.Balancer // replicas; request k goes to k mod len
+	keys   *engine.KeySource      // nil: requests carry no key
+	coll   *engine.Collector
+	sched  engine.Schedule
+	insts  []simInstance
+	events eventQueue
+	seq    uint64 // of the next event
+
+	reqs       []simReq
+	free       int32 // first free slot, -1 if none; linked through next
+	head, tail int32 // requests whose client waits, oldest first; -1 if none
+	waiting    int   // length of that list
+
+	ops       []engine.FaultOp
+	nextOp    int
+	nextSweep time.Duration
+
+	joinAt    []time.Duration // when the host set grows (joinSteps)
+	joinHosts [][]int
+	nextJoin  int
+	probe     strategies.ProbeConfig
+	nextProbe time.Duration // never without active health checks
+
+	k       uint64        // index of the next arrival
+	arrival time.Duration // its time, never when there is none
+	sent    int64
+}
+
+// simInstance is one simulated faultyserver.Server.
+type simInstance struct {
+	rng     *rand.Rand
+	sampler *faultyserver.Sampler
+	fault   faultyserver.Fault // nil when none
+	workers int                // 0 = unlimited
+	busy    int                // workers held
+	busyFor time.Duration      // worker time spent, as Stats.BusyS
+	queue   ring[int32]        // waiting for a worker, oldest first
+}
+
+// Request kinds, after the instance's plan.
+const (
+	kindServe uint8 = iota
+	kindFail
+	kindHang
+)
+
+// Request states, a bit set.
+const (
+	stWaiting uint8 = 1 << iota // the client waits for an answer
+	stQueued                    // in its instance's queue
+	stWorking                   // holds a worker
+	stKeyed                     // carries a key
+)
+
+// simReq is one request in flight, client or server side.
+type simReq struct {
+	at      time.Duration // arrival
+	service time.Duration // kindServe: time on a worker
+	done    func(strategies.Outcome)
+	key     uint64        // with stKeyed
+	began   time.Duration // stWorking: when it took its worker
+	prev    int32         // in the waiting list; next also links the free list
+	next    int32
+	inst    int32
+	gen     uint32
+	status  int32 // kindFail: the status answered
+	kind    uint8
+	state   uint8
+}
+
+func newSim(exp *experiments.Experiment, name string, hooks simHooks, events *engine.EventLog) (*sim, error) {
+	n := exp.Instances.Count
+	s := &sim{
+		timeout:   exp.Timeout,
+		duration:  exp.Duration,
+		qlimit:    exp.Instances.QueueLimit,
+		keep:      exp.Instances.KeepAbandoned,
+		hooks:     hooks,
+		coll:      engine.NewCollector(n, exp.Duration, exp.Timeout, exp.SlowThreshold),
+		sched:     engine.NewSchedule(exp.Arrival, exp.Rate, exp.Seed),
+		insts:     make([]simInstance, n),
+		free:      -1,
+		head:      -1,
+		tail:      -1,
+		ops:       engine.FaultOps(exp.Faults, exp.Duration),
+		nextSweep: time.Second,
+		nextProbe: never,
+		keys:      engine.NewKeySource(exp.Keys, exp.Seed),
+	}
+	s.joinAt, s.joinHosts = engine.JoinSteps(exp)
+	for _, op := range s.ops {
+		if op.Instance < 0 || op.Instance >= n {
+			return nil, fmt.Errorf("faults[%d]: instance %d does not exist (the fleet has %d)", op.Index, op.Instance, n)
+		}
+	}
+	for i := range s.insts {
+		in := exp.Instances.Instance(i)
+		rng := rand.New(faultyserver.NewSource(fleet.InstanceSeed(exp.Seed, i)))
+		smp, err := faultyserver.NewSampler(in.Service, rng)
+		if err != nil {
+			return nil, fmt.Errorf("instance %d: service: %w", i, err)
+		}
+		s.insts[i] = simInstance{rng: rng, sampler: smp, workers: in.Workers}
+	}
+	lbs, err := engine.NewBalancers(exp, name, &s.clock, events)
+	if err != nil {
+		return nil, err
+	}
+	s.lbs = lbs
+	if pc, ok := lbs[0].Probes(); ok {
+		s.probe, s.nextProbe = pc, pc.Interval
+	}
+	s.arrival = s.due(0)
+	return s, nil
+}
+
+// due returns when arrival k is scheduled, or never when that is not before
+// the end of the attack.
+func (s *sim) due(k uint64) time.Duration {
+	if d, ok := s.sched.Due(k); ok && d < s.duration {
+		return d
+	}
+	return never
+}
+
+// run simulates until every request has ended, or until done is closed.
+// It reports whether it was interrupted.
+func (s *sim) run(done <-chan struct{}) (interrupted bool) {
+	for step := 1; ; step++ {
+		if step%checkEvery == 0 {
+			select {
+			case <-done:
+				return true
+			default:
+			}
+		}
+		tEvent := s.events.next()
+		tTimeout := never
+		if s.head >= 0 {
+			tTimeout = s.reqs[s.head].at + s.timeout
+		}
+		tControl := min(s.nextSweep, s.nextProbe)
+		if s.nextOp < len(s.ops) {
+			tControl = min(tControl, s.ops[s.nextOp].At)
+		}
+		if s.nextJoin < len(s.joinAt) {
+			tControl = min(tControl, s.joinAt[s.nextJoin])
+		}
+		if s.arrival == never && s.waiting == 0 {
+			return false
+		}
+		switch t := min(s.arrival, tEvent, tTimeout, tControl); t {
+		case tControl:
+			s.clock.now = t
+			s.control(t)
+		case tEvent:
+			s.clock.now = t
+			s.answer(s.events.pop())
+		case tTimeout:
+			s.clock.now = t
+			s.expire(s.head)
+		default:
+			s.clock.now = t
+			s.arrive(t)
+		}
+	}
+}
+
+// control applies the fault change, host-set change, round of probes or
+// collector sweep due at t.
+func (s *sim) control(t time.Duration) {
+	if s.nextOp < len(s.ops) && s.ops[s.nextOp].At == t {
+		op := s.ops[s.nextOp]
+		s.nextOp++
+		s.insts[op.Instance].fault = op.Fault // nil clears
+		return
+	}
+	if s.nextJoin < len(s.joinAt) && s.joinAt[s.nextJoin] == t {
+		for _, lb := range s.lbs {
+			_ = lb.SetHosts(s.joinHosts[s.nextJoin]) // validated by construction
+		}
+		s.nextJoin++
+		return
+	}
+	if s.nextProbe == t {
+		for i := range s.insts {
+			healthy := faultyserver.ProbeHealthy(s.insts[i].fault)
+			for _, lb := range s.lbs {
+				lb.ReportProbe(i, healthy)
+			}
+		}
+		s.nextProbe += s.probe.Interval
+		if s.nextProbe >= s.duration {
+			s.nextProbe = never
+		}
+		return
+	}
+	s.coll.Sweep(t)
+	if s.hooks.second != nil {
+		s.hooks.second(t)
+	}
+	s.nextSweep += time.Second
+}
+
+// arrive sends the request due at t.
+func (s *sim) arrive(t time.Duration) {
+	s.sent++
+	k := s.k
+	s.k++
+	s.arrival = s.due(s.k)
+
+	var req strategies.Request
+	if s.keys != nil {
+		req = strategies.Request{Key: s.keys.Key(k, t), HasKey: true}
+	}
+	ep, done := s.lbs[k%uint64(len(s.lbs))].Pick(req)
+	if ep == strategies.NoHost {
+		s.report(ep, t, done, 0, engine.ErrNoHost, false, req)
+		return
+	}
+	in := &s.insts[ep]
+	base := in.sampler.Sample()
+	a := faultyserver.Action{Kind: faultyserver.ActionServe, Service: base}
+	if in.fault != nil {
+		a = in.fault.Plan(base, in.rng)
+	}
+	switch a.Kind {
+	case faultyserver.ActionReset:
+		s.report(ep, t, done, 0, errSimReset, false, req)
+	case faultyserver.ActionFail:
+		r := s.alloc(ep, t, req, done, kindFail, stWaiting)
+		s.reqs[r].status = int32(a.Status)
+		s.schedule(t+a.Delay, r)
+	case faultyserver.ActionHang:
+		s.alloc(ep, t, req, done, kindHang, stWaiting)
+	default:
+		switch {
+		case in.workers == 0 || in.busy < in.workers:
+			// A free worker means an empty queue: release hands a worker
+			// straight to the oldest waiter.
+			in.busy++
+			r := s.alloc(ep, t, req, done, kindServe, stWaiting|stWorking)
+			s.reqs[r].began = t
+			s.schedule(t+a.Service, r)
+		case s.qlimit > 0 && in.queue.len() >= s.qlimit:
+			s.report(ep, t, done, 503, nil, false, req)
+		default:
+			r := s.alloc(ep, t, req, done, kindServe, stWaiting|stQueued)
+			s.reqs[r].service = a.Service
+			in.queue.push(r)
+		}
+	}
+}
+
+// answer handles a service end or a fail answer.
+func (s *sim) answer(e simEvent) {
+	r := &s.reqs[e.slot]
+	if r.gen != e.gen {
+		return // the request timed out and its instance dropped it
+	}
+	if r.kind == kindServe {
+		s.insts[r.inst].busyFor += s.clock.now - r.began
+		s.release(int(r.inst))
+		if r.state&stWaiting != 0 {
+			s.end(e.slot, 200, nil, false)
+		}
+	} else {
+		s.end(e.slot, int(r.status), nil, false)
+	}
+	s.freeSlot(e.slot)
+}
+
+// expire ends request i, the oldest whose client waits, as a timeout.
+func (s *sim) expire(i int32) {
+	s.end(i, 0, context.DeadlineExceeded, true)
+	r := &s.reqs[i]
+	switch {
+	case r.state&stQueued != 0:
+		if s.keep {
+			return // served later for nothing; freed at its service end
+		}
+		q := &s.insts[r.inst].queue
+		if q.len() == 0 || *q.front() != i {
+			panic("harness: sim: a timed-out request is not at its queue's front")
+		}
+		q.pop()
+	case r.state&stWorking != 0:
+		if s.keep {
+			return
+		}
+		// The server stops serving a request whose client went away.
+		s.insts[r.inst].busyFor += s.clock.now - r.began
+		s.release(int(r.inst))
+	}
+	s.freeSlot(i)
+}
+
+// release frees a worker of instance i, handing it straight to the oldest
+// queued request if any.
+func (s *sim) release(i int) {
+	in := &s.insts[i]
+	if in.queue.len() == 0 {
+		in.busy--
+		return
+	}
+	j := in.queue.pop()
+	r := &s.reqs[j]
+	r.state = r.state&^stQueued | stWorking
+	r.began = s.clock.now
+	s.schedule(s.clock.now+r.service, j)
+}
+
+// end answers request i's client now: it leaves the waiting list and its
+// outcome goes to the strategy and the collector.
+func (s *sim) end(i int32, status int, err error, timeout bool) {
+	r := &s.reqs[i]
+	if r.prev >= 0 {
+		s.reqs[r.prev].next = r.next
+	} else {
+		s.head = r.next
+	}
+	if r.next >= 0 {
+		s.reqs[r.next].prev = r.prev
+	} else {
+		s.tail = r.prev
+	}
+	s.waiting--
+	r.state &^= stWaiting
+	done := r.done
+	r.done = nil
+	s.report(int(r.inst), r.at, done, status, err, timeout, strategies.Request{Key: r.key, HasKey: r.state&stKeyed != 0})
+}
+
+// report delivers the outcome of a request that arrived at sentAt and ends
+// now.
+//
+// An answer (status not 0) carries the instance's load as the real server
+// reports it: the other requests holding a worker or queued.
+func (s *sim) report(inst int, sentAt time.Duration, done func(strategies.Outcome), status int, err error, timeout bool, req strategies.Request) {
+	lat := s.clock.now - sentAt
+	so := strategies.Outcome{Status: status, Err: err, Timeout: timeout, Latency: lat}
+	if status != 0 {
+		in := &s.insts[inst]
+		so.Load, so.HasLoad = float64(in.busy+in.queue.len()), true
+	}
+	done(so)
+	o := engine.Outcome{
+		Instance: inst,
+		SentAt:   sentAt,
+		Latency:  lat,
+		Success:  status >= 200 && status < 300 && err == nil,
+		Timeout:  timeout,
+		Key:      req.Key,
+		HasKey:   req.HasKey,
+	}
+	s.coll.Add(o)
+	if s.hooks.result != nil {
+		s.hooks.result(o, so)
+	}
+}
+
+// alloc takes a slot for a request arriving at t and appends it to the
+// waiting list.
+func (s *sim) alloc(inst int, t time.Duration, req strategies.Request, done func(strategies.Outcome), kind, state uint8) int32 {
+	i := s.free
+	if i >= 0 {
+		s.free = s.reqs[i].next
+	} else {
+		if len(s.reqs) >= math.MaxInt32 {
+			panic("harness: sim: too many requests in flight")
+		}
+		i = int32(len(s.reqs))
+		s.reqs = append(s.reqs, simReq{})
+	}
+	r := &s.reqs[i]
+	r.at, r.done, r.inst, r.kind, r.state = t, done, int32(inst), kind, state
+	r.key = req.Key
+	if req.HasKey {
+		r.state |= stKeyed
+	}
+	r.prev, r.next = s.tail, -1
+	if s.tail >= 0 {
+		s.reqs[s.tail].next = i
+	} else {
+		s.head = i
+	}
+	s.tail = i
+	s.waiting++
+	return i
+}
+
+// freeSlot returns slot i to the free list; events still naming it
+// become stale.
+func (s *sim) freeSlot(i int32) {
+	r := &s.reqs[i]
+	r.gen++
+	r.state = 0
+	r.done = nil
+	r.next = s.free
+	s.free = i
+}
+
+// schedule adds an answer for request i at t.
+func (s *sim) schedule(t time.Duration, i int32) {
+	s.events.push(simEvent{at: t, seq: s.seq, slot: i, gen: s.reqs[i].gen})
+	s.seq++
+}
+
+// abortWaiting drops the requests whose client still waits, as an
+// interrupted run cancels them, and returns how many there were.
+func (s *sim) abortWaiting() int {
+	n := s.waiting
+	for i := s.head; i >= 0; i = s.reqs[i].next {
+		s.reqs[i].done = nil
+	}
+	s.head, s.tail, s.waiting = -1, -1, 0
+	return n
+}
+
+// simStrategy simulates one strategy from a fresh state.
+func simStrategy(ctx context.Context, exp *experiments.Experiment, name string, hooks simHooks) (*engine.Measurement, error) {
+	events := engine.NewEventLog(simEpoch)
+	s, err := newSim(exp, name, hooks, events)
+	if err != nil {
+		return nil, err
+	}
+	interrupted := s.run(ctx.Done())
+	elapsed := exp.Duration
+	if interrupted {
+		for range s.abortWaiting() {
+			s.coll.Abort()
+		}
+		elapsed = min(elapsed, s.clock.now)
+	}
+	s.coll.Finish()
+
+	m := &engine.Measurement{
+		Strategy:     s.coll.Strategy(name, exp.FaultyInstances()),
+		Sent:         s.sent,
+		Scheduled:    uint64(s.sent), // the simulated generator never falls behind
+		Elapsed:      elapsed,
+		Interrupted:  interrupted,
+		Ejections:    engine.Ejections(s.lbs),
+		Aborted:      s.coll.Aborted(),
+		Unattributed: s.coll.Unattributed(),
+	}
+	m.Events, m.EventDrops = events.Sorted()
+	span := max(elapsed, s.clock.now) // until the last request ended
+	for i := range s.insts {
+		engine.SetUtilization(&m.Strategy.Instances[i], s.insts[i].busyFor.Seconds(), s.insts[i].workers, span)
+	}
+	return m, nil
+}

@@ -1,0 +1,330 @@
+// Package transport is the balancing http.RoundTripper both the real engine
+// and `lbchaos proxy` send requests through, and the active health probes
+// that feed its strategies.
+package transport
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/lbchaos/lbchaos/faultyserver"
+	"github.com/lbchaos/lbchaos/harness/engine"
+	"github.com/lbchaos/lbchaos/strategies"
+)
+
+// SeqHeader is the header Vegeta sets on every request with the sequence
+// number of its result; it ties a vegeta.Result to the instance the
+// balancer sent it to.
+const SeqHeader = "X-Vegeta-Seq"
+
+// Balancer is the client-side load balancer under test: an http.RoundTripper
+// that asks the strategy for an instance, sends the request there over a
+// plain http.Transport, and reports the outcome through the strategy's done
+// callback when the response body is fully read or closed, or the request
+// fails. It records which instance each request went to, so that every
+// result — also one that got no response — is attributed to its instance.
+//
+// With several replicas of the strategy (an experiment's replicas), request
+// seq goes to replica seq mod K: the load is split evenly, and each replica
+// sees only its own requests in flight.
+type Balancer struct {
+	// Immutable after construction.
+	lbs     []*strategies.Balancer
+	targets []atomic.Pointer[url.URL] // an instance's address changes when its container restarts
+	base    *http.Transport
+	abort   context.Context // cancelled when the run is interrupted
+	timeout time.Duration   // per request, body included; 0 = none
+
+	routes routes
+	// proxy, when set, is a proxy under test that every request goes to
+	// (there is no strategy here); upstream maps its UpstreamHeader to an
+	// instance id.
+	proxy    *url.URL
+	upstream func(string) (int, bool)
+	// noRoutes: nobody takes routes (lbchaos proxy), so none is kept.
+	noRoutes bool
+	// connCap is the per-instance connection bound; capHits counts requests
+	// that found their instance at the bound (they queue in the client).
+	connCap  int
+	inflight []atomic.Int64
+	capHits  atomic.Int64
+}
+
+var _ http.RoundTripper = (*Balancer)(nil)
+
+// NewBalancer routes requests across targets (base URLs, one per instance,
+// indexed by instance id) with lbs, the replicas of one strategy (at least
+// one). Each request, body included, is cut off
+// after timeout (0 = never); maxConns bounds connections per instance
+// (0 = unbounded). Requests still running when abort is cancelled are
+// cancelled and reported as aborted.
+func NewBalancer(lbs []*strategies.Balancer, targets []*url.URL, timeout time.Duration, maxConns int, abort context.Context) *Balancer {
+	dialer := &net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}
+	idle := maxConns
+	if idle == 0 || idle > 4096 {
+		idle = 4096
+	}
+	b := &Balancer{
+		lbs:     lbs,
+		targets: make([]atomic.Pointer[url.URL], len(targets)),
+		abort:   abort,
+		timeout: timeout,
+		connCap: maxConns,
+		base: &http.Transport{
+			Proxy:       nil, // backends are local; never go through an environment proxy
+			DialContext: dialer.DialContext,
+			// Keep every connection a burst opened: the default of 2 idle
+			// connections per host would close and reopen connections under
+			// load and measure the handshakes instead of the backend.
+			MaxIdleConns:        0,
+			MaxIdleConnsPerHost: idle,
+			MaxConnsPerHost:     maxConns,
+			IdleConnTimeout:     90 * time.Second,
+			DisableCompression:  true,
+			ForceAttemptHTTP2:   false,
+		},
+		routes:   routes{m: make(map[uint64]*Route)},
+		inflight: make([]atomic.Int64, len(targets)),
+	}
+	for i, u := range targets {
+		b.targets[i].Store(u)
+	}
+	return b
+}
+
+// NewProxyClient sends every request to the proxy under test at proxy and
+// attributes each answer to the instance the backend's InstanceHeader
+// names, or else the one the proxy's UpstreamHeader names (upstream maps
+// it); requests without either stay unattributed until the caller
+// resolves them. instances is the fleet's size.
+func NewProxyClient(proxy *url.URL, upstream func(string) (int, bool), instances int, timeout time.Duration, maxConns int, abort context.Context) *Balancer {
+	targets := make([]*url.URL, instances)
+	for i := range targets {
+		targets[i] = proxy
+	}
+	b := NewBalancer(nil, targets, timeout, maxConns, abort)
+	b.proxy, b.upstream = proxy, upstream
+	return b
+}
+
+// SetTarget points instance id at a new base URL, for requests picked from
+// now on (a restarted container may publish a different port).
+func (b *Balancer) SetTarget(id int, u *url.URL) { b.targets[id].Store(u) }
+
+// Route is what the balancer knows about one request beyond the client's
+// result.
+type Route struct {
+	Instance int    // -1: none yet (a proxy under test names it in its answer)
+	Key      uint64 // the request's key, when HasKey
+	HasKey   bool
+	Timeout  atomic.Bool // the request hit the client timeout
+	Aborted  atomic.Bool // cancelled because the run was interrupted
+}
+
+type routes struct {
+	mu sync.Mutex
+	m  map[uint64]*Route
+}
+
+func (r *routes) put(seq uint64, rt *Route) {
+	r.mu.Lock()
+	r.m[seq] = rt
+	r.mu.Unlock()
+}
+
+// take removes and returns the route of seq; ok is false when the request
+// never reached the balancer.
+func (r *routes) take(seq uint64) (*Route, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	rt, ok := r.m[seq]
+	delete(r.m, seq)
+	return rt, ok
+}
+
+// Take removes and returns the route recorded for Vegeta sequence number
+// seq; ok is false when the request never reached the balancer.
+func (b *Balancer) Take(seq uint64) (*Route, bool) { return b.routes.take(seq) }
+
+// Target returns instance id's current base URL.
+func (b *Balancer) Target(id int) *url.URL { return b.targets[id].Load() }
+
+// KeepNoRoutes stops recording routes: for a balancer whose caller never
+// takes them (lbchaos proxy).
+func (b *Balancer) KeepNoRoutes() { b.noRoutes = true }
+
+// ErrNoHost fails a request for which the strategy allowed no instance
+// (every one ejected); it is not sent.
+var ErrNoHost = engine.ErrNoHost
+
+// UpstreamHeader is the header in which a proxy under test (lbchaos proxy,
+// and the generated nginx and HAProxy configurations) names the instance
+// id of the upstream it tried, so that its own errors are attributed.
+const UpstreamHeader = "X-Lbchaos-Upstream"
+
+// PickedKey is a request context key: a *atomic.Int64 under it receives
+// the instance picked for the request (-1 if none).
+type PickedKey struct{}
+
+// RoundTrip implements http.RoundTripper.
+func (b *Balancer) RoundTrip(req *http.Request) (*http.Response, error) {
+	seq, seqErr := strconv.ParseUint(req.Header.Get(SeqHeader), 10, 64)
+	var sreq strategies.Request
+	if v := req.Header.Get(strategies.KeyHeader); v != "" {
+		if k, err := strconv.ParseUint(v, 10, 64); err == nil {
+			sreq = strategies.Request{Key: k, HasKey: true}
+		}
+	}
+	start := time.Now()
+	var (
+		ep   = -1 // unknown until the proxy's answer names it
+		done = func(strategies.Outcome) {}
+	)
+	if b.proxy == nil {
+		lb := b.lbs[0]
+		if len(b.lbs) > 1 && seqErr == nil {
+			lb = b.lbs[seq%uint64(len(b.lbs))]
+		}
+		ep, done = lb.Pick(sreq)
+	}
+	rt := &Route{Instance: ep, Key: sreq.Key, HasKey: sreq.HasKey}
+	if seqErr == nil && !b.noRoutes {
+		b.routes.put(seq, rt)
+	}
+	if h, ok := req.Context().Value(PickedKey{}).(*atomic.Int64); ok {
+		h.Store(int64(ep))
+	}
+	if ep == strategies.NoHost && b.proxy == nil {
+		done(strategies.Outcome{Err: ErrNoHost, Latency: time.Since(start)})
+		return nil, ErrNoHost
+	}
+	if ep >= 0 {
+		if n := b.inflight[ep].Add(1); b.connCap > 0 && n > int64(b.connCap) {
+			b.capHits.Add(1)
+		}
+	}
+
+	// The request timeout is applied here rather than by http.Client: the
+	// client's timer would cancel through Request.Cancel, racing the
+	// deadline, and a timeout could pass for an ordinary cancellation. It
+	// covers the whole exchange, body included.
+	var (
+		ctx    context.Context
+		cancel context.CancelFunc
+	)
+	if b.timeout > 0 {
+		ctx, cancel = context.WithTimeout(req.Context(), b.timeout)
+	} else {
+		ctx, cancel = context.WithCancel(req.Context())
+	}
+	stop := context.AfterFunc(b.abort, func() {
+		rt.Aborted.Store(true)
+		cancel()
+	})
+	out := req.Clone(ctx)
+	target := b.proxy
+	if target == nil {
+		target = b.targets[ep].Load()
+	}
+	out.URL.Scheme = target.Scheme
+	out.URL.Host = target.Host
+	out.Host = target.Host
+
+	finish := func(status int, load string, err error) {
+		stop()
+		cancel()
+		if ep >= 0 {
+			b.inflight[ep].Add(-1)
+		}
+		timeout := err != nil && !rt.Aborted.Load() && isTimeout(ctx, err)
+		rt.Timeout.Store(timeout)
+		o := strategies.Outcome{Status: status, Err: err, Timeout: timeout, Latency: time.Since(start)}
+		if load != "" {
+			if v, perr := strconv.ParseFloat(load, 64); perr == nil {
+				o.Load, o.HasLoad = v, true
+			}
+		}
+		done(o)
+	}
+
+	resp, err := b.base.RoundTrip(out)
+	if err != nil {
+		finish(0, "", err)
+		return nil, err
+	}
+	if b.proxy != nil {
+		// The backend names itself; an error of the proxy's own names
+		// the upstream it tried.
+		if id, err := strconv.Atoi(resp.Header.Get(faultyserver.InstanceHeader)); err == nil && id >= 0 && id < len(b.targets) {
+			rt.Instance = id
+		} else if id, ok := b.upstream(resp.Header.Get(UpstreamHeader)); ok {
+			rt.Instance = id
+		}
+	}
+	load := resp.Header.Get(faultyserver.LoadHeader)
+	resp.Body = &doneBody{rc: resp.Body, finish: func(err error) { finish(resp.StatusCode, load, err) }}
+	return resp, nil
+}
+
+// isTimeout reports whether err ended the request because its deadline (the
+// request timeout) passed.
+func isTimeout(ctx context.Context, err error) bool {
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return true
+	}
+	if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl) {
+		return true
+	}
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// CloseIdleConnections closes the balancer's idle connections.
+func (b *Balancer) CloseIdleConnections() { b.base.CloseIdleConnections() }
+
+// InFlight returns how many requests are between pick and done.
+func (b *Balancer) InFlight() int64 {
+	var n int64
+	for i := range b.inflight {
+		n += b.inflight[i].Load()
+	}
+	return n
+}
+
+// CapHits returns how many requests found their instance at the connection
+// bound and had to wait in the client for a connection.
+func (b *Balancer) CapHits() int64 { return b.capHits.Load() }
+
+// doneBody reports the end of a response exactly once: at EOF, at the first
+// read error, or at Close, whichever comes first.
+type doneBody struct {
+	rc     io.ReadCloser
+	once   sync.Once
+	finish func(error)
+}
+
+func (d *doneBody) Read(p []byte) (int, error) {
+	n, err := d.rc.Read(p)
+	if err != nil {
+		if err == io.EOF {
+			d.once.Do(func() { d.finish(nil) })
+		} else {
+			d.once.Do(func() { d.finish(err) })
+		}
+	}
+	return n, err
+}
+
+func (d *doneBody) Close() error {
+	err := d.rc.Close()
+	d.once.Do(func() { d.finish(nil) })
+	return err
+}
