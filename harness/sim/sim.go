@@ -2,7 +2,6 @@ package sim
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -14,81 +13,6 @@ import (
 	"github.com/lbchaos/lbchaos/harness/fleet"
 	"github.com/lbchaos/lbchaos/strategies"
 )
-
-// Epoch, the Unix epoch, is the virtual clock's reading at the start of
-// every strategy's simulated attack, and the Started time of every simulated
-// summary.
-var Epoch = time.Unix(0, 0).UTC()
-
-// simEpoch is Epoch under the name the model uses.
-var simEpoch = Epoch
-
-// errSimReset is the transport error of a request whose connection the
-// simulated instance reset (fault modes reset and kill).
-var errSimReset = errors.New("simulated connection reset by peer")
-
-// Engine simulates each strategy in virtual time and measures it as the
-// real engine would against in-process backends. Its summaries have Engine
-// and Backends "sim", Started the Unix epoch, and no GoVersion or CPUs: a
-// simulated summary depends on nothing but the experiment (seed included)
-// and the lbchaos version, so the same experiment gives a byte-identical
-// summary.json on any machine of the same architecture. Each strategy
-// starts from a fresh state: new instances, a new arrival schedule, a new
-// collector.
-//
-// The model is the real engine's (see the sim type): the arrival schedule
-// of engine.NewSchedule, the strategies of package strategies built by
-// engine.NewBalancers exactly as the real engine builds them but on a
-// virtual clock, and instances that draw service times and fault plans
-// from the sources the real servers would seed. Container faults (pause,
-// kill, cpu) are simulated by their Plan. The generator never falls behind,
-// so send lag is 0 and the generator is never behind.
-//
-// When ctx is cancelled the strategy in progress stops at the current
-// virtual instant and its requests still in flight are left out as aborted.
-type Engine struct{}
-
-var _ engine.Engine = Engine{}
-
-// Info implements engine.Engine.
-func (Engine) Info() engine.Info {
-	return engine.Info{Engine: "sim", Backends: "sim", Virtual: true, Epoch: Epoch}
-}
-
-// Check implements engine.Engine: every experiment runs, and one with
-// container faults gets a note on how they are approximated.
-func (Engine) Check(exp *experiments.Experiment) ([]string, error) {
-	if exp.NeedsContainers() {
-		return []string{"Container faults are simulated by their effect on the requests that arrive while they last: " +
-			"pause as a hang, kill as a connection reset, cpu as a service time scaled by 1/cpus. " +
-			"Requests already in the instance when such a fault starts are not affected."}, nil
-	}
-	return nil, nil
-}
-
-// Measure implements engine.Engine. A real proxy strategy is skipped.
-func (Engine) Measure(ctx context.Context, job engine.Job) (*engine.Measurement, error) {
-	name := job.Name()
-	if strategies.IsProxy(name) {
-		return &engine.Measurement{Skipped: fmt.Sprintf("%s: a real proxy runs only with the real engine (--engine real); it is left out of the simulation.", name)}, nil
-	}
-	return simStrategy(ctx, job.Exp, name, simHooks{})
-}
-
-// simClock is the strategies' clock in a simulation: simEpoch plus the
-// virtual time elapsed since the start of the attack.
-type simClock struct{ now time.Duration }
-
-func (c *simClock) Now() time.Time { return simEpoch.Add(c.now) }
-
-// simHooks let tests observe the engine; the zero value observes nothing.
-type simHooks struct {
-	// result sees every request's outcome as the collector and the strategy
-	// see it.
-	result func(o engine.Outcome, so strategies.Outcome)
-	// second is called at every whole virtual second after 0.
-	second func(now time.Duration)
-}
 
 // never is a virtual time later than anything scheduled.
 const never = time.Duration(math.MaxInt64)
@@ -561,39 +485,4 @@ func (s *sim) abortWaiting() int {
 	}
 	s.head, s.tail, s.waiting = -1, -1, 0
 	return n
-}
-
-// simStrategy simulates one strategy from a fresh state.
-func simStrategy(ctx context.Context, exp *experiments.Experiment, name string, hooks simHooks) (*engine.Measurement, error) {
-	events := engine.NewEventLog(simEpoch)
-	s, err := newSim(exp, name, hooks, events)
-	if err != nil {
-		return nil, err
-	}
-	interrupted := s.run(ctx.Done())
-	elapsed := exp.Duration
-	if interrupted {
-		for range s.abortWaiting() {
-			s.coll.Abort()
-		}
-		elapsed = min(elapsed, s.clock.now)
-	}
-	s.coll.Finish()
-
-	m := &engine.Measurement{
-		Strategy:     s.coll.Strategy(name, exp.FaultyInstances()),
-		Sent:         s.sent,
-		Scheduled:    uint64(s.sent), // the simulated generator never falls behind
-		Elapsed:      elapsed,
-		Interrupted:  interrupted,
-		Ejections:    engine.Ejections(s.lbs),
-		Aborted:      s.coll.Aborted(),
-		Unattributed: s.coll.Unattributed(),
-	}
-	m.Events, m.EventDrops = events.Sorted()
-	span := max(elapsed, s.clock.now) // until the last request ended
-	for i := range s.insts {
-		engine.SetUtilization(&m.Strategy.Instances[i], s.insts[i].busyFor.Seconds(), s.insts[i].workers, span)
-	}
-	return m, nil
 }

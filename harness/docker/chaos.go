@@ -1,0 +1,189 @@
+package docker
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/client"
+	"golang.org/x/sync/errgroup"
+)
+
+// Pause implements faultyserver.Containers (docker pause).
+func (f *dockerFleet) Pause(ctx context.Context, id int) error {
+	in, err := f.inst(id)
+	if err != nil {
+		return err
+	}
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if _, err := f.p.cli.ContainerPause(ctx, in.ctr.GetContainerID(), client.ContainerPauseOptions{}); err != nil {
+		return fmt.Errorf("docker backends: pause instance %d: %w", id, err)
+	}
+	in.paused = true
+	return nil
+}
+
+// Unpause implements faultyserver.Containers (docker unpause).
+func (f *dockerFleet) Unpause(ctx context.Context, id int) error {
+	in, err := f.inst(id)
+	if err != nil {
+		return err
+	}
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return f.unpause(ctx, in)
+}
+
+func (f *dockerFleet) unpause(ctx context.Context, in *dockerInstance) error {
+	if _, err := f.p.cli.ContainerUnpause(ctx, in.ctr.GetContainerID(), client.ContainerUnpauseOptions{}); err != nil {
+		return fmt.Errorf("docker backends: unpause instance %d: %w", in.id, err)
+	}
+	in.paused = false
+	return nil
+}
+
+// Kill implements faultyserver.Containers: SIGKILL; the container stays stopped
+// (no restart policy) until Restart.
+func (f *dockerFleet) Kill(ctx context.Context, id int) error {
+	in, err := f.inst(id)
+	if err != nil {
+		return err
+	}
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if _, err := f.p.cli.ContainerKill(ctx, in.ctr.GetContainerID(), client.ContainerKillOptions{Signal: "KILL"}); err != nil {
+		return fmt.Errorf("docker backends: kill instance %d: %w", id, err)
+	}
+	in.killed = true
+	in.paused = false
+	return nil
+}
+
+// Restart implements faultyserver.Containers: it starts the stopped container, waits
+// for its health check and publishes its (possibly new) port in Backends.
+func (f *dockerFleet) Restart(ctx context.Context, id int) error {
+	in, err := f.inst(id)
+	if err != nil {
+		return err
+	}
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return f.start(ctx, in)
+}
+
+// start starts in's stopped container and updates its backend.
+func (f *dockerFleet) start(ctx context.Context, in *dockerInstance) error {
+	if err := in.ctr.Start(ctx); err != nil {
+		return fmt.Errorf("docker backends: restart instance %d: %w%s", in.id, err, f.p.logTail(in.ctr))
+	}
+	in.killed = false
+	return f.republish(ctx, in)
+}
+
+// republish re-reads in's published port into Backends.
+func (f *dockerFleet) republish(ctx context.Context, in *dockerInstance) error {
+	b, err := f.p.backendOf(ctx, in)
+	if err != nil {
+		return fmt.Errorf("docker backends: instance %d: %w", in.id, err)
+	}
+	f.mu.Lock()
+	f.backends[in.id] = b
+	f.mu.Unlock()
+	return nil
+}
+
+// SetCPU implements faultyserver.Containers through the engine's update API
+// (NanoCPUs). cpus <= 0 lifts the limit: NanoCPUs is set to all the
+// engine's CPUs, as 0 would leave the limit unchanged.
+func (f *dockerFleet) SetCPU(ctx context.Context, id int, cpus float64) error {
+	in, err := f.inst(id)
+	if err != nil {
+		return err
+	}
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return f.setCPU(ctx, in, cpus)
+}
+
+func (f *dockerFleet) setCPU(ctx context.Context, in *dockerInstance, cpus float64) error {
+	nano := int64(f.p.ncpu) * 1e9
+	limited := cpus > 0 && cpus < float64(f.p.ncpu)
+	if limited {
+		nano = int64(cpus * 1e9)
+	}
+	if nano <= 0 {
+		return fmt.Errorf("docker backends: cpu limit %g of instance %d is below the engine's minimum", cpus, in.id)
+	}
+	_, err := f.p.cli.ContainerUpdate(ctx, in.ctr.GetContainerID(), client.ContainerUpdateOptions{
+		Resources: &container.Resources{NanoCPUs: nano},
+	})
+	if err != nil {
+		return fmt.Errorf("docker backends: set cpu limit of instance %d to %g: %w", in.id, cpus, err)
+	}
+	in.cpuLimited = limited
+	return nil
+}
+
+// reset brings f's containers back to a new fleet's state, concurrently.
+func (f *dockerFleet) reset(ctx context.Context) error {
+	return f.resetAll(ctx, f.resetInstance)
+}
+
+// resetAll applies reset to every instance concurrently.
+func (f *dockerFleet) resetAll(ctx context.Context, reset func(context.Context, *dockerInstance) error) error {
+	g, gctx := errgroup.WithContext(ctx)
+	for _, in := range f.insts {
+		g.Go(func() error {
+			in.mu.Lock()
+			defer in.mu.Unlock()
+			return reset(gctx, in)
+		})
+	}
+	return g.Wait()
+}
+
+// resetInstance brings in back to a new container's state: it thaws it,
+// lifts its CPU limit, starts it again if it was killed, resets its server
+// through the control API (fault cleared, counters zeroed) and waits until
+// no request of the previous fleet is left in it.
+func (f *dockerFleet) resetInstance(ctx context.Context, in *dockerInstance) error {
+	if in.paused {
+		if err := f.unpause(ctx, in); err != nil {
+			return err
+		}
+	}
+	if in.cpuLimited {
+		if err := f.setCPU(ctx, in, 0); err != nil {
+			return err
+		}
+	}
+	if in.killed {
+		if err := f.start(ctx, in); err != nil {
+			return err
+		}
+	}
+	f.mu.RLock()
+	ctl := f.backends[in.id].Control
+	f.mu.RUnlock()
+	ctx, cancel := context.WithTimeout(ctx, drainTimeout)
+	defer cancel()
+	if err := ctl.Reset(ctx); err != nil {
+		return fmt.Errorf("docker backends: reset instance %d: %w", in.id, err)
+	}
+	for {
+		st, err := ctl.Stats(ctx)
+		if err != nil {
+			return fmt.Errorf("docker backends: instance %d: %w", in.id, err)
+		}
+		if st.InFlight == 0 && st.Queued == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("docker backends: instance %d still holds %d requests in flight and %d queued", in.id, st.InFlight, st.Queued)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
