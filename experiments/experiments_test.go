@@ -52,7 +52,8 @@ func TestShippedSettings(t *testing.T) {
 		{"slow-instance", []string{"round-robin", "random", "least-inflight", "p2c", "least-inflight+eject(consecutive=5,duration=5s)",
 			"nginx:round_robin", "nginx:least_conn", "nginx:random_two", "haproxy:roundrobin", "haproxy:leastconn", "haproxy:random(2)"},
 			"0@0s:slow", 30 * time.Second, time.Second},
-		{"fast-fail", []string{"round-robin", "random", "least-inflight", "p2c", "least-inflight+eject(consecutive=5,duration=5s)",
+		{"fast-fail", []string{"round-robin", "random", "least-inflight", "p2c",
+			"least-inflight+eject(consecutive=5,duration=5s,max_duration=5s)", "least-inflight+eject(consecutive=5,duration=5s)",
 			"nginx:round_robin", "nginx:least_conn", "nginx:least_conn(next_upstream=error|timeout|http_503)", "haproxy:leastconn",
 			"haproxy:random(2)+observe(error_limit=10,on_error=mark-down)"},
 			"0@0s:fail", 30 * time.Second, time.Second},
@@ -228,7 +229,7 @@ func TestOverrides(t *testing.T) {
 	if got.Duration != 5*time.Second || got.Rate != 2000 || got.Seed != 7 || len(got.Strategies) != 1 {
 		t.Errorf("overrides not applied: %+v", got)
 	}
-	if e.Duration != 30*time.Second || len(e.Strategies) != 10 {
+	if e.Duration != 30*time.Second || len(e.Strategies) != 11 {
 		t.Error("Apply changed the original")
 	}
 	if len(got.Faults) != 1 {

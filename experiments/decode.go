@@ -1,0 +1,364 @@
+package experiments
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/lbchaos/lbchaos/faultyserver"
+)
+
+// file is the on-disk shape. Durations are strings so that errors can name
+// the field; nested free-form objects are decoded by their owners.
+type file struct {
+	Name          string      `yaml:"name"`
+	Description   string      `yaml:"description"`
+	Seed          *uint64     `yaml:"seed"`
+	Duration      string      `yaml:"duration"`
+	Arrival       string      `yaml:"arrival"`
+	Rate          *float64    `yaml:"rate"`
+	Timeout       string      `yaml:"timeout"`
+	SlowThreshold string      `yaml:"slow_threshold"`
+	Instances     *fileFleet  `yaml:"instances"`
+	Faults        []fileFault `yaml:"faults"`
+	Strategies    []string    `yaml:"strategies"`
+	Keys          *fileKeys   `yaml:"keys"`
+	Replicas      *int        `yaml:"replicas"`
+	KeyMetric     string      `yaml:"key_metric"`
+	Expect        yaml.Node   `yaml:"expect"`
+}
+
+type fileFleet struct {
+	Count         int         `yaml:"count"`
+	Workers       *int        `yaml:"workers"`
+	QueueLimit    int         `yaml:"queue_limit"`
+	KeepAbandoned bool        `yaml:"keep_abandoned"`
+	Service       yaml.Node   `yaml:"service"`
+	Groups        []fileGroup `yaml:"groups"`
+}
+
+type fileGroup struct {
+	Count   *int        `yaml:"count"`
+	Workers *int        `yaml:"workers"`
+	Service yaml.Node   `yaml:"service"`
+	Weight  *float64    `yaml:"weight"`
+	JoinAt  string      `yaml:"join_at"`
+	Warmup  *fileWarmup `yaml:"warmup"`
+}
+
+type fileWarmup struct {
+	Duration string   `yaml:"duration"`
+	Factor   *float64 `yaml:"factor"`
+}
+
+type fileKeys struct {
+	Dist string   `yaml:"dist"`
+	N    int      `yaml:"n"`
+	S    *float64 `yaml:"s"`
+	Hot  *struct {
+		Key   uint64   `yaml:"key"`
+		Share *float64 `yaml:"share"`
+		From  string   `yaml:"from"`
+		Until string   `yaml:"until"`
+	} `yaml:"hot"`
+}
+
+type fileFault struct {
+	Instance  *int      `yaml:"instance"`
+	Instances []int     `yaml:"instances"`
+	At        string    `yaml:"at"`
+	Until     string    `yaml:"until"`
+	Fault     yaml.Node `yaml:"fault"`
+}
+
+// build converts the decoded file into an Experiment with every default
+// filled in and validates it: Validate, then the expectations against the
+// file's strategies. Errors name the field; Parse prefixes the source.
+func (f *file) build(source string) (*Experiment, error) {
+	e := &Experiment{
+		Name:        f.Name,
+		Description: strings.TrimSpace(f.Description),
+		Source:      source,
+		Seed:        DefaultSeed,
+		Arrival:     DefaultArrival,
+		Strategies:  f.Strategies,
+		KeyMetric:   DefaultKeyMetric,
+	}
+	if e.Name == "" {
+		return nil, fieldErr("name", "is required")
+	}
+	if base := strings.TrimSuffix(strings.TrimSuffix(filepath.Base(source), ".yaml"), ".yml"); base != e.Name {
+		return nil, fieldErr("name", "is %q but the file is named %q; they must match", e.Name, filepath.Base(source))
+	}
+	if f.Seed != nil {
+		e.Seed = *f.Seed
+	}
+	var err error
+	if e.Duration, err = duration("duration", f.Duration, 0); err != nil {
+		return nil, err
+	}
+	if f.Arrival != "" {
+		e.Arrival = f.Arrival
+	}
+	if f.Rate == nil {
+		return nil, fieldErr("rate", "is required (requests per second)")
+	}
+	e.Rate = *f.Rate
+	if e.Timeout, err = duration("timeout", f.Timeout, DefaultTimeout); err != nil {
+		return nil, err
+	}
+	if e.SlowThreshold, err = duration("slow_threshold", f.SlowThreshold, DefaultSlowThreshold); err != nil {
+		return nil, err
+	}
+	if f.Instances == nil {
+		return nil, fieldErr("instances", "is required")
+	}
+	e.Instances = Instances{
+		Count:         f.Instances.Count,
+		Workers:       DefaultWorkers,
+		QueueLimit:    f.Instances.QueueLimit,
+		KeepAbandoned: f.Instances.KeepAbandoned,
+	}
+	if f.Instances.Workers != nil {
+		e.Instances.Workers = *f.Instances.Workers
+	}
+	if f.Instances.Service.Kind != 0 {
+		if err := decodeJSONNode(&f.Instances.Service, &e.Instances.Service); err != nil {
+			return nil, fieldErr("instances.service", "%v", err)
+		}
+	} else if len(f.Instances.Groups) == 0 {
+		return nil, fieldErr("instances.service", "is required, e.g. {dist: fixed, value: 10ms}")
+	}
+	if err := f.Instances.buildGroups(&e.Instances); err != nil {
+		return nil, err
+	}
+	if e.Faults, err = buildFaults(f.Faults); err != nil {
+		return nil, err
+	}
+	// A joining instance's warm-up is a slow fault from its join.
+	for id, in := range e.Instances.Each {
+		if in.Warmup > 0 {
+			e.Faults = append(e.Faults, Fault{
+				Instance: id, At: in.JoinAt, Until: in.JoinAt + in.Warmup,
+				Spec: faultyserver.Slow{Factor: in.WarmupFactor}, Warmup: true,
+			})
+		}
+	}
+	for id, in := range e.Instances.Each {
+		if in.JoinAt >= e.Duration {
+			return nil, fieldErr(fmt.Sprintf("instances (instance %d).join_at", id), "%v is not before the end of the run (duration %v)", in.JoinAt, e.Duration)
+		}
+	}
+	e.Replicas = 1
+	if f.Replicas != nil {
+		e.Replicas = *f.Replicas
+	}
+	if f.Keys != nil {
+		if e.Keys, err = f.Keys.build(); err != nil {
+			return nil, err
+		}
+	}
+	if f.KeyMetric != "" {
+		e.KeyMetric = f.KeyMetric
+	}
+	if err := e.Validate(); err != nil {
+		return nil, err
+	}
+	if e.Expect, err = parseExpectations(&f.Expect, e.Strategies); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// buildFaults converts the fault schedule in file order; an entry naming
+// several instances becomes one Fault per instance, in the order listed.
+func buildFaults(ffs []fileFault) ([]Fault, error) {
+	var faults []Fault
+	for i, ff := range ffs {
+		name := fmt.Sprintf("faults[%d]", i)
+		var ids []int
+		switch {
+		case ff.Instance != nil && ff.Instances != nil:
+			return nil, fieldErr(name, "give instance or instances, not both")
+		case ff.Instance != nil:
+			ids = []int{*ff.Instance}
+		case len(ff.Instances) > 0:
+			ids = ff.Instances
+		default:
+			return nil, fieldErr(name+".instance", "is required (or instances: [ids...])")
+		}
+		flt := Fault{}
+		var err error
+		if flt.At, err = duration(name+".at", ff.At, 0); err != nil {
+			return nil, err
+		}
+		if flt.Until, err = duration(name+".until", ff.Until, 0); err != nil {
+			return nil, err
+		}
+		if ff.Fault.Kind == 0 {
+			return nil, fieldErr(name+".fault", "is required, e.g. {mode: fail, status: 503}")
+		}
+		raw, err := nodeJSON(&ff.Fault)
+		if err != nil {
+			return nil, fieldErr(name+".fault", "%v", err)
+		}
+		if flt.Spec, err = faultyserver.ParseFault(raw); err != nil {
+			return nil, fieldErr(name+".fault", "%v", err)
+		}
+		for j, id := range ids {
+			if slices.Contains(ids[:j], id) {
+				return nil, fieldErr(name+".instances", "lists instance %d twice", id)
+			}
+			flt.Instance = id
+			faults = append(faults, flt)
+		}
+	}
+	return faults, nil
+}
+
+// buildGroups fills in.Each from the groups, numbering instances in group
+// order; without groups every instance has the defaults.
+func (f *fileFleet) buildGroups(in *Instances) error {
+	if len(f.Groups) == 0 {
+		if in.Count >= 1 && in.Count <= 1000 {
+			in.Each = make([]Instance, in.Count)
+			for i := range in.Each {
+				in.Each[i] = Instance{Workers: in.Workers, Service: in.Service, Weight: 1}
+			}
+		}
+		return nil
+	}
+	var each []Instance
+	for i, g := range f.Groups {
+		name := fmt.Sprintf("instances.groups[%d]", i)
+		c := Instance{Workers: in.Workers, Service: in.Service, Weight: 1}
+		count := 1
+		if g.Count != nil {
+			count = *g.Count
+		}
+		if count < 1 || len(each)+count > 1000 {
+			return fieldErr(name+".count", "must be >= 1 and the fleet at most 1000 instances, got %d", count)
+		}
+		if g.Workers != nil {
+			c.Workers = *g.Workers
+		}
+		if g.Service.Kind != 0 {
+			c.Service = faultyserver.Dist{}
+			if err := decodeJSONNode(&g.Service, &c.Service); err != nil {
+				return fieldErr(name+".service", "%v", err)
+			}
+		} else if f.Service.Kind == 0 {
+			return fieldErr(name+".service", "is required when instances.service gives no default, e.g. {dist: fixed, value: 10ms}")
+		}
+		if g.Weight != nil {
+			c.Weight = *g.Weight
+			if !(c.Weight > 0) || math.IsInf(c.Weight, 0) {
+				return fieldErr(name+".weight", "must be a number > 0, got %v", c.Weight)
+			}
+		}
+		var err error
+		if c.JoinAt, err = duration(name+".join_at", g.JoinAt, 0); err != nil {
+			return err
+		}
+		if g.Warmup != nil {
+			if c.JoinAt == 0 {
+				return fieldErr(name+".warmup", "needs join_at: a warm-up starts when the instance joins")
+			}
+			if c.Warmup, err = duration(name+".warmup.duration", g.Warmup.Duration, 0); err != nil {
+				return err
+			}
+			if c.Warmup <= 0 {
+				return fieldErr(name+".warmup.duration", "is required and must be > 0, e.g. 10s")
+			}
+			if g.Warmup.Factor == nil || !(*g.Warmup.Factor > 0) || math.IsInf(*g.Warmup.Factor, 0) {
+				return fieldErr(name+".warmup.factor", "is required: the service-time multiplier during warm-up, a number > 0 (e.g. 5)")
+			}
+			c.WarmupFactor = *g.Warmup.Factor
+		}
+		for range count {
+			each = append(each, c)
+		}
+	}
+	if in.Count != 0 && in.Count != len(each) {
+		return fieldErr("instances.count", "is %d but the groups hold %d instances; leave count out or make them agree", in.Count, len(each))
+	}
+	in.Count = len(each)
+	in.Each = each
+	return nil
+}
+
+// build returns the key spec as written, with the hot key's share
+// required when hot is given; Validate checks the ranges.
+func (k *fileKeys) build() (*KeySpec, error) {
+	ks := &KeySpec{Dist: k.Dist, N: k.N}
+	if k.S != nil {
+		ks.S = *k.S
+	}
+	if k.Hot != nil {
+		ks.HotKey = k.Hot.Key
+		if k.Hot.Share == nil {
+			return nil, fieldErr("keys.hot.share", "is required: the share of all requests that carry the hot key, in (0, 1)")
+		}
+		ks.HotShare = *k.Hot.Share
+		var err error
+		if ks.HotFrom, err = duration("keys.hot.from", k.Hot.From, 0); err != nil {
+			return nil, err
+		}
+		if ks.HotUntil, err = duration("keys.hot.until", k.Hot.Until, 0); err != nil {
+			return nil, err
+		}
+	}
+	return ks, nil
+}
+
+// duration parses the value s of field. An empty s gives def, except that
+// the run's own duration has no default and is required.
+func duration(field, s string, def time.Duration) (time.Duration, error) {
+	if s == "" {
+		if def == 0 && field == "duration" {
+			return 0, fieldErr(field, "is required, e.g. 30s")
+		}
+		return def, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, fieldErr(field, "want a duration like \"30s\" or \"10ms\", got %q", s)
+	}
+	return d, nil
+}
+
+// nodeJSON converts a YAML mapping to JSON so that its owner (the fault
+// model, the service distribution) decodes it strictly with its own rules.
+func nodeJSON(n *yaml.Node) ([]byte, error) {
+	if n.Kind != yaml.MappingNode {
+		return nil, fmt.Errorf("line %d: want a mapping like {key: value}", n.Line)
+	}
+	var m map[string]any
+	if err := n.Decode(&m); err != nil {
+		return nil, err
+	}
+	return json.Marshal(m)
+}
+
+// decodeJSONNode decodes the mapping n into v by v's JSON rules, rejecting
+// unknown fields.
+func decodeJSONNode(n *yaml.Node, v any) error {
+	raw, err := nodeJSON(n)
+	if err != nil {
+		return err
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return errors.New(strings.TrimPrefix(err.Error(), "json: "))
+	}
+	return nil
+}

@@ -1,0 +1,176 @@
+package experiments
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/lbchaos/lbchaos/reports"
+)
+
+// Expectation is a claim about one strategy's outcome: its Metric compared
+// with Value by Op holds, e.g. error_ratio < 0.005.
+type Expectation struct {
+	Strategy string  // a strategy spec exactly as in the file's strategies
+	Metric   string  // one of reports.Metrics()
+	Op       string  // one of Ops()
+	Value    float64 // finite
+}
+
+// Holds reports whether got satisfies the expectation's comparison. It is
+// false for an unknown Op and for a NaN got.
+func (x Expectation) Holds(got float64) bool {
+	switch x.Op {
+	case "<":
+		return got < x.Value
+	case "<=":
+		return got <= x.Value
+	case ">":
+		return got > x.Value
+	case ">=":
+		return got >= x.Value
+	}
+	return false
+}
+
+// String returns the comparison as an experiment file writes it, e.g.
+// "error_ratio < 0.005".
+func (x Expectation) String() string {
+	return x.Metric + " " + x.Op + " " + strconv.FormatFloat(x.Value, 'g', -1, 64)
+}
+
+// ops are the comparisons of Ops(); two-character ones first, for parsing.
+var ops = []string{"<=", ">=", "<", ">"}
+
+// Ops returns the comparisons an expectation can use.
+func Ops() []string { return []string{"<", "<=", ">", ">="} }
+
+// parseExpectations decodes expect, a sequence of expectations (or nothing).
+func parseExpectations(n *yaml.Node, strategies []string) ([]Expectation, error) {
+	if n.Kind == 0 || n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
+		return nil, nil
+	}
+	if n.Kind != yaml.SequenceNode {
+		return nil, fieldErr("expect", `want a list like [{strategy: round-robin, error_ratio: "< 0.01"}], got a %s`, nodeKind(n))
+	}
+	var xs []Expectation
+	for i, item := range n.Content {
+		x, err := parseExpectation(fmt.Sprintf("expect[%d]", i), item, strategies)
+		if err != nil {
+			return nil, err
+		}
+		xs = append(xs, x)
+	}
+	return xs, nil
+}
+
+// parseExpectation decodes one entry of expect: a mapping of strategy and
+// exactly one metric whose value is a condition "OP NUMBER". strategies are
+// the file's; the entry must name one of them.
+func parseExpectation(field string, n *yaml.Node, strategies []string) (Expectation, error) {
+	var x Expectation
+	if n.Kind != yaml.MappingNode {
+		return x, fieldErr(field, `want a mapping like {strategy: round-robin, error_ratio: "< 0.01"}`)
+	}
+	hasStrategy := false
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		key, val := n.Content[i].Value, n.Content[i+1]
+		switch {
+		case key == "strategy":
+			if hasStrategy {
+				return x, fieldErr(field+".strategy", "is given twice")
+			}
+			if val.Kind != yaml.ScalarNode || val.Tag == "!!null" {
+				return x, fieldErr(field+".strategy", "want one of the file's strategies (%s)", quoteAll(strategies))
+			}
+			x.Strategy, hasStrategy = val.Value, true
+		case slices.Contains(reports.Metrics(), key):
+			if x.Metric != "" {
+				return x, fieldErr(field, "names two metrics, %s and %s; write one entry per metric", x.Metric, key)
+			}
+			x.Metric = key
+			var ok bool
+			if val.Kind == yaml.ScalarNode {
+				x.Op, x.Value, ok = parseCondition(val.Value)
+			}
+			if !ok {
+				got := fmt.Sprintf("%q", val.Value)
+				if val.Kind != yaml.ScalarNode {
+					got = "a " + nodeKind(val)
+				}
+				return x, fieldErr(field+"."+key, `want "OP NUMBER" like %q, got %s`, conditionExample(key), got)
+			}
+		default:
+			return x, fieldErr(field+"."+key, "unknown metric (known: %s)", strings.Join(reports.Metrics(), ", "))
+		}
+	}
+	switch {
+	case !hasStrategy:
+		return x, fieldErr(field+".strategy", "is required: one of the file's strategies (%s)", quoteAll(strategies))
+	case !slices.Contains(strategies, x.Strategy):
+		return x, fieldErr(field+".strategy", "%q is not one of the file's strategies (%s)", x.Strategy, quoteAll(strategies))
+	case x.Metric == "":
+		return x, fieldErr(field, "names no metric; add one of %s", strings.Join(reports.Metrics(), ", "))
+	}
+	return x, nil
+}
+
+// parseCondition parses "OP NUMBER", e.g. "< 0.005" or ">=3"; the number
+// must be finite.
+func parseCondition(s string) (op string, v float64, ok bool) {
+	s = strings.TrimSpace(s)
+	for _, op := range ops {
+		if rest, found := strings.CutPrefix(s, op); found {
+			v, err := strconv.ParseFloat(strings.TrimSpace(rest), 64)
+			if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
+				return "", 0, false
+			}
+			return op, v, true
+		}
+	}
+	return "", 0, false
+}
+
+// conditionExample is a plausible condition on metric, for messages. It
+// guesses the metric's kind from its name: a ratio or share, a latency in
+// milliseconds, or a count.
+//
+// TODO(metric table): take the kind from the metric table in reports.
+func conditionExample(metric string) string {
+	switch {
+	case strings.HasSuffix(metric, "_ratio") || metric == "faulty_share":
+		return "> 0.05"
+	case strings.HasSuffix(metric, "_ms"):
+		return "< 100"
+	}
+	return ">= 1"
+}
+
+// nodeKind names what n holds, for messages: "mapping", "sequence",
+// "alias", or a scalar's value.
+func nodeKind(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "mapping"
+	case yaml.SequenceNode:
+		return "sequence"
+	case yaml.AliasNode:
+		return "alias"
+	case yaml.ScalarNode:
+		return fmt.Sprintf("value %q", n.Value)
+	}
+	return "document"
+}
+
+// quoteAll quotes each of ss as a Go string and joins them with ", ".
+func quoteAll(ss []string) string {
+	q := make([]string, len(ss))
+	for i, s := range ss {
+		q[i] = strconv.Quote(s)
+	}
+	return strings.Join(q, ", ")
+}

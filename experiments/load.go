@@ -1,0 +1,92 @@
+package experiments
+
+import (
+	"bytes"
+	"embed"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// shipped holds the experiment files built into the binary.
+//
+//go:embed *.yaml
+var shipped embed.FS
+
+// Names returns the names of the shipped experiments, sorted.
+func Names() []string {
+	entries, err := fs.Glob(shipped, "*.yaml")
+	if err != nil {
+		panic(err) // the pattern is constant
+	}
+	names := make([]string, 0, len(entries))
+	for _, e := range entries {
+		names = append(names, strings.TrimSuffix(e, ".yaml"))
+	}
+	slices.Sort(names)
+	return names
+}
+
+// Load returns a shipped experiment by name, or, when ref names a file
+// (contains a path separator or ends in .yaml/.yml), that file from disk.
+func Load(ref string) (*Experiment, error) {
+	if strings.ContainsRune(ref, '/') || strings.HasSuffix(ref, ".yaml") || strings.HasSuffix(ref, ".yml") {
+		return LoadFile(ref)
+	}
+	data, err := shipped.ReadFile(ref + ".yaml")
+	if err != nil {
+		return nil, fmt.Errorf("unknown experiment %q (shipped: %s; or give a path to a .yaml file)", ref, strings.Join(Names(), ", "))
+	}
+	return Parse("experiments/"+ref+".yaml", data)
+}
+
+// LoadFile reads and validates an experiment file from disk.
+func LoadFile(path string) (*Experiment, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return Parse(path, data)
+}
+
+// Parse decodes and validates an experiment. source names the file in errors.
+func Parse(source string, data []byte) (*Experiment, error) {
+	var f file
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&f); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, fmt.Errorf("%s: empty experiment file", source)
+		}
+		return nil, fmt.Errorf("%s: %s", source, yamlMessage(err))
+	}
+	e, err := f.build(source)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", source, err)
+	}
+	e.Raw = data
+	return e, nil
+}
+
+var notFound = regexp.MustCompile(`field (\S+) not found in type \S+`)
+
+// yamlMessage rewrites yaml.v3's decoding errors for people: one line per
+// problem, "line N: unknown field "x"" instead of Go type names.
+func yamlMessage(err error) string {
+	var te *yaml.TypeError
+	if errors.As(err, &te) {
+		msgs := make([]string, len(te.Errors))
+		for i, m := range te.Errors {
+			msgs[i] = notFound.ReplaceAllString(m, `unknown field "$1"`)
+		}
+		return strings.Join(msgs, "; ")
+	}
+	return strings.TrimPrefix(err.Error(), "yaml: ")
+}

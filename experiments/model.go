@@ -1,0 +1,201 @@
+// Package experiments loads and validates experiment files.
+//
+// An experiment file (YAML) names its instances, their service-time model,
+// the arrival process and rate, duration, request timeout, slow threshold,
+// a fault schedule, the strategies to compare and the seed, and optionally
+// the metric the experiment exists to show (key_metric) and expectations
+// about the strategies' outcomes (expect) that a run checks. The shipped
+// experiments are embedded in the binary; a user's own file loads the same
+// way from disk. Loading rejects a bad file with an error that names the
+// file, the field and why.
+package experiments
+
+import (
+	"slices"
+	"time"
+
+	"github.com/lbchaos/lbchaos/faultyserver"
+	"github.com/lbchaos/lbchaos/reports"
+)
+
+// Defaults applied to fields an experiment file leaves out.
+const (
+	DefaultWorkers       = 8
+	DefaultTimeout       = 30 * time.Second
+	DefaultSlowThreshold = time.Second
+	DefaultArrival       = ArrivalPoisson
+	DefaultSeed          = 1
+)
+
+// DefaultKeyMetric is the key metric of a file that names none.
+const DefaultKeyMetric = reports.DefaultKeyMetric
+
+// Arrival processes.
+const (
+	ArrivalPoisson  = "poisson"  // exponentially distributed gaps at the mean rate
+	ArrivalConstant = "constant" // evenly spaced requests
+)
+
+// Experiment is a validated experiment with every default filled in.
+type Experiment struct {
+	Name          string
+	Description   string
+	Source        string // where it was loaded from, for messages
+	Seed          uint64
+	Duration      time.Duration
+	Arrival       string
+	Rate          float64 // requests per second
+	Timeout       time.Duration
+	SlowThreshold time.Duration
+	Instances     Instances
+	Faults        []Fault
+	Strategies    []string // strategy specs as written, e.g. "least-inflight+eject(consecutive=5,duration=5s)"
+	// Keys, when set, makes the load generator give every request an
+	// affinity key drawn from this distribution (see KeySpec).
+	Keys *KeySpec
+	// Replicas splits the load evenly across this many independent
+	// balancers of each strategy, each seeing only its own in-flight
+	// counts (1 = one balancer).
+	Replicas int
+	// KeyMetric is the metric the experiment exists to show, one of
+	// KeyMetrics(); DefaultKeyMetric when the file names none.
+	KeyMetric string
+	// Expect are the file's expectations, in file order. Each names one
+	// of the file's strategies; after Apply with other strategies some
+	// may name a strategy that is not run.
+	Expect []Expectation
+	Raw    []byte // the file's content
+}
+
+// Instances describes the fleet. Workers and Service are the defaults;
+// Each holds every instance's own settings (len Count), which differ from
+// them for instances of a group.
+type Instances struct {
+	Count         int
+	Workers       int // 0 = unlimited
+	QueueLimit    int // 0 = unbounded
+	KeepAbandoned bool
+	Service       faultyserver.Dist
+	Each          []Instance
+}
+
+// Instance is one instance's settings.
+type Instance struct {
+	Workers int // 0 = unlimited
+	Service faultyserver.Dist
+	// Weight is the instance's configured weight for weighted strategies
+	// (default 1).
+	Weight float64
+	// JoinAt is when the instance joins the balancers' host set; 0 = from
+	// the start. Before it joins it gets no traffic.
+	JoinAt time.Duration
+	// Warmup is how long after joining its service time is multiplied by
+	// WarmupFactor (cold caches); 0 = no warm-up. It is run as a slow
+	// fault, so it shows in the fault windows.
+	Warmup       time.Duration
+	WarmupFactor float64
+}
+
+// Instance returns instance id's settings.
+func (in Instances) Instance(id int) Instance {
+	if id >= 0 && id < len(in.Each) {
+		return in.Each[id]
+	}
+	return Instance{Workers: in.Workers, Service: in.Service, Weight: 1}
+}
+
+// Heterogeneous reports whether instances differ in workers, service time
+// or weight.
+func (in Instances) Heterogeneous() bool {
+	for _, e := range in.Each {
+		if e.Workers != in.Workers || e.Service != in.Service || e.Weight != 1 {
+			return true
+		}
+	}
+	return false
+}
+
+// Weights returns every instance's weight, or nil when all are 1.
+func (in Instances) Weights() []float64 {
+	var ws []float64
+	for id := range in.Count {
+		if in.Instance(id).Weight != 1 {
+			ws = make([]float64, in.Count)
+			break
+		}
+	}
+	for id := range ws {
+		ws[id] = in.Instance(id).Weight
+	}
+	return ws
+}
+
+// Joining returns the ids of instances that join after the start, by
+// JoinAt then id.
+func (in Instances) Joining() []int {
+	var ids []int
+	for id := range in.Count {
+		if in.Instance(id).JoinAt > 0 {
+			ids = append(ids, id)
+		}
+	}
+	slices.SortStableFunc(ids, func(a, b int) int {
+		return int(in.Instance(a).JoinAt - in.Instance(b).JoinAt)
+	})
+	return ids
+}
+
+// Key distributions.
+const (
+	KeysUniform  = "uniform"  // every key of N equally likely
+	KeysZipf     = "zipf"     // key i (0-based) with probability proportional to 1/(i+1)^S
+	KeysSequence = "sequence" // request number mod N
+)
+
+// KeySpec is how the load generator draws request keys: from Dist over
+// keys 0..N-1; from HotFrom on (until HotUntil, 0 = the end), HotKey takes
+// a HotShare of all requests on top.
+type KeySpec struct {
+	Dist     string
+	N        int
+	S        float64 // zipf exponent, > 0
+	HotKey   uint64
+	HotShare float64 // 0 = no hot key
+	HotFrom  time.Duration
+	HotUntil time.Duration
+}
+
+// Fault is one entry of the fault schedule: instance Instance gets Spec At
+// after the attack starts, until Until (0 = until the end of the attack).
+// A file's entry naming several instances becomes one Fault per instance.
+type Fault struct {
+	Instance int
+	At       time.Duration
+	Until    time.Duration
+	Spec     faultyserver.Fault
+	// Warmup marks the slow fault that models a joining instance's warm-up.
+	Warmup bool
+}
+
+// FaultyInstances returns the sorted ids of instances that have any fault.
+func (e *Experiment) FaultyInstances() []int {
+	ids := []int{}
+	for _, f := range e.Faults {
+		if !slices.Contains(ids, f.Instance) {
+			ids = append(ids, f.Instance)
+		}
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// NeedsContainers reports whether any fault acts on containers (pause,
+// kill, cpu), which only a container backend can apply.
+func (e *Experiment) NeedsContainers() bool {
+	for _, f := range e.Faults {
+		if faultyserver.IsContainerFault(f.Spec) {
+			return true
+		}
+	}
+	return false
+}

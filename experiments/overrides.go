@@ -1,0 +1,56 @@
+package experiments
+
+import (
+	"fmt"
+	"slices"
+	"time"
+)
+
+// Overrides are command-line changes to a loaded experiment. Zero values
+// leave the field as the file has it.
+type Overrides struct {
+	Duration   time.Duration
+	Rate       float64
+	Seed       *uint64
+	Strategies []string
+}
+
+// Apply returns a copy of e with the overrides applied and validated; the
+// error names the flag. Expectations are kept as they are, also those on a
+// strategy the overrides leave out.
+func (e *Experiment) Apply(o Overrides) (*Experiment, error) {
+	c := *e
+	c.Faults = slices.Clone(e.Faults)
+	c.Expect = slices.Clone(e.Expect)
+	if o.Duration != 0 {
+		if o.Duration < 0 {
+			return nil, fmt.Errorf("--duration: must be > 0, got %v", o.Duration)
+		}
+		c.Duration = o.Duration
+		// Faults scheduled beyond a shortened run are dropped; the ones
+		// that still start are kept (their end is clipped by the run).
+		kept := c.Faults[:0]
+		for _, f := range c.Faults {
+			if f.At < c.Duration {
+				kept = append(kept, f)
+			}
+		}
+		c.Faults = kept
+	}
+	if o.Rate != 0 {
+		if o.Rate < 0 {
+			return nil, fmt.Errorf("--rate: must be > 0, got %v", o.Rate)
+		}
+		c.Rate = o.Rate
+	}
+	if o.Seed != nil {
+		c.Seed = *o.Seed
+	}
+	if len(o.Strategies) > 0 {
+		c.Strategies = o.Strategies
+	}
+	if err := c.Validate(); err != nil {
+		return nil, fmt.Errorf("after command-line overrides: %w", err)
+	}
+	return &c, nil
+}

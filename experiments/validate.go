@@ -1,0 +1,183 @@
+package experiments
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/lbchaos/lbchaos/reports"
+	"github.com/lbchaos/lbchaos/strategies"
+)
+
+// Validate checks every field's range and the cross-field rules. It is run
+// by Parse and again after command-line overrides. That an expectation
+// names one of the strategies is checked by Parse only.
+func (e *Experiment) Validate() error {
+	switch {
+	case e.Duration <= 0:
+		return fieldErr("duration", "must be > 0, got %v", e.Duration)
+	case e.Arrival != ArrivalPoisson && e.Arrival != ArrivalConstant:
+		return fieldErr("arrival", "must be %q or %q, got %q", ArrivalPoisson, ArrivalConstant, e.Arrival)
+	case e.Rate <= 0:
+		return fieldErr("rate", "must be > 0 requests per second, got %v", e.Rate)
+	case e.Rate > 1e6:
+		return fieldErr("rate", "%v requests per second is beyond what one machine can generate; the limit is 1000000", e.Rate)
+	case e.Timeout <= 0:
+		return fieldErr("timeout", "must be > 0, got %v", e.Timeout)
+	case e.SlowThreshold <= 0:
+		return fieldErr("slow_threshold", "must be > 0, got %v", e.SlowThreshold)
+	case e.Instances.Count < 1:
+		return fieldErr("instances.count", "must be >= 1, got %d", e.Instances.Count)
+	case e.Instances.Count > 1000:
+		return fieldErr("instances.count", "must be <= 1000, got %d", e.Instances.Count)
+	case e.Instances.Workers < 0:
+		return fieldErr("instances.workers", "must be >= 0 (0 = unlimited), got %d", e.Instances.Workers)
+	case e.Instances.QueueLimit < 0:
+		return fieldErr("instances.queue_limit", "must be >= 0 (0 = unbounded), got %d", e.Instances.QueueLimit)
+	case len(e.Strategies) == 0:
+		return fieldErr("strategies", "needs at least one strategy (known: %s)", strings.Join(strategies.Names(), ", "))
+	}
+	usesDefault := len(e.Instances.Each) == 0 || slices.ContainsFunc(e.Instances.Each, func(in Instance) bool { return in.Service == e.Instances.Service })
+	if usesDefault {
+		if err := e.Instances.Service.Validate(); err != nil {
+			return fieldErr("instances.service", "%v", err)
+		}
+	}
+	if len(e.Instances.Each) != 0 && len(e.Instances.Each) != e.Instances.Count {
+		return fieldErr("instances", "%d instance settings for %d instances", len(e.Instances.Each), e.Instances.Count)
+	}
+	for id, in := range e.Instances.Each {
+		name := fmt.Sprintf("instances (instance %d)", id)
+		switch {
+		case in.Workers < 0:
+			return fieldErr(name+".workers", "must be >= 0 (0 = unlimited), got %d", in.Workers)
+		case !(in.Weight > 0) || math.IsInf(in.Weight, 0):
+			return fieldErr(name+".weight", "must be a number > 0, got %v", in.Weight)
+		case in.JoinAt < 0:
+			return fieldErr(name+".join_at", "must be >= 0, got %v", in.JoinAt)
+		case in.Warmup < 0:
+			return fieldErr(name+".warmup.duration", "must be >= 0, got %v", in.Warmup)
+		case in.Warmup > 0 && !(in.WarmupFactor > 0):
+			return fieldErr(name+".warmup.factor", "must be > 0, got %v", in.WarmupFactor)
+		}
+		if in.Service == e.Instances.Service {
+			continue
+		}
+		if err := in.Service.Validate(); err != nil {
+			return fieldErr(name+".service", "%v", err)
+		}
+	}
+	if len(e.Instances.Joining()) == e.Instances.Count {
+		return fieldErr("instances", "every instance has a join_at after the start; at least one must be there from the start")
+	}
+	if e.Replicas < 1 || e.Replicas > 64 {
+		return fieldErr("replicas", "must be within [1, 64], got %d", e.Replicas)
+	}
+	if e.Keys != nil {
+		if err := e.Keys.validate(); err != nil {
+			return err
+		}
+	}
+	for i, f := range e.Faults {
+		name := fmt.Sprintf("faults[%d]", i)
+		switch {
+		case f.Instance < 0 || f.Instance >= e.Instances.Count:
+			return fieldErr(name+".instance", "%d is out of range: instances are 0..%d", f.Instance, e.Instances.Count-1)
+		case f.At < 0:
+			return fieldErr(name+".at", "must be >= 0, got %v", f.At)
+		case f.At >= e.Duration:
+			return fieldErr(name+".at", "%v is not before the end of the run (duration %v)", f.At, e.Duration)
+		case f.Until != 0 && f.Until <= f.At:
+			return fieldErr(name+".until", "%v must be after at (%v)", f.Until, f.At)
+		}
+		for j := range i {
+			g := e.Faults[j]
+			if g.Instance == f.Instance && overlaps(g, f) {
+				if f.Warmup {
+					return fieldErr(name, "the warm-up of instance %d overlaps faults[%d]; one instance has one fault at a time", f.Instance, j)
+				}
+				return fieldErr(name, "overlaps faults[%d] on instance %d; one instance has one fault at a time", j, f.Instance)
+			}
+		}
+	}
+	seen := map[string]int{}
+	for i, s := range e.Strategies {
+		name := fmt.Sprintf("strategies[%d]", i)
+		if strategies.IsProxy(s) {
+			if _, err := strategies.ParseProxy(s); err != nil {
+				return fieldErr(name, "%v", err)
+			}
+		} else if _, err := strategies.Parse(s); err != nil {
+			return fieldErr(name, "%v", err)
+		}
+		if j, dup := seen[s]; dup {
+			return fieldErr(name, "%q is listed twice (also strategies[%d])", s, j)
+		}
+		seen[s] = i
+	}
+	if !slices.Contains(reports.KeyMetrics(), e.KeyMetric) {
+		return fieldErr("key_metric", "unknown metric %q (one of %s)", e.KeyMetric, strings.Join(reports.KeyMetrics(), ", "))
+	}
+	for i, x := range e.Expect {
+		name := fmt.Sprintf("expect[%d]", i)
+		switch {
+		case !slices.Contains(reports.Metrics(), x.Metric):
+			return fieldErr(name, "unknown metric %q (known: %s)", x.Metric, strings.Join(reports.Metrics(), ", "))
+		case !slices.Contains(ops, x.Op) || math.IsNaN(x.Value) || math.IsInf(x.Value, 0):
+			return fieldErr(name+"."+x.Metric, `want "OP NUMBER" like %q, got %q`, conditionExample(x.Metric), x.Op+" "+strconv.FormatFloat(x.Value, 'g', -1, 64))
+		}
+	}
+	return nil
+}
+
+// validate checks the key distribution and the hot key's share and window.
+func (k *KeySpec) validate() error {
+	switch k.Dist {
+	case KeysUniform, KeysSequence:
+		if k.S != 0 {
+			return fieldErr("keys.s", "applies to dist zipf only")
+		}
+	case KeysZipf:
+		if !(k.S > 0) || math.IsInf(k.S, 0) {
+			return fieldErr("keys.s", "is required for zipf: the exponent, a number > 0 (e.g. 1.1)")
+		}
+	case "":
+		return fieldErr("keys.dist", "is required: %s, %s or %s", KeysUniform, KeysZipf, KeysSequence)
+	default:
+		return fieldErr("keys.dist", "must be %s, %s or %s, got %q", KeysUniform, KeysZipf, KeysSequence, k.Dist)
+	}
+	switch {
+	case k.N < 1 || k.N > 10_000_000:
+		return fieldErr("keys.n", "the number of distinct keys must be within [1, 10000000], got %d", k.N)
+	case k.Dist == KeysZipf && k.N > 1_000_000:
+		return fieldErr("keys.n", "zipf draws from a table of every key's probability; at most 1000000 keys, got %d", k.N)
+	case k.HotShare < 0 || k.HotShare >= 1 || math.IsNaN(k.HotShare):
+		return fieldErr("keys.hot.share", "must be in (0, 1), got %v", k.HotShare)
+	case k.HotFrom < 0:
+		return fieldErr("keys.hot.from", "must be >= 0, got %v", k.HotFrom)
+	case k.HotUntil != 0 && k.HotUntil <= k.HotFrom:
+		return fieldErr("keys.hot.until", "%v must be after from (%v)", k.HotUntil, k.HotFrom)
+	}
+	return nil
+}
+
+// overlaps reports whether two faults' windows [At, Until) intersect; an
+// Until of 0 runs to the end of the run.
+func overlaps(a, b Fault) bool {
+	end := func(f Fault) time.Duration {
+		if f.Until == 0 {
+			return time.Duration(1<<63 - 1)
+		}
+		return f.Until
+	}
+	return a.At < end(b) && b.At < end(a)
+}
+
+// fieldErr is the error of every check, the field's path first:
+// "field: why". Parse prefixes the source file the same way.
+func fieldErr(field, format string, args ...any) error {
+	return fmt.Errorf("%s: %s", field, fmt.Sprintf(format, args...))
+}
