@@ -140,18 +140,10 @@ func startProxy(ctx context.Context, cfg proxyConfig) (*proxyProcess, error) {
 			p.ids["i"+strconv.Itoa(id)] = id
 		}
 	case strategies.ProxyLbchaos:
-		// Its own timeout is longer than the client's, as nginx's and
-		// HAProxy's are, so that the client's timeout is what ends a request.
-		// It shares the machine with the load generator and the backends:
-		// one thread for Go code (as each nginx worker is one thread)
-		// keeps it from competing with them for every core.
-		fl := lbproxy.Flags{Listen: cfg.listen, Strategy: cfg.spec.Algorithm, Timeout: OwnTimeout(cfg.timeout),
-			AccessLog: p.log, Seed: cfg.seed, Procs: 1}
-		for id, u := range cfg.backends {
-			fl.Backends = append(fl.Backends, u.String())
+		args = lbchaosArgs(cfg, p.log)
+		for id := range cfg.backends {
 			p.ids[strconv.Itoa(id)] = id
 		}
-		args = append([]string{"proxy"}, fl.Args()...)
 	}
 	if check != nil {
 		out, err := exec.CommandContext(ctx, bin, check...).CombinedOutput()
@@ -385,4 +377,19 @@ func Check(spec, lbchaos string) error {
 func Installed(kind, lbchaos string) error {
 	_, err := proxyBinary(kind, lbchaos)
 	return err
+}
+
+// lbchaosArgs is the command line of `lbchaos proxy` under test for cfg,
+// logging to accessLog. Its own timeout is longer than the client's, as
+// nginx's and HAProxy's are, so that the client's timeout is what ends a
+// request. It shares the machine with the load generator and the backends:
+// one thread for Go code (as each nginx worker is one thread) keeps it from
+// competing with them for every core.
+func lbchaosArgs(cfg proxyConfig, accessLog string) []string {
+	fl := lbproxy.Flags{Listen: cfg.listen, Strategy: cfg.spec.Algorithm, Timeout: OwnTimeout(cfg.timeout),
+		AccessLog: accessLog, Seed: cfg.seed, Procs: 1}
+	for _, u := range cfg.backends {
+		fl.Backends = append(fl.Backends, u.String())
+	}
+	return append([]string{"proxy"}, fl.Args()...)
 }

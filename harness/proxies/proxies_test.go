@@ -2,15 +2,18 @@ package proxies
 
 import (
 	"context"
+	"flag"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/lbchaos/lbchaos/harness/internal/runtest"
+	"github.com/lbchaos/lbchaos/harness/proxies/lbproxy"
 	"github.com/lbchaos/lbchaos/strategies"
 )
 
@@ -100,4 +103,31 @@ func TestProxyStartErrors(t *testing.T) {
 			t.Errorf("error %v, want one saying how to install nginx", err)
 		}
 	})
+}
+
+// TestLbchaosProxyCommandLine: lbchaos: strategies run `lbchaos proxy` with
+// the experiment's seed, a timeout beyond the client's, one thread for Go
+// code, and every backend in instance order, as the command parses it.
+func TestLbchaosProxyCommandLine(t *testing.T) {
+	b0, _ := url.Parse("http://127.0.0.1:9001")
+	b1, _ := url.Parse("http://127.0.0.1:9002")
+	ps, err := strategies.ParseProxy("lbchaos:p2c+eject")
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := lbchaosArgs(proxyConfig{spec: ps, listen: "127.0.0.1:8000", backends: []*url.URL{b0, b1}, timeout: time.Second, seed: 42}, "/d/access.log")
+	if args[0] != "proxy" {
+		t.Fatalf("args %q do not start with the proxy command", args)
+	}
+	got := lbproxy.DefaultFlags
+	fs := flag.NewFlagSet("proxy", flag.ContinueOnError)
+	got.Bind(fs)
+	if err := fs.Parse(args[1:]); err != nil {
+		t.Fatal(err)
+	}
+	want := lbproxy.Flags{Listen: "127.0.0.1:8000", Strategy: "p2c+eject", Backends: []string{b0.String(), b1.String()},
+		Timeout: OwnTimeout(time.Second), AccessLog: "/d/access.log", Seed: 42, Procs: 1}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("parsed %+v\nwant   %+v", got, want)
+	}
 }
