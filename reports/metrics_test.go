@@ -156,10 +156,11 @@ func TestStrategyFieldsHaveMetrics(t *testing.T) {
 	}
 }
 
-// TestMetricListsResolve checks the metric lists of the comparisons name
-// metrics of the table.
+// TestMetricListsResolve checks the metric lists of the views and the
+// comparisons name metrics of the table.
 func TestMetricListsResolve(t *testing.T) {
 	lists := map[string][]string{
+		"comparisonColumns": comparisonColumns, "scenarioColumns": scenarioColumns, "summaryMetrics": summaryMetrics,
 		"compared": compared, "regressionChecked": regressionChecked,
 	}
 	for _, c := range terminalColumns {
