@@ -9,36 +9,14 @@ import (
 	"text/tabwriter"
 )
 
-// metric is one headline number of a strategy, for comparisons: its label
-// and its name among Metrics.
-type metric struct {
-	name    string
-	key     string
-	percent bool // a ratio shown in percent; differences in percentage points
-}
+// compared are the metrics WriteComparison lists, in order.
+var compared = []string{"requests", "achieved_rate", "faulty_share", "error_ratio", "timeout_ratio", "slow_ratio", "p50_ms", "p99_ms", "p999_ms", "ejections"}
 
-func (m metric) value(st Strategy) float64 {
-	v, _ := Value(&st, m.key)
-	return v
-}
-
-var headline = []metric{
-	{"requests", "requests", false},
-	{"achieved rate req/s", "achieved_rate", false},
-	{"faulty share", "faulty_share", true},
-	{"error ratio", "error_ratio", true},
-	{"timeout ratio", "timeout_ratio", true},
-	{"slow ratio", "slow_ratio", true},
-	{"p50 ms", "p50_ms", false},
-	{"p99 ms", "p99_ms", false},
-	{"p99.9 ms", "p999_ms", false},
-	{"ejections", "ejections", false},
-}
-
-// WriteComparison prints, per strategy, the headline metrics of two runs
-// side by side with their differences (B − A): absolute, and relative to A.
-// Strategies are matched by name; one present in a single run is listed
-// with the other side empty.
+// WriteComparison prints, per strategy, the compared metrics of two runs,
+// by the names experiment files use, side by side with their differences
+// (B − A): absolute, in the metric's unit (percentage points for ratios),
+// and relative to A. Strategies are matched by name; one present in a
+// single run is listed with the other side empty.
 func WriteComparison(w io.Writer, a, b *Summary) error {
 	fmt.Fprintf(w, "A: %s\nB: %s\n", describeRun(a), describeRun(b))
 	if a.Experiment != b.Experiment {
@@ -68,9 +46,9 @@ func WriteComparison(w io.Writer, a, b *Summary) error {
 		fmt.Fprintf(w, "\n%s\n", name)
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "  metric\tA\tB\tB − A\trelative")
-		for _, m := range headline {
-			va, vb := m.value(sa), m.value(sb)
-			row := []string{"  " + m.name, cell(m, va, okA), cell(m, vb, okB), "", ""}
+		for _, m := range mustMetrics(compared) {
+			va, vb := m.Value(&sa), m.Value(&sb)
+			row := []string{"  " + m.Name, runCell(m, va, okA), runCell(m, vb, okB), "", ""}
 			if okA && okB {
 				row[3] = diffCell(m, vb-va)
 				row[4] = relCell(va, vb)
@@ -100,25 +78,26 @@ func strategyNamed(s *Summary, name string) (Strategy, bool) {
 	return Strategy{}, false
 }
 
-func cell(m metric, v float64, ok bool) string {
-	switch {
-	case !ok:
+// runCell is a run's value of m with its unit; "—" when the run lacks the
+// strategy.
+func runCell(m Metric, v float64, ok bool) string {
+	if !ok {
 		return "—"
-	case m.percent:
-		return fmt.Sprintf("%.2f%%", 100*v)
-	default:
-		return number(v)
 	}
+	return m.Format(v)
 }
 
-func diffCell(m metric, d float64) string {
-	if m.percent {
+// diffCell is a signed difference of m's values: percentage points for a
+// ratio, else in m's unit.
+func diffCell(m Metric, d float64) string {
+	if m.Kind == KindRatio {
 		return fmt.Sprintf("%+.2f pp", 100*d)
 	}
-	if d == math.Trunc(d) && math.Abs(d) < 1e15 {
-		return fmt.Sprintf("%+.0f", d)
+	sign := "+"
+	if d < 0 {
+		sign = "-"
 	}
-	return fmt.Sprintf("%+.3g", d)
+	return sign + m.Format(math.Abs(d))
 }
 
 func relCell(a, b float64) string {
@@ -131,24 +110,13 @@ func relCell(a, b float64) string {
 	return fmt.Sprintf("%+.1f%%", 100*(b-a)/math.Abs(a))
 }
 
-func number(v float64) string {
-	switch {
-	case v == math.Trunc(v) && math.Abs(v) < 1e15:
-		return fmt.Sprintf("%.0f", v)
-	case math.Abs(v) >= 100:
-		return fmt.Sprintf("%.0f", v)
-	default:
-		return fmt.Sprintf("%.3g", v)
-	}
-}
-
 // Tolerance bounds how much worse a strategy's metric may get from one run
 // to the next before WriteRegressions calls it a regression. A ratio
-// (error, timeout, slow, faulty share; fractions) regresses when it rises by
-// more than RatioPoints absolute and more than RatioRelative of its old
-// value; p99 and p99.9 latency when they rise by more than LatencyMs and
-// more than LatencyRelative; the achieved rate when it falls by more than
-// RateRelative.
+// (error, timeout, slow, faulty share; fractions) regresses when it gets
+// worse by more than RatioPoints absolute and more than RatioRelative of its
+// old value; p99 and p99.9 latency when they rise by more than LatencyMs
+// and more than LatencyRelative; the achieved rate when it falls by more
+// than RateRelative.
 type Tolerance struct {
 	RatioPoints     float64 // absolute, as a fraction: 0.01 is one percentage point
 	RatioRelative   float64 // fraction of the old value
@@ -164,40 +132,25 @@ var DefaultTolerance = Tolerance{RatioPoints: 0.01, RatioRelative: 0.2, LatencyM
 // tolEps absorbs floating-point noise in a difference that equals its bound.
 const tolEps = 1e-9
 
-// regressionCheck is one metric WriteRegressions compares, by its headline
-// name, and whether the change from a to b is beyond t.
-type regressionCheck struct {
-	name   string
-	beyond func(t Tolerance, a, b float64) bool
-}
+// regressionChecked are the metrics WriteRegressions compares. Which way
+// is worse is the metric's Direction; the tolerance is the one of its Kind.
+var regressionChecked = []string{"achieved_rate", "faulty_share", "error_ratio", "timeout_ratio", "slow_ratio", "p99_ms", "p999_ms"}
 
-var regressionChecks = []regressionCheck{
-	{"achieved rate req/s", func(t Tolerance, a, b float64) bool { return b < a*(1-t.RateRelative)-tolEps }},
-	{"faulty share", ratioBeyond},
-	{"error ratio", ratioBeyond},
-	{"timeout ratio", ratioBeyond},
-	{"slow ratio", ratioBeyond},
-	{"p99 ms", latencyBeyond},
-	{"p99.9 ms", latencyBeyond},
-}
-
-func ratioBeyond(t Tolerance, a, b float64) bool {
-	d := b - a
-	return d > t.RatioPoints+tolEps && d > t.RatioRelative*a+tolEps
-}
-
-func latencyBeyond(t Tolerance, a, b float64) bool {
-	d := b - a
-	return d > t.LatencyMs+tolEps && d > t.LatencyRelative*a+tolEps
-}
-
-func headlineMetric(name string) metric {
-	for _, m := range headline {
-		if m.name == name {
-			return m
-		}
+// beyond reports whether m got worse from a to b by more than t allows.
+func (t Tolerance) beyond(m Metric, a, b float64) bool {
+	worse := b - a
+	if m.Better == HigherIsBetter {
+		worse = a - b
 	}
-	panic("reports: no headline metric " + name)
+	switch m.Kind {
+	case KindRatio:
+		return worse > t.RatioPoints+tolEps && worse > t.RatioRelative*a+tolEps
+	case KindMilliseconds:
+		return worse > t.LatencyMs+tolEps && worse > t.LatencyRelative*a+tolEps
+	case KindRate:
+		return worse > t.RateRelative*a+tolEps
+	}
+	panic("reports: no tolerance for metric " + m.Name)
 }
 
 // WriteRegressions prints, after a blank line and a heading that states
@@ -218,14 +171,13 @@ func WriteRegressions(w io.Writer, a, b *Summary, tol Tolerance) (regressions in
 			notes = append(notes, fmt.Sprintf("NOTE: %s is only in A; not compared", sa.Name))
 			continue
 		}
-		for _, c := range regressionChecks {
-			m := headlineMetric(c.name)
-			va, vb := m.value(sa), m.value(sb)
-			if !c.beyond(tol, va, vb) {
+		for _, m := range mustMetrics(regressionChecked) {
+			va, vb := m.Value(&sa), m.Value(&sb)
+			if !tol.beyond(m, va, vb) {
 				continue
 			}
 			regressions++
-			fmt.Fprintf(tw, "REGRESSION\t%s\t%s\t%s → %s\t%s\t%s\n", sa.Name, m.name, cell(m, va, true), cell(m, vb, true), diffCell(m, vb-va), relCell(va, vb))
+			fmt.Fprintf(tw, "REGRESSION\t%s\t%s\t%s → %s\t%s\t%s\n", sa.Name, m.Name, runCell(m, va, true), runCell(m, vb, true), diffCell(m, vb-va), relCell(va, vb))
 		}
 	}
 	for _, sb := range b.Strategies {

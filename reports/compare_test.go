@@ -88,28 +88,28 @@ func TestRegressionBounds(t *testing.T) {
 		a, b   float64
 		want   bool
 	}{
-		{"ratio from zero by 1 pp", "error ratio", 0, 0.01, false},
-		{"ratio from zero beyond 1 pp", "error ratio", 0, 0.0101, true},
-		{"ratio +2 pp is +20%", "timeout ratio", 0.1, 0.12, false},
-		{"ratio +2.1 pp is +21%", "timeout ratio", 0.1, 0.121, true},
-		{"ratio +10 pp is +11%", "faulty share", 0.9, 1, false},
-		{"ratio falls", "slow ratio", 0.5, 0, false},
-		{"latency +5 ms", "p99 ms", 10, 15, false},
-		{"latency +5.1 ms and +51%", "p99 ms", 10, 15.1, true},
-		{"latency +100 ms is +10%", "p99.9 ms", 1000, 1100, false},
-		{"latency +201 ms and +20.1%", "p99.9 ms", 1000, 1201, true},
-		{"latency falls", "p99 ms", 1000, 10, false},
-		{"rate −5%", "achieved rate req/s", 4000, 3800, false},
-		{"rate −5.1%", "achieved rate req/s", 4000, 3796, true},
-		{"rate rises", "achieved rate req/s", 4000, 5000, false},
+		{"ratio from zero by 1 pp", "error_ratio", 0, 0.01, false},
+		{"ratio from zero beyond 1 pp", "error_ratio", 0, 0.0101, true},
+		{"ratio +2 pp is +20%", "timeout_ratio", 0.1, 0.12, false},
+		{"ratio +2.1 pp is +21%", "timeout_ratio", 0.1, 0.121, true},
+		{"ratio +10 pp is +11%", "faulty_share", 0.9, 1, false},
+		{"ratio falls", "slow_ratio", 0.5, 0, false},
+		{"latency +5 ms", "p99_ms", 10, 15, false},
+		{"latency +5.1 ms and +51%", "p99_ms", 10, 15.1, true},
+		{"latency +100 ms is +10%", "p999_ms", 1000, 1100, false},
+		{"latency +201 ms and +20.1%", "p999_ms", 1000, 1201, true},
+		{"latency falls", "p99_ms", 1000, 10, false},
+		{"rate −5%", "achieved_rate", 4000, 3800, false},
+		{"rate −5.1%", "achieved_rate", 4000, 3796, true},
+		{"rate rises", "achieved_rate", 4000, 5000, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			i := slices.IndexFunc(regressionChecks, func(c regressionCheck) bool { return c.name == tt.metric })
-			if i < 0 {
+			if !slices.Contains(regressionChecked, tt.metric) {
 				t.Fatalf("no check on %s", tt.metric)
 			}
-			if got := regressionChecks[i].beyond(tol, tt.a, tt.b); got != tt.want {
+			m, _ := LookupMetric(tt.metric)
+			if got := tol.beyond(m, tt.a, tt.b); got != tt.want {
 				t.Errorf("%v → %v: regression %v, want %v", tt.a, tt.b, got, tt.want)
 			}
 		})

@@ -56,26 +56,3 @@ func TestWriteTableGolden(t *testing.T) {
 		})
 	}
 }
-
-func TestWriteMarkdownGolden(t *testing.T) {
-	s := sampleSummary()
-	plots := []Plot{
-		{Title: "round-robin: latency per instance over time", PNG: "latency-round-robin.png", SVG: "latency-round-robin.svg", Strategy: "round-robin"},
-		{Title: "Request share per instance, by strategy", PNG: "share.png", SVG: "share.svg"},
-	}
-	for _, tc := range []struct {
-		name string
-		s    *Summary
-	}{
-		{"report.md.golden", s},
-		{"report_partial.md.golden", partialSample()},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			var buf bytes.Buffer
-			if err := WriteMarkdown(&buf, tc.s, plots); err != nil {
-				t.Fatal(err)
-			}
-			checkGolden(t, tc.name, buf.Bytes())
-		})
-	}
-}

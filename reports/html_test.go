@@ -109,8 +109,8 @@ func TestWriteHTMLSections(t *testing.T) {
 		"least-inflight: the generator fell behind (achieved 3712 of 4000 req/s).",
 		"least-inflight+eject(consecutive=5,duration=5s): interrupted",
 		"least-inflight&#39;s load generator fell behind",
-		`<td class="num warn">3712<span class="badge">generator behind</span></td>`,
-		`<th class="num key" title="key metric: failed requests">error %</th>`,
+		`<td class="name">least-inflight<span class="badge">generator behind</span></td>`,
+		`<th class="num key" title="Key metric. The share of requests without a 2xx response (error statuses, timeouts, resets, refused connections).">error %</th>`,
 		`<td class="num key worst">45.01</td>`,
 		`<tr class="faulty"><td class="num"><span class="swatch" style="background:#1f77b4"></span>0</td><td><span class="badge faulty">faulty</span>`,
 		"<h3>Environment</h3>", "<th>Go version</th><td>go1.26.8</td>", "<th>CPUs</th><td>8</td>",
@@ -132,7 +132,7 @@ func TestWriteHTMLBadRatioColumn(t *testing.T) {
 	s.KeyMetric = ""
 	s.Strategies[0].SlowRatio, s.Strategies[0].TimeoutRatio = 0.02, 0.01
 	page := writeHTML(t, s, nil, nil)
-	if !strings.Contains(page, `<th class="num key" title="key metric: bad requests (failed or slow)">bad %</th>`) {
+	if !regexp.MustCompile(`<th class="num key" title="Key metric. The share of requests that failed or were slower than 1000 ms[^"]*">bad %</th>`).MatchString(page) {
 		t.Error("no bad % key column")
 	}
 	// round-robin: 10.01% errors + 2% slow − 1% timeouts.

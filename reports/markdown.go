@@ -4,10 +4,8 @@ import (
 	"bufio"
 	"fmt"
 	"io"
-	"math"
 	"strconv"
 	"strings"
-	"time"
 )
 
 // Plot is one rendered figure, as RenderPlots returns it. PNG and SVG are
@@ -19,41 +17,65 @@ type Plot struct {
 	Strategy string // the strategy shown, "" for plots across strategies
 }
 
-// WriteMarkdown writes report.md for s: the experiment's settings, its notes,
-// the strategy comparison, one per-instance table per strategy and the given
-// plots, which are linked (not embedded) by their file names.
+// WriteMarkdown writes report.md for s: the sections of report.html (the
+// verdict, the notes, the expectations, the comparison of strategies, the
+// plots across strategies, one section per strategy, the settings and the
+// environment), in the same order and with the same rows. The plots are
+// linked, not embedded, by their file names.
 func WriteMarkdown(w io.Writer, s *Summary, plots []Plot) error {
 	if s == nil {
 		return fmt.Errorf("reports: nil summary")
 	}
+	v := newView(s, plots)
 	bw := bufio.NewWriter(w)
 	m := mdWriter{bw}
 
-	title := "lbchaos report: " + s.Experiment
-	if s.Partial {
-		title += " (PARTIAL)"
+	m.p("# %s\n\n", mdText(v.Title))
+	m.p("%s\n\n", mdText(v.Subtitle))
+	if v.Partial != "" {
+		m.p("> **%s**\n\n", mdText(v.Partial))
 	}
-	m.p("# %s\n\n", mdText(title))
-	if s.Partial {
-		m.p("> **PARTIAL RUN.** The run was interrupted; every number below covers only what was measured before the interruption.\n\n")
+	if v.Description != "" {
+		m.p("%s\n\n", mdText(v.Description))
 	}
-	if s.Description != "" {
-		m.p("%s\n\n", mdText(s.Description))
-	}
-	if len(s.Notes) > 0 {
+	m.verdict(v.Verdict)
+	if len(v.Notes) > 0 {
 		m.p("## Notes: read these before the numbers\n\n")
-		for _, n := range s.Notes {
+		for _, n := range v.Notes {
 			m.p("- **%s**\n", mdText(n))
 		}
 		m.p("\n")
 	}
+	m.expectations(v.Expectations)
 
-	m.settings(s)
-	m.comparison(s, plots)
-	m.howToRead(s)
-	for i := range s.Strategies {
-		m.strategy(s, &s.Strategies[i], plots)
+	m.p("## Comparison of strategies\n\n")
+	m.table(v.Comparison)
+	if v.FairShare != "" {
+		m.p("%s\n\n", mdText(v.FairShare))
 	}
+	if v.Scenario != nil {
+		m.p("### Scenario metrics\n\n")
+		m.table(*v.Scenario)
+	}
+	m.p("## How to read this\n\n")
+	for _, p := range v.HowToRead {
+		m.p("%s\n\n", mdText(p))
+	}
+	if len(v.Glossary) > 0 {
+		for _, g := range v.Glossary {
+			m.p("- **%s**: %s\n", mdText(g.Key), mdText(g.Value))
+		}
+		m.p("\n")
+	}
+	if len(v.Plots) > 0 {
+		m.p("## Across strategies\n\n")
+		m.plots(v.Plots)
+	}
+	for _, sv := range v.Strategies {
+		m.strategy(v, sv)
+	}
+	m.rows("Settings", "setting", v.Settings)
+	m.rows("Environment", "environment", v.Environment)
 	return bw.Flush()
 }
 
@@ -85,171 +107,147 @@ func (m mdWriter) rule(align string) {
 	m.w.WriteString("\n")
 }
 
-func (m mdWriter) settings(s *Summary) {
-	m.p("## Settings\n\n")
-	m.row("setting", "value")
-	m.rule("ll")
-	kv := func(k, v string) {
-		if v != "" {
-			m.row(k, v)
+// align is the rule's alignment string for columns.
+func align(cols []column) string {
+	var b strings.Builder
+	for _, c := range cols {
+		if c.Num {
+			b.WriteByte('r')
+		} else {
+			b.WriteByte('l')
 		}
 	}
-	if n := instanceCount(s); n > 0 {
-		kv("instances", strconv.Itoa(n))
+	return b.String()
+}
+
+func (m mdWriter) verdict(v verdictView) {
+	m.p("## Verdict\n\n")
+	m.p("Key metric: `%s`, %s. %s\n\n", v.Metric, mdText(v.Label), mdText(v.Definition))
+	switch {
+	case v.None:
+		m.p("No strategy has a value for %s.\n\n", mdText(v.Label))
+	case v.Single:
+		m.p("Only **%s** was measured: %s %s.\n\n", mdText(v.Best.Strategy), mdText(v.Label), v.Best.Value)
+	case v.Tied:
+		m.p("All strategies tie on %s at %s.\n\n", mdText(v.Label), v.Best.Value)
+	default:
+		m.p("Best on %s: **%s** at %s. Worst: **%s** at %s, %s.\n\n", mdText(v.Label),
+			mdText(v.Best.Strategy), v.Best.Value, mdText(v.Worst.Strategy), v.Worst.Value, v.Margin)
 	}
-	kv("workers per instance", fmtWorkers(s.Workers))
-	kv("service time", s.Service)
-	kv("arrivals", s.Arrival)
-	kv("target rate", fmtNum(s.TargetRate)+" req/s")
-	kv("duration per strategy", fmtNum(s.DurationS)+" s")
-	if s.TimeoutMs > 0 {
-		kv("request timeout", fmtNum(s.TimeoutMs)+" ms")
-	}
-	kv("slow threshold", fmtNum(s.SlowThresholdMs)+" ms")
-	kv("seed", strconv.FormatUint(s.Seed, 10))
-	kv("engine", s.Engine)
-	kv("backends", s.Backends)
-	if len(s.Faults) == 0 {
-		kv("faults", "none")
-	}
-	for i, f := range s.Faults {
-		k := ""
-		if i == 0 {
-			k = "faults"
+	if len(v.Ranking) > 1 {
+		m.row("rank", "strategy", v.Head)
+		m.rule("rlr")
+		for _, r := range v.Ranking {
+			value := r.Value
+			if r.Mark != "" {
+				value += " (" + r.Mark + ")"
+			}
+			m.row(strconv.Itoa(r.Place), r.Strategy+mdBadges(r.Flags), value)
 		}
-		m.row(k, fmtFault(f))
+		m.p("\n")
 	}
-	if len(s.FaultyInstances) > 0 {
-		kv("faulty instances", fmtIDs(s.FaultyInstances))
+	for _, c := range v.Caveats {
+		m.p("- %s\n", mdText(c))
 	}
-	if !s.Started.IsZero() {
-		kv("started", s.Started.UTC().Format(time.RFC3339))
+	if len(v.Caveats) > 0 {
+		m.p("\n")
 	}
-	env := nonEmpty(s.GoVersion)
-	if s.CPUs > 0 {
-		env = append(env, strconv.Itoa(s.CPUs)+" CPUs")
+}
+
+func (m mdWriter) expectations(e *expectationsView) {
+	if e == nil {
+		return
 	}
-	kv("environment", strings.Join(env, ", "))
-	kv("lbchaos version", s.Version)
+	m.p("## Expectations\n\n")
+	m.p("%d passed, %d FAILED, %d missing\n\n", e.Passed, e.Failed, e.Missing)
+	m.row("result", "strategy", "expectation", "got")
+	m.rule("lllr")
+	for _, r := range e.Rows {
+		status := r.Status
+		if r.State == "failed" {
+			status = "**" + status + "**"
+		}
+		m.row(status, r.Strategy, "`"+r.Check+"`", r.Got)
+	}
 	m.p("\n")
 }
 
-func (m mdWriter) comparison(s *Summary, plots []Plot) {
-	m.p("## Comparison of strategies\n\n")
-	slow := "slow %"
-	if s.SlowThresholdMs > 0 {
-		slow = "slow % (> " + fmtNum(s.SlowThresholdMs) + " ms)"
+// table writes t with a note on the key metric's column and its best and
+// worst cells, and badges after the value they flag.
+func (m mdWriter) table(t table) {
+	head := make([]string, len(t.Columns))
+	for i, c := range t.Columns {
+		head[i] = c.Head
+		if c.Key {
+			head[i] += " (key)"
+		}
 	}
-	m.row("strategy", "faulty share %", "p50 ms", "p99 ms", slow, "error %", "timeout %", "ejections", "requests", "achieved rate req/s")
-	m.rule("lrrrrrrrrr")
-	for i := range s.Strategies {
-		st := &s.Strategies[i]
-		faulty := "-"
-		if len(s.FaultyInstances) > 0 {
-			faulty = fmtPct(st.FaultyShare)
+	m.row(head...)
+	m.rule(align(t.Columns))
+	for _, r := range t.Rows {
+		cells := make([]string, len(r))
+		for i, c := range r {
+			cells[i] = c.Text + mdBadges(c.Badges)
+			if c.Mark != "" {
+				cells[i] += " (" + c.Mark + ")"
+			}
 		}
-		rate := fmtNum(st.AchievedRate)
-		if st.GeneratorBehind {
-			rate = "**" + rate + " GENERATOR BEHIND**"
-		}
-		name := st.Name
-		if st.Partial {
-			name += " (partial)"
-		}
-		m.row(name, faulty, fmtMs(st.LatencyMs.P50), fmtMs(st.LatencyMs.P99), fmtPct(st.SlowRatio),
-			fmtPct(st.ErrorRatio), fmtPct(st.TimeoutRatio), strconv.Itoa(st.Ejections),
-			strconv.FormatInt(st.Requests, 10), rate)
+		m.row(cells...)
 	}
 	m.p("\n")
-	if fair := fairFaultyShare(s); !math.IsNaN(fair) {
-		m.p("Fair share of the faulty instance(s) (%s): %s%% of requests.\n\n", fmtIDs(s.FaultyInstances), fmtPct(fair))
+}
+
+// mdBadges writes flags after a value: " **(partial, generator behind)**".
+func mdBadges(flags []string) string {
+	if len(flags) == 0 {
+		return ""
 	}
-	if cols, rows := scenarioTable(s); cols != nil {
-		m.p("### Scenario metrics\n\n")
-		head := []string{"strategy"}
-		align := "l"
-		for _, c := range cols {
-			head = append(head, c.head)
-			align += "r"
+	return " **(" + strings.Join(flags, ", ") + ")**"
+}
+
+func (m mdWriter) strategy(v *view, sv strategyView) {
+	m.p("## Strategy: %s\n\n", mdText(sv.Name))
+	m.p("%s\n\n", strings.TrimSpace(mdBadges(sv.Flags)+" "+mdText(sv.Summary)))
+	for _, f := range sv.Facts {
+		m.p("- %s\n", mdText(f))
+	}
+	m.p("\n")
+	if len(sv.Instances) > 0 {
+		head := make([]string, len(v.InstanceColumns))
+		for i, c := range v.InstanceColumns {
+			head[i] = c.Head
 		}
 		m.row(head...)
-		m.rule(align)
-		for _, r := range rows {
-			m.row(r...)
+		m.rule(align(v.InstanceColumns))
+		for _, in := range sv.Instances {
+			status := ""
+			if in.Faulty {
+				status = "**faulty**"
+			}
+			m.row(append([]string{strconv.Itoa(in.ID), status}, in.Cells...)...)
 		}
 		m.p("\n")
-		for _, c := range cols {
-			m.p("- %s: %s.\n", c.head, c.title)
-		}
-		m.p("\n")
 	}
-	m.plots(plots, "")
+	m.plots(sv.Plots)
 }
 
-func (m mdWriter) howToRead(s *Summary) {
-	m.p("## How to read this\n\n")
-	n := instanceCount(s)
-	fair := "1/N"
-	if n > 0 {
-		fair = fmt.Sprintf("1/%d = %s%%", n, fmtPct(1/float64(n)))
+// rows writes a section of labelled rows as a two-column table.
+func (m mdWriter) rows(title, what string, rows []row) {
+	if len(rows) == 0 {
+		return
 	}
-	m.p("%s", "Every latency counts every request, failed ones included; a timeout counts as its timeout. "+
-		"p50 is the typical request and hides a tail: compare p99 and the slow share before calling a strategy good. "+
-		"A fast failure lowers latency, so read the error ratio beside it. "+
-		"Under an even split each instance gets "+fair+" of the requests; "+
-		"a faulty share well above that means the strategy favours the faulty instance, well below means it avoids it. "+
-		"A strategy marked GENERATOR BEHIND was offered less load than the target, so its numbers describe a lighter load.\n\n")
-}
-
-func (m mdWriter) strategy(s *Summary, st *Strategy, plots []Plot) {
-	m.p("## Strategy: %s\n\n", mdText(st.Name))
-	var facts []string
-	if st.Partial {
-		facts = append(facts, "**partial: interrupted before the end**")
-	}
-	facts = append(facts, fmt.Sprintf("%d requests in %s s (%s req/s)", st.Requests, fmtNum(st.ElapsedS), fmtNum(st.AchievedRate)))
-	if st.GeneratorBehind {
-		facts = append(facts, fmt.Sprintf("**GENERATOR BEHIND**: send lag p50 %s ms, p99 %s ms, max %s ms",
-			fmtMs(st.SendLagMs.P50), fmtMs(st.SendLagMs.P99), fmtMs(st.SendLagMs.Max)))
-	}
-	facts = append(facts, fmt.Sprintf("latency ms: mean %s, p50 %s, p90 %s, p99 %s, p99.9 %s, max %s",
-		fmtMs(st.LatencyMs.Mean), fmtMs(st.LatencyMs.P50), fmtMs(st.LatencyMs.P90),
-		fmtMs(st.LatencyMs.P99), fmtMs(st.LatencyMs.P999), fmtMs(st.LatencyMs.Max)))
-	if st.Unattributed > 0 {
-		facts = append(facts, fmt.Sprintf("%d requests never reached an instance", st.Unattributed))
-	}
-	if len(st.Events) > 0 {
-		ej, re := eventCounts(st.Events)
-		facts = append(facts, fmt.Sprintf("%d ejection and %d re-admission events", ej, re))
-	}
-	for _, f := range facts {
-		m.p("- %s\n", f)
+	m.p("## %s\n\n", title)
+	m.row(what, "value")
+	m.rule("ll")
+	for _, r := range rows {
+		m.row(r.Key, r.Value)
 	}
 	m.p("\n")
-
-	if len(st.Instances) > 0 {
-		m.row("instance", "faulty", "requests", "share %", "errors", "error %", "p50 ms", "p99 ms", "max ms")
-		m.rule("rlrrrrrrr")
-		for _, in := range st.Instances {
-			faulty := ""
-			if in.Faulty {
-				faulty = "**faulty**"
-			}
-			m.row(strconv.Itoa(in.ID), faulty, strconv.FormatInt(in.Requests, 10), fmtPct(in.Share),
-				strconv.FormatInt(in.Errors, 10), fmtPct(in.ErrorRatio),
-				fmtMs(in.LatencyMs.P50), fmtMs(in.LatencyMs.P99), fmtMs(in.LatencyMs.Max))
-		}
-		m.p("\n")
-	}
-	m.plots(plots, st.Name)
 }
 
-// plots links the plots of one strategy ("" for cross-strategy plots).
-func (m mdWriter) plots(plots []Plot, strategy string) {
+// plots links plots, the PNG as an image and the SVG beside it.
+func (m mdWriter) plots(plots []Plot) {
 	for _, p := range plots {
-		if p.Strategy != strategy {
-			continue
-		}
 		if p.PNG != "" {
 			m.p("![%s](%s)\n", mdAlt(p.Title), p.PNG)
 		}
@@ -268,18 +266,4 @@ func mdText(s string) string {
 // mdAlt makes s safe as image alt text.
 func mdAlt(s string) string {
 	return strings.NewReplacer("[", "(", "]", ")").Replace(mdText(s))
-}
-
-// eventCounts counts the events that took an instance out of traffic and
-// those that put one back (see takesOut and putsBack).
-func eventCounts(events []Event) (ejects, readmits int) {
-	for _, e := range events {
-		switch {
-		case takesOut(e):
-			ejects++
-		case putsBack(e):
-			readmits++
-		}
-	}
-	return ejects, readmits
 }

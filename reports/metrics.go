@@ -1,124 +1,269 @@
 package reports
 
 import (
-	"fmt"
 	"math"
 	"slices"
-	"strings"
+	"strconv"
 )
 
 // DefaultKeyMetric is the key metric of an experiment that names none.
 const DefaultKeyMetric = "bad_ratio"
 
-// metricValues are the Strategy metrics that expectations and the verdict
-// name: ratios as fractions, latencies in milliseconds.
-var metricValues = map[string]func(*Strategy) float64{
-	"bad_ratio":     badRatio,
-	"error_ratio":   func(st *Strategy) float64 { return st.ErrorRatio },
-	"success_ratio": func(st *Strategy) float64 { return st.SuccessRatio },
-	"timeout_ratio": func(st *Strategy) float64 { return st.TimeoutRatio },
-	"slow_ratio":    func(st *Strategy) float64 { return st.SlowRatio },
-	"faulty_share":  func(st *Strategy) float64 { return st.FaultyShare },
-	"p50_ms":        func(st *Strategy) float64 { return st.LatencyMs.P50 },
-	"p90_ms":        func(st *Strategy) float64 { return st.LatencyMs.P90 },
-	"p99_ms":        func(st *Strategy) float64 { return st.LatencyMs.P99 },
-	"p999_ms":       func(st *Strategy) float64 { return st.LatencyMs.P999 },
-	"max_ms":        func(st *Strategy) float64 { return st.LatencyMs.Max },
-	"mean_ms":       func(st *Strategy) float64 { return st.LatencyMs.Mean },
-	"ejections":     func(st *Strategy) float64 { return float64(st.Ejections) },
-	"achieved_rate": func(st *Strategy) float64 { return st.AchievedRate },
-	"requests":      func(st *Strategy) float64 { return float64(st.Requests) },
-	"max_avg_load":  func(st *Strategy) float64 { return st.MaxAvgLoad },
-	"affinity":      func(st *Strategy) float64 { return orNaN(st.Affinity) },
-	"max_jump_rps":  func(st *Strategy) float64 { return st.MaxJumpRps },
-	"share_stddev":  func(st *Strategy) float64 { return st.ShareStddev },
-	"error_tail_s":  func(st *Strategy) float64 { return orNaN(st.ErrorTailS) },
-	"max_utilization": func(st *Strategy) float64 {
-		u := math.NaN()
-		for _, in := range st.Instances {
-			if in.Utilization != nil && !(*in.Utilization <= u) {
-				u = *in.Utilization
-			}
-		}
-		return u
-	},
+// Kind is what a metric's number measures. It fixes the unit the number is
+// shown in, how it is written and how a difference between two values is
+// stated, so that nothing needs to guess it from the metric's name.
+type Kind int
+
+const (
+	// KindRatio is a fraction in [0, 1] (of requests, of time); shown in
+	// percent, differences in percentage points.
+	KindRatio Kind = iota + 1
+	// KindMilliseconds is a latency in milliseconds.
+	KindMilliseconds
+	// KindSeconds is a duration in seconds.
+	KindSeconds
+	// KindCount is a whole number of things (requests, ejections).
+	KindCount
+	// KindRate is a number of requests per second.
+	KindRate
+	// KindFactor is a dimensionless multiple, e.g. a load over the mean.
+	KindFactor
+)
+
+var kindNames = map[Kind]string{
+	KindRatio: "ratio", KindMilliseconds: "milliseconds", KindSeconds: "seconds",
+	KindCount: "count", KindRate: "rate", KindFactor: "factor",
 }
 
-// orNaN is *p, or NaN when p is nil (a metric the run did not measure).
-func orNaN(p *float64) float64 {
-	if p == nil {
-		return math.NaN()
+// String is the kind's lower-case name, e.g. "ratio".
+func (k Kind) String() string {
+	if n, ok := kindNames[k]; ok {
+		return n
 	}
-	return *p
+	return "Kind(" + strconv.Itoa(int(k)) + ")"
 }
 
-// Metrics returns the names of every Strategy metric Value knows, sorted.
+// Unit is the unit a value of the kind is shown in: "%" for ratios, "ms",
+// "s", "req/s", "×", and "" for counts.
+func (k Kind) Unit() string {
+	switch k {
+	case KindRatio:
+		return "%"
+	case KindMilliseconds:
+		return "ms"
+	case KindSeconds:
+		return "s"
+	case KindRate:
+		return "req/s"
+	case KindFactor:
+		return "×"
+	}
+	return ""
+}
+
+// Direction says which way a metric's value is better.
+type Direction int
+
+const (
+	LowerIsBetter Direction = iota + 1
+	HigherIsBetter
+	// Neutral metrics describe the run rather than grade it (requests
+	// sent, ejections, utilization).
+	Neutral
+)
+
+// String is "lower is better", "higher is better" or "neutral".
+func (d Direction) String() string {
+	switch d {
+	case LowerIsBetter:
+		return "lower is better"
+	case HigherIsBetter:
+		return "higher is better"
+	case Neutral:
+		return "neutral"
+	}
+	return "Direction(" + strconv.Itoa(int(d)) + ")"
+}
+
+// Metric is one number of a Strategy that experiment files, reports and
+// comparisons refer to by name. Every metric is declared once, in
+// metricTable; LookupMetric and MetricTable return copies.
+type Metric struct {
+	// Name is the metric as experiment files write it in expect and
+	// key_metric, e.g. "error_ratio" or "p99_ms".
+	Name string
+	Kind Kind
+	// Label is a noun phrase for prose, e.g. "failed requests".
+	Label string
+	// Head is the heading of a table column of the metric, in the unit of
+	// Text, e.g. "error %".
+	Head string
+	// Better says which way a value is better.
+	Better Direction
+	// Key is true when the metric may be an experiment's key_metric; every
+	// key metric is LowerIsBetter.
+	Key bool
+	// Reading says how to read the metric, in one sentence. Where it says
+	// "the slow threshold", a report names the run's threshold instead.
+	Reading string
+
+	value func(*Strategy) float64
+	// measured reports whether st has the metric in a run of s; nil means
+	// whenever the value is not NaN.
+	measured func(s *Summary, st *Strategy) bool
+	// thresholdInHead marks a metric whose column heading should name the
+	// run's slow threshold.
+	thresholdInHead bool
+}
+
+// metricTable is every metric, once. Key metrics keep the order KeyMetrics
+// returns, the default first.
+var metricTable = []Metric{
+	{Name: "bad_ratio", Kind: KindRatio, Label: "bad requests (failed or slow)", Head: "bad %", Better: LowerIsBetter, Key: true,
+		Reading: "The share of requests that failed or were slower than the slow threshold, computed as error % + slow % − timeout % " +
+			"(a timeout is both an error and slow; a slow failure that did not time out is counted twice, so this is an upper bound).",
+		value: badRatio},
+	{Name: "error_ratio", Kind: KindRatio, Label: "failed requests", Head: "error %", Better: LowerIsBetter, Key: true,
+		Reading: "The share of requests without a 2xx response (error statuses, timeouts, resets, refused connections).",
+		value:   func(st *Strategy) float64 { return st.ErrorRatio }},
+	{Name: "slow_ratio", Kind: KindRatio, Label: "slow requests", Head: "slow %", Better: LowerIsBetter, Key: true,
+		Reading:         "The share of requests slower than the slow threshold, timeouts included.",
+		value:           func(st *Strategy) float64 { return st.SlowRatio },
+		thresholdInHead: true},
+	{Name: "timeout_ratio", Kind: KindRatio, Label: "timed-out requests", Head: "timeout %", Better: LowerIsBetter, Key: true,
+		Reading: "The share of requests that hit the client timeout.",
+		value:   func(st *Strategy) float64 { return st.TimeoutRatio }},
+	{Name: "faulty_share", Kind: KindRatio, Label: "share of requests sent to faulty instances", Head: "faulty share %", Better: LowerIsBetter, Key: true,
+		Reading:  "The share of requests sent to the faulty instances; compare it with their fair share.",
+		value:    func(st *Strategy) float64 { return st.FaultyShare },
+		measured: func(s *Summary, _ *Strategy) bool { return len(s.FaultyInstances) > 0 }},
+	{Name: "success_ratio", Kind: KindRatio, Label: "successful requests", Head: "success %", Better: HigherIsBetter,
+		Reading: "The share of requests with a 2xx response.",
+		value:   func(st *Strategy) float64 { return st.SuccessRatio }},
+
+	{Name: "mean_ms", Kind: KindMilliseconds, Label: "mean latency", Head: "mean ms", Better: LowerIsBetter,
+		Reading: "The mean latency of all requests, failed ones included.",
+		value:   func(st *Strategy) float64 { return st.LatencyMs.Mean }},
+	{Name: "p50_ms", Kind: KindMilliseconds, Label: "median latency", Head: "p50 ms", Better: LowerIsBetter,
+		Reading: "The latency half of the requests stayed within, failed ones included; the typical request, hiding the tail.",
+		value:   func(st *Strategy) float64 { return st.LatencyMs.P50 }},
+	{Name: "p90_ms", Kind: KindMilliseconds, Label: "p90 latency", Head: "p90 ms", Better: LowerIsBetter,
+		Reading: "The latency 90% of requests stayed within, failed ones included.",
+		value:   func(st *Strategy) float64 { return st.LatencyMs.P90 }},
+	{Name: "p99_ms", Kind: KindMilliseconds, Label: "p99 latency", Head: "p99 ms", Better: LowerIsBetter, Key: true,
+		Reading: "The latency 99% of requests stayed within, failed ones included.",
+		value:   func(st *Strategy) float64 { return st.LatencyMs.P99 }},
+	{Name: "p999_ms", Kind: KindMilliseconds, Label: "p99.9 latency", Head: "p99.9 ms", Better: LowerIsBetter, Key: true,
+		Reading: "The latency 99.9% of requests stayed within, failed ones included.",
+		value:   func(st *Strategy) float64 { return st.LatencyMs.P999 }},
+	{Name: "max_ms", Kind: KindMilliseconds, Label: "maximum latency", Head: "max ms", Better: LowerIsBetter,
+		Reading: "The slowest request's latency; a timeout counts as its timeout.",
+		value:   func(st *Strategy) float64 { return st.LatencyMs.Max }},
+
+	{Name: "max_avg_load", Kind: KindFactor, Label: "busiest instance's load over the average", Head: "max/avg load", Better: LowerIsBetter, Key: true,
+		Reading:  "The busiest instance's requests over the mean per instance (1 = even).",
+		value:    func(st *Strategy) float64 { return st.MaxAvgLoad },
+		measured: derived},
+	{Name: "max_jump_rps", Kind: KindRate, Label: "largest one-second jump of an instance's traffic", Head: "max 1 s jump req/s", Better: LowerIsBetter, Key: true,
+		Reading:  "The largest change of any instance's request rate from one second to the next.",
+		value:    func(st *Strategy) float64 { return st.MaxJumpRps },
+		measured: derived},
+	{Name: "share_stddev", Kind: KindRatio, Label: "per-second variation of the instances' shares (std. dev.)", Head: "share std dev %", Better: LowerIsBetter, Key: true,
+		Reading:  "The mean over instances of the standard deviation of each one's per-second share of requests.",
+		value:    func(st *Strategy) float64 { return st.ShareStddev },
+		measured: derived},
+	{Name: "error_tail_s", Kind: KindSeconds, Label: "time errors lasted past the fault", Head: "errors past fault s", Better: LowerIsBetter, Key: true,
+		Reading: "How long errors (over 1% of a second's requests) went on after the last fault ended.",
+		value:   func(st *Strategy) float64 { return orNaN(st.ErrorTailS) }},
+	{Name: "affinity", Kind: KindRatio, Label: "requests served by their key's home instance", Head: "affinity %", Better: HigherIsBetter,
+		Reading: "The share of keyed requests served by their key's home instance (the one that served the key most).",
+		value:   func(st *Strategy) float64 { return orNaN(st.Affinity) }},
+	{Name: "max_utilization", Kind: KindRatio, Label: "busiest instance's utilization", Head: "max utilization %", Better: Neutral,
+		Reading: "The busiest instance's share of worker time spent serving.",
+		value:   maxUtilization},
+
+	{Name: "requests", Kind: KindCount, Label: "requests sent", Head: "requests", Better: Neutral,
+		Reading: "The number of requests sent, answered or not.",
+		value:   func(st *Strategy) float64 { return float64(st.Requests) }},
+	{Name: "achieved_rate", Kind: KindRate, Label: "achieved rate", Head: "achieved rate req/s", Better: HigherIsBetter,
+		Reading: "Requests sent per second; below the target rate the load generator fell behind.",
+		value:   func(st *Strategy) float64 { return st.AchievedRate }},
+	{Name: "ejections", Kind: KindCount, Label: "ejections", Head: "ejections", Better: Neutral,
+		Reading: "The times an instance was taken out of traffic (0 for a strategy that does not eject).",
+		value:   func(st *Strategy) float64 { return float64(st.Ejections) }},
+}
+
+// metricIndex maps a metric's name to its row of metricTable.
+var metricIndex = func() map[string]int {
+	idx := make(map[string]int, len(metricTable))
+	for i, m := range metricTable {
+		if _, dup := idx[m.Name]; dup {
+			panic("reports: metric " + m.Name + " declared twice")
+		}
+		idx[m.Name] = i
+	}
+	return idx
+}()
+
+// LookupMetric returns the metric of that name, and false for a name no
+// metric has.
+func LookupMetric(name string) (Metric, bool) {
+	i, ok := metricIndex[name]
+	if !ok {
+		return Metric{}, false
+	}
+	return metricTable[i], true
+}
+
+// MetricTable returns every metric, key metrics in the order of KeyMetrics.
+// The slice is the caller's.
+func MetricTable() []Metric {
+	return slices.Clone(metricTable)
+}
+
+// mustMetrics returns the named metrics; a name without one is a bug here.
+func mustMetrics(names []string) []Metric {
+	out := make([]Metric, len(names))
+	for i, name := range names {
+		m, ok := LookupMetric(name)
+		if !ok {
+			panic("reports: no metric " + name)
+		}
+		out[i] = m
+	}
+	return out
+}
+
+// Metrics returns the names of every metric, sorted.
 func Metrics() []string {
-	names := make([]string, 0, len(metricValues))
-	for name := range metricValues {
-		names = append(names, name)
+	names := make([]string, len(metricTable))
+	for i, m := range metricTable {
+		names[i] = m.Name
 	}
 	slices.Sort(names)
 	return names
 }
 
-// Value returns st's value of the named metric (one of Metrics), and false
-// for a name it does not know.
-func Value(st *Strategy, name string) (float64, bool) {
-	f, ok := metricValues[name]
-	if !ok {
-		return math.NaN(), false
-	}
-	return f(st), true
-}
-
-// keyMetric is a metric a Summary's KeyMetric may name. For every one of
-// them lower is better.
-type keyMetric struct {
-	name    string
-	label   string // noun phrase for prose, e.g. "p99 latency"
-	percent bool   // a ratio, shown in percent; else in unit
-	unit    string // "" = milliseconds
-}
-
-var keyMetrics = []keyMetric{
-	{"bad_ratio", "bad requests (failed or slow)", true, ""},
-	{"error_ratio", "failed requests", true, ""},
-	{"slow_ratio", "slow requests", true, ""},
-	{"timeout_ratio", "timed-out requests", true, ""},
-	{"faulty_share", "share of requests sent to faulty instances", true, ""},
-	{"p99_ms", "p99 latency", false, ""},
-	{"p999_ms", "p99.9 latency", false, ""},
-	{"max_avg_load", "busiest instance's load over the average", false, "×"},
-	{"max_jump_rps", "largest one-second jump of an instance's traffic", false, "req/s"},
-	{"share_stddev", "per-second variation of the instances' shares (std. dev.)", true, ""},
-	{"error_tail_s", "time errors lasted past the fault", false, "s"},
-}
-
-// unitOf is the unit a non-percent key metric is shown in.
-func (m keyMetric) unitOf() string {
-	if m.unit == "" {
-		return "ms"
-	}
-	return m.unit
-}
-
-// KeyMetrics returns the metric names a Summary's KeyMetric may take, the
-// default first. Lower is better for each.
+// KeyMetrics returns the names of the metrics a Summary's KeyMetric may
+// take, the default first. Lower is better for each.
 func KeyMetrics() []string {
-	out := make([]string, len(keyMetrics))
-	for i, m := range keyMetrics {
-		out[i] = m.name
+	var out []string
+	for _, m := range metricTable {
+		if m.Key {
+			out = append(out, m.Name)
+		}
 	}
 	return out
 }
 
-func lookupKeyMetric(name string) (keyMetric, bool) {
-	i := slices.IndexFunc(keyMetrics, func(m keyMetric) bool { return m.name == name })
-	if i < 0 {
-		return keyMetric{}, false
+// Value returns st's value of the named metric (one of Metrics), and false
+// for a name it does not know. A metric the run did not measure is NaN.
+func Value(st *Strategy, name string) (float64, bool) {
+	m, ok := LookupMetric(name)
+	if !ok {
+		return math.NaN(), false
 	}
-	return keyMetrics[i], true
+	return m.Value(st), true
 }
 
 // MetricValue returns st's value of the named key metric (one of
@@ -128,10 +273,81 @@ func MetricValue(st *Strategy, name string) (float64, bool) {
 	if name == "" {
 		name = DefaultKeyMetric
 	}
-	if _, ok := lookupKeyMetric(name); !ok {
-		return math.NaN(), false
+	if m, ok := LookupMetric(name); ok && m.Key {
+		return m.Value(st), true
 	}
-	return Value(st, name)
+	return math.NaN(), false
+}
+
+// Value is st's value of the metric; NaN when the run did not measure it.
+func (m Metric) Value(st *Strategy) float64 { return m.value(st) }
+
+// Unit is the unit Text writes a value in; see Kind.Unit.
+func (m Metric) Unit() string { return m.Kind.Unit() }
+
+// Text writes a value for a table cell, in the metric's unit without the
+// unit: ratios in percent with two decimals ("<0.01" for tiny non-zero
+// ones), latencies with the precision their size needs, factors with two
+// decimals, other numbers without needless decimals. NaN, a value the run
+// did not measure, is "—".
+func (m Metric) Text(v float64) string {
+	switch {
+	case math.IsNaN(v):
+		return "—"
+	case math.IsInf(v, 0):
+		return "n/a"
+	}
+	switch m.Kind {
+	case KindRatio:
+		return fmtPct(v)
+	case KindMilliseconds:
+		return fmtMs(v)
+	case KindFactor:
+		return strconv.FormatFloat(v, 'f', 2, 64)
+	}
+	return fmtNum(v)
+}
+
+// Format writes a value with its unit, e.g. "45.01%", "11.3 ms", "6".
+func (m Metric) Format(v float64) string {
+	t := m.Text(v)
+	switch u := m.Unit(); {
+	case !finite(v) || u == "":
+		return t
+	case u == "%":
+		return t + u
+	default:
+		return t + " " + u
+	}
+}
+
+// measuredIn reports whether st has the metric in a run of s.
+func (m Metric) measuredIn(s *Summary, st *Strategy) bool {
+	if m.measured != nil {
+		return m.measured(s, st)
+	}
+	return !math.IsNaN(m.Value(st))
+}
+
+// textIn is st's value of m for a table cell of a run of s; "—" when the
+// run did not measure it.
+func textIn(m Metric, s *Summary, st *Strategy) string {
+	if !m.measuredIn(s, st) {
+		return "—"
+	}
+	return m.Text(m.Value(st))
+}
+
+// derived reports whether Derive filled in st's scenario metrics: it had
+// requests on its instances.
+func derived(_ *Summary, st *Strategy) bool { return st.MaxAvgLoad > 0 }
+
+// orNaN is *p, or NaN when p is nil (a metric the run did not measure).
+func orNaN(p *float64) float64 {
+	if p == nil {
+		return math.NaN()
+	}
+	return *p
 }
 
 // badRatio is the share of requests that failed or were slow, computed from
@@ -145,150 +361,14 @@ func badRatio(st *Strategy) float64 {
 	return math.Max(lo, math.Min(1, v))
 }
 
-// Verdict ranks the strategies of a run by its key metric.
-type Verdict struct {
-	// Metric is the metric ranked by: the Summary's KeyMetric, or
-	// DefaultKeyMetric when that is empty or unknown.
-	Metric string
-	// Unknown is the Summary's KeyMetric when it named no known metric.
-	Unknown string
-	// Ranking lists the strategies with a finite value and at least one
-	// request, best (lowest) first; ties keep the Summary's order.
-	Ranking []Ranked
-}
-
-// Ranked is one strategy's place in a Verdict.
-type Ranked struct {
-	Strategy string
-	Value    float64
-	Partial  bool // the strategy was interrupted
-	Behind   bool // its load generator fell behind
-}
-
-// VerdictOf ranks s's strategies by s.KeyMetric.
-func VerdictOf(s *Summary) Verdict {
-	v := Verdict{Metric: s.KeyMetric}
-	if v.Metric == "" {
-		v.Metric = DefaultKeyMetric
-	}
-	if _, ok := lookupKeyMetric(v.Metric); !ok {
-		v.Unknown, v.Metric = v.Metric, DefaultKeyMetric
-	}
-	for i := range s.Strategies {
-		st := &s.Strategies[i]
-		val, _ := MetricValue(st, v.Metric)
-		if st.Requests <= 0 || !finite(val) {
-			continue
+// maxUtilization is the largest utilization of st's instances; NaN when
+// none was measured.
+func maxUtilization(st *Strategy) float64 {
+	u := math.NaN()
+	for _, in := range st.Instances {
+		if in.Utilization != nil && !(*in.Utilization <= u) {
+			u = *in.Utilization
 		}
-		v.Ranking = append(v.Ranking, Ranked{Strategy: st.Name, Value: val, Partial: st.Partial, Behind: st.GeneratorBehind})
 	}
-	slices.SortStableFunc(v.Ranking, func(a, b Ranked) int {
-		switch {
-		case a.Value < b.Value:
-			return -1
-		case a.Value > b.Value:
-			return 1
-		}
-		return 0
-	})
-	return v
-}
-
-// Label is the metric's name for prose, e.g. "p99 latency".
-func (v Verdict) Label() string {
-	m, _ := lookupKeyMetric(v.Metric)
-	return m.label
-}
-
-// Format writes a value of the verdict's metric with its unit.
-func (v Verdict) Format(x float64) string {
-	m, _ := lookupKeyMetric(v.Metric)
-	if m.percent {
-		return fmtPct(x) + "%"
-	}
-	return fmtMs(x) + " " + m.unitOf()
-}
-
-// Best and Worst are the first and last of the ranking; ok is false when
-// fewer than one strategy was ranked.
-func (v Verdict) Best() (Ranked, bool) {
-	if len(v.Ranking) == 0 {
-		return Ranked{}, false
-	}
-	return v.Ranking[0], true
-}
-
-// Worst is the last of the ranking; see Best.
-func (v Verdict) Worst() (Ranked, bool) {
-	if len(v.Ranking) == 0 {
-		return Ranked{}, false
-	}
-	return v.Ranking[len(v.Ranking)-1], true
-}
-
-// Tied reports whether every ranked strategy has the same value.
-func (v Verdict) Tied() bool {
-	b, ok1 := v.Best()
-	w, ok2 := v.Worst()
-	return ok1 && ok2 && b.Value == w.Value
-}
-
-// Margin says how much worse the worst strategy is than the best: the
-// difference in the metric's unit (percentage points for ratios) and, when
-// the best is positive, the factor worst/best, e.g. "42.62 percentage
-// points higher, 1422× the best". It is "" when fewer than two strategies
-// differ.
-func (v Verdict) Margin() string {
-	b, _ := v.Best()
-	w, _ := v.Worst()
-	if len(v.Ranking) < 2 || v.Tied() {
-		return ""
-	}
-	m, _ := lookupKeyMetric(v.Metric)
-	var diff string
-	if m.percent {
-		diff = fmtPct(w.Value-b.Value) + " percentage points"
-		if strings.HasPrefix(diff, "<") {
-			diff = "less than " + strings.TrimPrefix(diff, "<")
-		}
-	} else {
-		diff = fmtMs(w.Value-b.Value) + " " + m.unitOf()
-	}
-	switch {
-	case b.Value > 0:
-		return fmt.Sprintf("%s higher, %s× the best", diff, fmtFactor(w.Value/b.Value))
-	default:
-		return diff + " higher; the best had none"
-	}
-}
-
-// String is the verdict in one plain sentence.
-func (v Verdict) String() string {
-	b, ok := v.Best()
-	if !ok {
-		return "No strategy has a value for " + v.Label() + "."
-	}
-	w, _ := v.Worst()
-	switch {
-	case len(v.Ranking) == 1:
-		return fmt.Sprintf("Only %s was measured: %s %s.", b.Strategy, v.Label(), v.Format(b.Value))
-	case v.Tied():
-		return fmt.Sprintf("All %d strategies tie on %s at %s.", len(v.Ranking), v.Label(), v.Format(b.Value))
-	}
-	return fmt.Sprintf("Best on %s: %s (%s). Worst: %s (%s), %s.",
-		v.Label(), b.Strategy, v.Format(b.Value), w.Strategy, v.Format(w.Value), v.Margin())
-}
-
-// fmtFactor formats a ratio of two values: "1.4", "12", "1400".
-func fmtFactor(f float64) string {
-	switch {
-	case !finite(f):
-		return "n/a"
-	case f < 10:
-		return fmt.Sprintf("%.1f", f)
-	case f < 1e6:
-		return fmt.Sprintf("%.0f", f)
-	default:
-		return fmt.Sprintf("%.1e", f)
-	}
+	return u
 }

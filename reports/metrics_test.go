@@ -2,6 +2,9 @@ package reports
 
 import (
 	"math"
+	"reflect"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -49,56 +52,6 @@ func TestMetricValue(t *testing.T) {
 	}
 }
 
-func TestVerdictOf(t *testing.T) {
-	strat := func(name string, errs float64, req int64) Strategy {
-		return Strategy{Name: name, ErrorRatio: errs, Requests: req}
-	}
-	for _, tc := range []struct {
-		name    string
-		s       *Summary
-		ranking []string
-		sayings string
-	}{
-		{"ranked, ties keep order", &Summary{KeyMetric: "error_ratio", Strategies: []Strategy{
-			strat("rr", 0.1, 5), strat("li", 0.45, 5), strat("eject", 0.0004, 5), strat("random", 0.1, 5)}},
-			[]string{"eject", "rr", "random", "li"},
-			"Best on failed requests: eject (0.04%). Worst: li (45.00%), 44.96 percentage points higher, 1125× the best."},
-		{"best has none", &Summary{KeyMetric: "error_ratio", Strategies: []Strategy{strat("a", 0, 5), strat("b", 0.5, 5)}},
-			[]string{"a", "b"},
-			"Best on failed requests: a (0.00%). Worst: b (50.00%), 50.00 percentage points higher; the best had none."},
-		{"tiny difference", &Summary{KeyMetric: "error_ratio", Strategies: []Strategy{strat("a", 0.00001, 5), strat("b", 0.00002, 5)}},
-			[]string{"a", "b"},
-			"Best on failed requests: a (<0.01%). Worst: b (<0.01%), less than 0.01 percentage points higher, 2.0× the best."},
-		{"latency", &Summary{KeyMetric: "p99_ms", Strategies: []Strategy{
-			{Name: "a", Requests: 1, LatencyMs: Latency{P99: 2013}}, {Name: "b", Requests: 1, LatencyMs: Latency{P99: 10}}}},
-			[]string{"b", "a"},
-			"Best on p99 latency: b (10.0 ms). Worst: a (2013 ms), 2003 ms higher, 201× the best."},
-		{"tie", &Summary{Strategies: []Strategy{strat("a", 0.1, 5), strat("b", 0.1, 5)}},
-			[]string{"a", "b"}, "All 2 strategies tie on bad requests (failed or slow) at 10.00%."},
-		{"one measured, others empty or NaN", &Summary{Strategies: []Strategy{strat("a", 0.1, 5), strat("b", 0, 0), strat("c", math.NaN(), 5)}},
-			[]string{"a"}, "Only a was measured: bad requests (failed or slow) 10.00%."},
-		{"none", &Summary{}, nil, "No strategy has a value for bad requests (failed or slow)."},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			v := VerdictOf(tc.s)
-			var names []string
-			for _, r := range v.Ranking {
-				names = append(names, r.Strategy)
-			}
-			if d := cmp.Diff(tc.ranking, names); d != "" {
-				t.Errorf("ranking (-want +got):\n%s", d)
-			}
-			if got := v.String(); got != tc.sayings {
-				t.Errorf("String() =\n%q, want\n%q", got, tc.sayings)
-			}
-		})
-	}
-	v := VerdictOf(&Summary{KeyMetric: "nope"})
-	if v.Metric != DefaultKeyMetric || v.Unknown != "nope" {
-		t.Errorf("unknown key metric: Metric %q Unknown %q", v.Metric, v.Unknown)
-	}
-}
-
 func TestValueOfEveryMetric(t *testing.T) {
 	st := &Strategy{
 		Name: "s", Requests: 1000, AchievedRate: 99.5, SuccessRatio: 0.625, ErrorRatio: 0.375, TimeoutRatio: 0.0625, SlowRatio: 0.125,
@@ -139,6 +92,119 @@ func TestUnmeasuredMetricsAreNaN(t *testing.T) {
 	for _, m := range []string{"affinity", "error_tail_s", "max_utilization"} {
 		if got, ok := Value(st, m); !ok || !math.IsNaN(got) {
 			t.Errorf("Value(%s) of a run that did not measure it = %v, %v; want NaN, true", m, got, ok)
+		}
+	}
+}
+
+func TestMetricTable(t *testing.T) {
+	table := MetricTable()
+	var names []string
+	for _, m := range table {
+		names = append(names, m.Name)
+		if m.Label == "" || m.Head == "" || m.Reading == "" || m.value == nil {
+			t.Errorf("%s: label %q, head %q, reading %q, getter %v: each is required", m.Name, m.Label, m.Head, m.Reading, m.value != nil)
+		}
+		if _, ok := kindNames[m.Kind]; !ok {
+			t.Errorf("%s: kind %v", m.Name, m.Kind)
+		}
+		if m.Better < LowerIsBetter || m.Better > Neutral {
+			t.Errorf("%s: direction %v", m.Name, m.Better)
+		}
+		if m.Key && m.Better != LowerIsBetter {
+			t.Errorf("%s: a key metric is ranked lowest first, but it is %v", m.Name, m.Better)
+		}
+		if !strings.HasSuffix(m.Reading, ".") || strings.Contains(m.Reading, "\n") {
+			t.Errorf("%s: reading %q is not one sentence on one line", m.Name, m.Reading)
+		}
+		if u := m.Unit(); u != "" && m.Kind != KindFactor && !strings.HasSuffix(m.Head, u) {
+			t.Errorf("%s: heading %q does not name the unit %q", m.Name, m.Head, u)
+		}
+		if got, ok := LookupMetric(m.Name); !ok || got.Name != m.Name {
+			t.Errorf("LookupMetric(%q) = %q, %v", m.Name, got.Name, ok)
+		}
+	}
+	if d := cmp.Diff(Metrics(), slices.Sorted(slices.Values(names))); d != "" {
+		t.Errorf("Metrics() and the table differ (-Metrics +table):\n%s", d)
+	}
+	if k := KeyMetrics(); len(k) == 0 || k[0] != DefaultKeyMetric {
+		t.Errorf("KeyMetrics() = %v, want the default %s first", k, DefaultKeyMetric)
+	}
+	if _, ok := LookupMetric("p95_ms"); ok {
+		t.Error("LookupMetric knows p95_ms")
+	}
+}
+
+// TestStrategyFieldsHaveMetrics makes sure a metric added to Strategy's
+// JSON gets a row of the table: every number at the top level of a
+// Strategy is a metric of the same name, but for the listed bookkeeping.
+func TestStrategyFieldsHaveMetrics(t *testing.T) {
+	notMetrics := map[string]bool{"elapsed_s": true, "unattributed": true}
+	typ := reflect.TypeFor[Strategy]()
+	for i := range typ.NumField() {
+		f := typ.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		k := f.Type.Kind()
+		if k == reflect.Pointer {
+			k = f.Type.Elem().Kind()
+		}
+		if k != reflect.Float64 && k != reflect.Int && k != reflect.Int64 || notMetrics[name] {
+			continue
+		}
+		if _, ok := LookupMetric(name); !ok {
+			t.Errorf("Strategy.%s (%s) has no metric", f.Name, name)
+		}
+	}
+}
+
+// TestMetricListsResolve checks the metric lists of the views and the
+// comparisons name metrics of the table.
+func TestMetricListsResolve(t *testing.T) {
+	lists := map[string][]string{
+		"comparisonColumns": comparisonColumns, "scenarioColumns": scenarioColumns, "summaryMetrics": summaryMetrics,
+		"compared": compared, "regressionChecked": regressionChecked,
+	}
+	for _, c := range terminalColumns {
+		lists["terminalColumns"] = append(lists["terminalColumns"], c.metric)
+	}
+	for list, names := range lists {
+		for _, name := range names {
+			if _, ok := LookupMetric(name); !ok {
+				t.Errorf("%s names %q, which is no metric", list, name)
+			}
+		}
+	}
+	for _, name := range regressionChecked {
+		m, _ := LookupMetric(name)
+		if m.Better == Neutral {
+			t.Errorf("regression check on %s, which is neither better nor worse either way", name)
+		}
+	}
+}
+
+func TestMetricFormat(t *testing.T) {
+	for _, tc := range []struct {
+		metric     string
+		v          float64
+		text, with string
+	}{
+		{"error_ratio", 0.4501, "45.01", "45.01%"},
+		{"error_ratio", 0.00001, "<0.01", "<0.01%"},
+		{"p99_ms", 11.34, "11.3", "11.3 ms"},
+		{"p99_ms", 2013, "2013", "2013 ms"},
+		{"max_avg_load", 1.106, "1.11", "1.11 ×"},
+		{"max_jump_rps", 124, "124", "124 req/s"},
+		{"achieved_rate", 3712.4, "3712", "3712 req/s"},
+		{"error_tail_s", 3, "3", "3 s"},
+		{"ejections", 6, "6", "6"},
+		{"affinity", math.NaN(), "—", "—"},
+		{"p99_ms", math.Inf(1), "n/a", "n/a"},
+	} {
+		m, _ := LookupMetric(tc.metric)
+		if got := m.Text(tc.v); got != tc.text {
+			t.Errorf("%s Text(%v) = %q, want %q", tc.metric, tc.v, got, tc.text)
+		}
+		if got := m.Format(tc.v); got != tc.with {
+			t.Errorf("%s Format(%v) = %q, want %q", tc.metric, tc.v, got, tc.with)
 		}
 	}
 }

@@ -1,8 +1,11 @@
 // Package reports holds the Summary of one experiment run and renders it as
-// summary.json, report.md, a terminal table and plots.
+// summary.json, report.md, report.html, a terminal table and plots.
 //
 // The package knows nothing about how a Summary was measured: the harness (or
 // a simulator) fills it in, and every renderer here reads only the model.
+// Every metric a report, a comparison or an experiment file names is
+// declared once, in the metric table (LookupMetric); report.md and
+// report.html render one view model of the Summary (view.go).
 package reports
 
 import "time"

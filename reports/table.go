@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"strconv"
 	"strings"
 	"text/tabwriter"
 )
@@ -14,6 +13,13 @@ import (
 // behindMarker flags a strategy whose load generator did not keep the target
 // rate, so its latencies describe a lighter load than the experiment asked for.
 const behindMarker = "<<< GENERATOR BEHIND"
+
+// terminalColumns are the metrics of the terminal table, each with its
+// compact heading.
+var terminalColumns = []struct{ metric, head string }{
+	{"requests", "REQUESTS"}, {"achieved_rate", "RATE/S"}, {"faulty_share", "FAULTY%"}, {"p50_ms", "P50MS"}, {"p99_ms", "P99MS"},
+	{"slow_ratio", "SLOW%"}, {"error_ratio", "ERROR%"}, {"timeout_ratio", "TIMEOUT%"}, {"ejections", "EJECTIONS"},
+}
 
 // WriteTable writes the terminal comparison of s's strategies: a heading, one
 // row per strategy (requests, achieved rate, faulty share, p50, p99, slow,
@@ -32,18 +38,21 @@ func WriteTable(w io.Writer, s *Summary) error {
 
 	var rows bytes.Buffer
 	tw := tabwriter.NewWriter(&rows, 0, 0, 2, ' ', 0)
-	slow := "SLOW%"
-	if s.SlowThresholdMs > 0 {
-		slow = "SLOW%>" + fmtNum(s.SlowThresholdMs) + "MS"
+	head := []string{"STRATEGY"}
+	for _, c := range terminalColumns {
+		h := c.head
+		if m, _ := LookupMetric(c.metric); m.thresholdInHead && s.SlowThresholdMs > 0 {
+			h += ">" + fmtNum(s.SlowThresholdMs) + "MS"
+		}
+		head = append(head, h)
 	}
-	fmt.Fprintln(tw, strings.Join([]string{
-		"STRATEGY", "REQUESTS", "RATE/S", "FAULTY%", "P50MS", "P99MS", slow, "ERROR%", "TIMEOUT%", "EJECTIONS", "",
-	}, "\t"))
+	fmt.Fprintln(tw, strings.Join(append(head, ""), "\t"))
 	for i := range s.Strategies {
 		st := &s.Strategies[i]
-		faulty := "-"
-		if len(s.FaultyInstances) > 0 {
-			faulty = fmtPct(st.FaultyShare)
+		row := []string{st.Name}
+		for _, c := range terminalColumns {
+			m, _ := LookupMetric(c.metric)
+			row = append(row, textIn(m, s, st))
 		}
 		var flags []string
 		if st.GeneratorBehind {
@@ -52,19 +61,7 @@ func WriteTable(w io.Writer, s *Summary) error {
 		if st.Partial {
 			flags = append(flags, "PARTIAL")
 		}
-		fmt.Fprintln(tw, strings.Join([]string{
-			st.Name,
-			strconv.FormatInt(st.Requests, 10),
-			fmtNum(st.AchievedRate),
-			faulty,
-			fmtMs(st.LatencyMs.P50),
-			fmtMs(st.LatencyMs.P99),
-			fmtPct(st.SlowRatio),
-			fmtPct(st.ErrorRatio),
-			fmtPct(st.TimeoutRatio),
-			strconv.Itoa(st.Ejections),
-			strings.Join(flags, " "),
-		}, "\t"))
+		fmt.Fprintln(tw, strings.Join(append(row, strings.Join(flags, " ")), "\t"))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
