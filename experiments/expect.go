@@ -135,16 +135,14 @@ func parseCondition(s string) (op string, v float64, ok bool) {
 	return "", 0, false
 }
 
-// conditionExample is a plausible condition on metric, for messages. It
-// guesses the metric's kind from its name: a ratio or share, a latency in
-// milliseconds, or a count.
-//
-// TODO(metric table): take the kind from the metric table in reports.
+// conditionExample is a condition on metric to quote in an error message,
+// by the metric's kind in reports' metric table.
 func conditionExample(metric string) string {
-	switch {
-	case strings.HasSuffix(metric, "_ratio") || metric == "faulty_share":
+	m, _ := reports.LookupMetric(metric)
+	switch m.Kind {
+	case reports.KindRatio:
 		return "> 0.05"
-	case strings.HasSuffix(metric, "_ms"):
+	case reports.KindMilliseconds:
 		return "< 100"
 	}
 	return ">= 1"
