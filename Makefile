@@ -47,7 +47,7 @@ bench-strategies:
 # The same backends behind lbchaos proxy, nginx and HAProxy: added p50 and
 # p99 at 4000 req/s, and the highest rate each holds at 99% success.
 bench-proxy: build
-	LBCHAOS_BIN=$(CURDIR)/$(BIN) $(GO) test -run '^$$' -bench 'ProxyOverhead' -benchtime 1x -timeout 30m ./harness/
+	LBCHAOS_BIN=$(CURDIR)/$(BIN) $(GO) test -run '^$$' -bench 'ProxyOverhead' -benchtime 1x -timeout 30m ./harness/real/
 
 # The real proxies some strategies run (nginx:..., haproxy:...), from
 # Debian's packages.
@@ -62,7 +62,7 @@ deps:
 
 # Real load (overhead, in-process and Docker) and the simulator (speed, memory).
 bench-harness:
-	$(GO) test -run '^$$' -bench 'Overhead|Sim' -benchtime 1x -timeout 20m ./harness/
+	$(GO) test -run '^$$' -bench '^Benchmark(Overhead|Sim)' -benchtime 1x -timeout 20m ./harness/real/ ./harness/sim/
 
 # Removes lbchaos's containers and networks (if Docker runs), bin/ and results/.
 clean:
