@@ -276,14 +276,14 @@ type ejector struct {
 	rates       []float64
 	free        *ejectDone // dones ready for reuse
 
-	// avail caches the non-ejected hosts of the input identified by
-	// (srcData, srcLen); stale marks it out of date after a change of the
-	// ejected set. A rebuild allocates a new slice so that an inner wrapper
-	// caching on slice identity sees the change.
-	avail   []int
-	srcData *int
-	srcLen  int
-	stale   bool
+	// What Pick passes to the inner Picker, derived from the hosts and the
+	// ejected set when either changes (stale): the given hosts; avail, the
+	// non-ejected ones, when filtered; or nothing (NoHost) when none.
+	stale    bool
+	filtered bool
+	none     bool
+	avail    []int
+	feed     hostFeed // gives the inner Picker its hosts
 }
 
 // ejectState is one endpoint's state in an ejector.
@@ -306,8 +306,9 @@ type ejectCounts struct {
 }
 
 var (
-	_ Picker  = (*ejector)(nil)
-	_ Sweeper = (*ejector)(nil)
+	_ Picker       = (*ejector)(nil)
+	_ HostsUpdater = (*ejector)(nil)
+	_ Sweeper      = (*ejector)(nil)
 )
 
 func newEjector(inner Picker, n int, cfg ejectConfig, clock Clock, events func(Event)) *ejector {
@@ -327,6 +328,8 @@ func newEjector(inner Picker, n int, cfg ejectConfig, clock Clock, events func(E
 		clock:   clock,
 		events:  events,
 		state:   make([]ejectState, n),
+		stale:   true,
+		feed:    newHostFeed(),
 	}
 	if cfg.splitLocal {
 		e.buckets = 2
@@ -371,17 +374,17 @@ func (e *ejector) Pick(req Request, hosts []int) (int, func(Outcome)) {
 		}
 		e.Sweep(now)
 	}
-	avail := hosts
-	if e.nEjected > 0 {
-		avail = e.available(hosts)
-		switch {
-		case float64(len(avail)) < e.cfg.panicShare*float64(len(hosts)):
-			avail = hosts
-		case len(avail) == 0:
-			return NoHost, noDone
-		}
+	if e.stale {
+		e.refresh(hosts)
 	}
-	ep, done := e.inner.Pick(req, avail)
+	avail := hosts
+	switch {
+	case e.none:
+		return NoHost, noDone
+	case e.filtered:
+		avail = e.avail
+	}
+	ep, done := e.feed.pick(e.inner, req, avail)
 	if ep == NoHost {
 		return NoHost, done
 	}
@@ -415,17 +418,31 @@ func (d *ejectDone) finish(o Outcome) {
 	e.observe(ep, epoch, o)
 }
 
-func (e *ejector) available(hosts []int) []int {
-	if e.stale || &hosts[0] != e.srcData || len(hosts) != e.srcLen {
-		avail := make([]int, 0, len(hosts))
-		for _, h := range hosts {
-			if !e.state[h].ejected {
-				avail = append(avail, h)
-			}
-		}
-		e.avail, e.srcData, e.srcLen, e.stale = avail, &hosts[0], len(hosts), false
+// UpdateHosts notes that the hosts of the next Pick changed.
+func (e *ejector) UpdateHosts([]int) { e.stale = true }
+
+// refresh derives what Pick passes to the inner Picker from hosts and the
+// ejected set: outside panic mode the non-ejected hosts, or NoHost when
+// there are none; in panic mode every given host.
+func (e *ejector) refresh(hosts []int) {
+	e.stale, e.filtered, e.none = false, false, false
+	e.feed.changed()
+	if e.nEjected == 0 {
+		return
 	}
-	return e.avail
+	e.avail = e.avail[:0]
+	for _, h := range hosts {
+		if !e.state[h].ejected {
+			e.avail = append(e.avail, h)
+		}
+	}
+	switch {
+	case float64(len(e.avail)) < e.cfg.panicShare*float64(len(hosts)):
+	case len(e.avail) == 0:
+		e.none = true
+	default:
+		e.filtered = true
+	}
 }
 
 // Sweep re-admits every endpoint whose ejection ends at or before now, then

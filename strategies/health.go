@@ -225,6 +225,7 @@ type health struct {
 	clock  Clock
 	events func(Event)
 	w      *weighting
+	feed   hostFeed      // gives the inner Picker the hosts kept
 	limit  int           // most hosts unhealthy at once
 	start  time.Time     // when bucket 0 begins
 	width  time.Duration // of one bucket
@@ -273,9 +274,10 @@ type hostHealth struct {
 }
 
 var (
-	_ Picker   = (*health)(nil)
-	_ Sweeper  = (*health)(nil)
-	_ ejecting = (*health)(nil)
+	_ Picker       = (*health)(nil)
+	_ HostsUpdater = (*health)(nil)
+	_ Sweeper      = (*health)(nil)
+	_ ejecting     = (*health)(nil)
 )
 
 func newHealth(inner Picker, env *buildEnv, cfg healthConfig) *health {
@@ -294,6 +296,7 @@ func newHealth(inner Picker, env *buildEnv, cfg healthConfig) *health {
 		clock:     clock,
 		events:    events,
 		w:         newWeighting(n, env.rand),
+		feed:      newHostFeed(),
 		limit:     max(0, min(int(math.Floor(cfg.maxEjected*float64(n)+1e-9)), n-1)),
 		start:     clock.Now(),
 		width:     max(cfg.window/healthBuckets, 1),
@@ -310,13 +313,20 @@ func (h *health) Pick(req Request, hosts []int) (int, func(Outcome)) {
 	if len(h.watched) > 0 {
 		h.Sweep(h.clock.Now())
 	}
-	ep, done := h.inner.Pick(req, h.w.filter(hosts))
+	kept, changed := h.w.filter(hosts)
+	if changed {
+		h.feed.changed()
+	}
+	ep, done := h.feed.pick(h.inner, req, kept)
 	epoch := h.hosts[ep].epoch
 	return ep, func(o Outcome) {
 		done(o)
 		h.observe(ep, epoch, o)
 	}
 }
+
+// UpdateHosts takes hosts as the input of the level filter.
+func (h *health) UpdateHosts(hosts []int) { h.w.setInput(hosts) }
 
 // Sweep applies every time-based change due at or before now and sets the
 // factors of ramping hosts for now.

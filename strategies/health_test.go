@@ -37,7 +37,7 @@ func newHealthRig(t *testing.T, n int, params map[string]string) *healthRig {
 		r.one = append(r.one, []int{ep})
 	}
 	env := &buildEnv{n: n, clock: r.clock, rand: newRand(1), events: func(e Event) { r.events = append(r.events, e) }}
-	r.h = newHealth(&steer{target: -1}, env, cfg)
+	r.h = newHealth(&steer{t: t, target: -1}, env, cfg)
 	return r
 }
 
@@ -54,7 +54,7 @@ func (r *healthRig) to(d time.Duration) {
 func (r *healthRig) send(ep int, o Outcome, times int) {
 	r.t.Helper()
 	for range times {
-		got, done := r.h.Pick(Request{}, r.one[ep])
+		got, done := feedPick(r.h, Request{}, r.one[ep])
 		if got != ep {
 			r.t.Fatalf("picked %d from [%d]", got, ep)
 		}
@@ -73,7 +73,7 @@ func (r *healthRig) steady(ep int, o Outcome, perSecond int, from, to int) {
 
 // hold picks ep and keeps the request open.
 func (r *healthRig) hold(ep int) {
-	_, done := r.h.Pick(Request{}, r.one[ep])
+	_, done := feedPick(r.h, Request{}, r.one[ep])
 	r.held = append(r.held, done)
 }
 
@@ -86,7 +86,7 @@ func (r *healthRig) release(o Outcome) {
 
 // tick picks among every endpoint at the current time without reporting,
 // which applies the time-based changes lazily.
-func (r *healthRig) tick() { r.h.Pick(Request{}, r.all) }
+func (r *healthRig) tick() { feedPick(r.h, Request{}, r.all) }
 
 // want checks ep's level and factor.
 func (r *healthRig) want(ep int, level healthLevel, factor float64) {
@@ -575,7 +575,7 @@ func TestHealthShares(t *testing.T) {
 			const picks = 100_000
 			counts := make([]int, 6)
 			for range picks {
-				ep, _ := r.h.Pick(Request{}, hosts) // not reported
+				ep, _ := feedPick(r.h, Request{}, hosts) // not reported
 				counts[ep]++
 			}
 			var x float64

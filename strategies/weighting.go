@@ -39,29 +39,33 @@ const weightCacheSize = 32
 // kept do not depend on the order of the input. The filtered slice keeps the
 // input's order.
 //
-// Inner wrappers may cache on the identity of the slice they are given, so a
-// filtered slice is never rewritten: each distinct set of dropped hosts gets
-// its own slice, cached (at most weightCacheSize of them, first in first
-// out) until the input slice changes identity. A pick whose dropped set is
-// cached allocates nothing; one that is not allocates the filtered slice.
-// Behind another wrapper whose output changes on most picks, the cache is
-// rebuilt each time: a pass over the input and an allocation per pick. The
-// same holds one level down: while some host is scaled, the kept set
-// changes on most picks, so an inner Picker that derives a structure from
-// its host set and caches only the last one (ring hash, maglev, weighted
-// tables) rebuilds it that often; the uniform and load-based Pickers (p2c,
-// least-inflight, round-robin, random) derive nothing and pay nothing.
+// The owner gives the input with setInput whenever it changes (from its
+// UpdateHosts), and filter reports whether the kept hosts differ from those
+// of the previous pick, which the owner passes on to its hostFeed. Each
+// distinct set of dropped hosts gets its own filtered slice, cached (at most
+// weightCacheSize of them, first in first out) until the input changes. A
+// pick whose dropped set is cached allocates nothing; one that is not
+// allocates the filtered slice. Behind another wrapper whose output changes
+// on most picks, the cache is rebuilt each time: a pass over the input and an
+// allocation per pick. The same holds one level down: while some host is
+// scaled, the kept set changes on most picks, so an inner Picker that derives
+// a structure from its host set and keeps only the last one (ring hash,
+// maglev, weighted tables) rebuilds it that often; the uniform and
+// load-based Pickers (p2c, least-inflight, round-robin, random) derive
+// nothing and pay nothing.
 type weighting struct {
 	rand   *rand.Rand
 	factor []float64 // by endpoint id; 1 when not scaled
 	scaled []int     // endpoints with factor < 1, ascending
 
-	// member marks the endpoints of the input identified by (srcData,
-	// srcLen): member[ep] == gen.
-	srcData *int
-	srcLen  int
-	member  []uint32
-	gen     uint32
+	// member marks the endpoints of the input: member[ep] == gen.
+	member []uint32
+	gen    uint32
+
+	// prev is the dropped set of the previous pick, as kept hosts are
+	// the input without it; fresh marks an input given since that pick.
+	prev  []int
+	fresh bool
 
 	dropped []int    // scratch: the hosts dropped on this pick, ascending
 	mark    []uint32 // scratch for building: mark[ep] == stamp when dropped
@@ -117,14 +121,13 @@ func (w *weighting) set(ep int, f float64) {
 // get returns the factor of endpoint ep.
 func (w *weighting) get(ep int) float64 { return w.factor[ep] }
 
-// filter returns the hosts kept for this pick: hosts itself when no host is
-// dropped or when every host is.
-func (w *weighting) filter(hosts []int) []int {
+// filter returns the hosts kept for this pick, which must be the input of
+// the latest setInput: hosts itself when no host is dropped or when every
+// host is. changed reports whether they differ from the hosts kept on the
+// previous call.
+func (w *weighting) filter(hosts []int) (kept []int, changed bool) {
 	if len(w.scaled) == 0 {
-		return hosts
-	}
-	if &hosts[0] != w.srcData || len(hosts) != w.srcLen {
-		w.setInput(hosts)
+		return hosts, w.note(nil)
 	}
 	w.dropped = w.dropped[:0]
 	for _, ep := range w.scaled {
@@ -145,9 +148,20 @@ func (w *weighting) filter(hosts []int) []int {
 		}
 	}
 	if len(w.dropped) == 0 || len(w.dropped) == len(hosts) {
-		return hosts
+		return hosts, w.note(nil)
 	}
-	return w.lookup(hosts)
+	return w.lookup(hosts), w.note(w.dropped)
+}
+
+// note records dropped as the dropped set of this pick and reports whether
+// the hosts kept differ from those of the previous pick.
+func (w *weighting) note(dropped []int) bool {
+	changed := w.fresh || !slices.Equal(w.prev, dropped)
+	if changed {
+		w.prev = append(w.prev[:0], dropped...)
+	}
+	w.fresh = false
+	return changed
 }
 
 // setInput makes hosts the current input: it marks its members and forgets
@@ -161,7 +175,7 @@ func (w *weighting) setInput(hosts []int) {
 	for _, h := range hosts {
 		w.member[h] = w.gen
 	}
-	w.srcData, w.srcLen = &hosts[0], len(hosts)
+	w.fresh = true
 	clear(w.index)
 	clear(w.entries) // drop references; the slices themselves are never reused
 	w.entries = w.entries[:0]
