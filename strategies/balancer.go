@@ -88,7 +88,6 @@ func New(spec string, env Env) (*Balancer, error) {
 		hosts:    make([]int, env.N),
 		inflight: be.inflight,
 		present:  make([]bool, env.N),
-		feed:     newHostFeed(),
 		clock:    be.clock,
 		events:   be.events,
 	}
@@ -101,6 +100,7 @@ func New(spec string, env Env) (*Balancer, error) {
 		layers = append(layers, wrap(layers[len(layers)-1], be))
 	}
 	b.picker = layers[len(layers)-1]
+	b.feed = newHostFeed(b.picker)
 	for _, p := range layers {
 		if s, ok := p.(Sweeper); ok {
 			b.sweepers = append(b.sweepers, s)
@@ -187,7 +187,8 @@ func (b *Balancer) ReportProbe(endpoint int, healthy bool) {
 // fails the request without sending it, and calls done too.
 func (b *Balancer) Pick(req Request) (endpoint int, done func(Outcome)) {
 	b.mu.Lock()
-	ep, inner := b.feed.pick(b.picker, req, b.hosts)
+	b.feed.sync(b.hosts)
+	ep, inner := b.picker.Pick(req, b.hosts)
 	if ep == NoHost {
 		b.mu.Unlock()
 		p := &pending{b: b, endpoint: NoHost, done: inner}
@@ -268,46 +269,51 @@ func (b *Balancer) Sweep(now time.Time) {
 	}
 }
 
-// hostFeed gives hosts to a Picker and calls the Picker's UpdateHosts as the
-// HostsUpdater contract says: the Balancer holds one for its outermost
-// Picker, every wrapper one for its inner Picker, and nothing else calls
-// UpdateHosts. Whoever gives the hosts calls changed whenever the hosts of
-// its next pick may differ from those of its previous pick (its own host set
-// changed, an endpoint was ejected or re-admitted, a host was dropped for a
-// pick); pick then compares them with the hosts of the previous pick, so a
-// Picker hears of a change once, at the first pick that sees it, and never
-// of a change undone before the next pick. Between calls of changed a pick
-// costs one test of a flag.
+// hostFeed tells a Picker of changes of its hosts as the HostsUpdater
+// contract says: the Balancer holds one for its outermost Picker, every
+// wrapper one for its inner Picker, and nothing else calls UpdateHosts.
+// Whoever gives the hosts calls changed whenever the hosts of its next pick
+// may differ from those of its previous pick (its own host set changed, an
+// endpoint was ejected or re-admitted, a host was dropped for a pick), and
+// sync right before every pick; sync then compares the hosts with those of
+// the previous pick, so the Picker hears of a change once, at the first pick
+// that sees it, and never of a change undone before the next pick. Between
+// calls of changed, and for a Picker that is no HostsUpdater, a pick costs
+// one test.
 type hostFeed struct {
-	last  []int // a copy of the hosts of the latest UpdateHosts
-	fed   bool  // UpdateHosts has been called
-	dirty bool  // the hosts may differ from last
+	to    HostsUpdater // the Picker fed; nil when it is no HostsUpdater
+	last  []int        // a copy of the hosts of the latest UpdateHosts
+	fed   bool         // UpdateHosts has been called
+	dirty bool         // the hosts may differ from last
 }
 
-func newHostFeed() hostFeed { return hostFeed{dirty: true} }
+// newHostFeed returns the feed of p, which must not change afterwards.
+func newHostFeed(p Picker) hostFeed {
+	u, _ := p.(HostsUpdater)
+	return hostFeed{to: u, dirty: true}
+}
 
 // changed notes that the hosts of the next pick may differ from those of the
 // previous one.
 func (f *hostFeed) changed() { f.dirty = true }
 
-// pick calls p.Pick(req, hosts), preceded by p.UpdateHosts(hosts) when p is
-// a HostsUpdater and hosts differ from those of its latest UpdateHosts.
-func (f *hostFeed) pick(p Picker, req Request, hosts []int) (int, func(Outcome)) {
-	if f.dirty {
-		f.update(p, hosts)
+// sync readies the Picker for a pick from hosts: it calls its
+// UpdateHosts(hosts) when hosts differ from those of the latest call. It is
+// inlined.
+func (f *hostFeed) sync(hosts []int) {
+	if f.dirty && f.to != nil {
+		f.update(hosts)
 	}
-	return p.Pick(req, hosts)
 }
 
-func (f *hostFeed) update(p Picker, hosts []int) {
+func (f *hostFeed) update(hosts []int) {
 	f.dirty = false
-	u, ok := p.(HostsUpdater)
-	if !ok || f.fed && slices.Equal(f.last, hosts) {
+	if f.fed && slices.Equal(f.last, hosts) {
 		return
 	}
 	f.last = append(f.last[:0], hosts...)
 	f.fed = true
-	u.UpdateHosts(hosts)
+	f.to.UpdateHosts(hosts)
 }
 
 // siftDown restores the order of the binary heap h (first = earliest by

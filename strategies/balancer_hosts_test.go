@@ -38,13 +38,15 @@ func TestHostFeed(t *testing.T) {
 		{"marked twice before a pick", true, []int{1, 2, 3}, nil},
 	}
 	rec := &updateRecorder{}
-	f := newHostFeed()
+	f := newHostFeed(rec)
 	for _, st := range steps {
 		if st.changed {
 			f.changed()
 		}
 		before := len(rec.updates)
-		ep, done := f.pick(rec, Request{}, slices.Clone(st.hosts))
+		hosts := slices.Clone(st.hosts)
+		f.sync(hosts)
+		ep, done := rec.Pick(Request{}, hosts)
 		done(ok200)
 		var got []int
 		if len(rec.updates) > before {
@@ -55,11 +57,12 @@ func TestHostFeed(t *testing.T) {
 		}
 	}
 	t.Run("Picker without UpdateHosts", func(t *testing.T) {
-		f := newHostFeed()
 		p := &random{rand: newRand(1)}
+		f := newHostFeed(p)
 		for _, hosts := range [][]int{{4}, {4, 5}, {5}} {
 			f.changed()
-			if ep, _ := f.pick(p, Request{}, hosts); !slices.Contains(hosts, ep) {
+			f.sync(hosts)
+			if ep, _ := p.Pick(Request{}, hosts); !slices.Contains(hosts, ep) {
 				t.Errorf("picked %d, not among %v", ep, hosts)
 			}
 		}

@@ -62,12 +62,13 @@ func feedPick(p Picker, req Request, hosts []int) (int, func(Outcome)) {
 	f := testFeeds.m[p]
 	if f == nil {
 		f = &hostFeed{}
-		*f = newHostFeed()
+		*f = newHostFeed(p)
 		testFeeds.m[p] = f
 	}
 	testFeeds.Unlock()
 	f.changed()
-	return f.pick(p, req, hosts)
+	f.sync(hosts)
+	return p.Pick(req, hosts)
 }
 
 var (

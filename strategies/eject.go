@@ -194,7 +194,7 @@ func newEjector(inner Picker, n int, cfg ejectConfig, clock Clock, events func(E
 		events:  events,
 		state:   make([]ejectState, n),
 		stale:   true,
-		feed:    newHostFeed(),
+		feed:    newHostFeed(inner),
 	}
 	if cfg.splitLocal {
 		e.buckets = 2
@@ -249,7 +249,8 @@ func (e *ejector) Pick(req Request, hosts []int) (int, func(Outcome)) {
 	case e.filtered:
 		avail = e.avail
 	}
-	ep, done := e.feed.pick(e.inner, req, avail)
+	e.feed.sync(avail)
+	ep, done := e.inner.Pick(req, avail)
 	if ep == NoHost {
 		return NoHost, done
 	}

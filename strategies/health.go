@@ -168,7 +168,7 @@ func newHealth(inner Picker, env *buildEnv, cfg healthConfig) *health {
 		clock:     clock,
 		events:    events,
 		w:         newWeighting(n, env.rand),
-		feed:      newHostFeed(),
+		feed:      newHostFeed(inner),
 		limit:     max(0, min(int(math.Floor(cfg.maxEjected*float64(n)+1e-9)), n-1)),
 		start:     clock.Now(),
 		width:     max(cfg.window/healthBuckets, 1),
@@ -189,7 +189,8 @@ func (h *health) Pick(req Request, hosts []int) (int, func(Outcome)) {
 	if changed {
 		h.feed.changed()
 	}
-	ep, done := h.feed.pick(h.inner, req, kept)
+	h.feed.sync(kept)
+	ep, done := h.inner.Pick(req, kept)
 	epoch := h.hosts[ep].epoch
 	return ep, func(o Outcome) {
 		done(o)

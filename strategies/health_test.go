@@ -564,7 +564,7 @@ func TestHealthShares(t *testing.T) {
 		t.Run(order, func(t *testing.T) {
 			r := newHealthRig(t, 6, nil)
 			inner := &uniformInner{r: &random{rand: newRand(21)}}
-			r.h.inner = inner
+			r.h.inner, r.h.feed = inner, newHostFeed(inner)
 			r.send(2, healthOK, 19)
 			r.send(2, healthBad, 1)
 			r.send(5, healthBad, 5)

@@ -121,7 +121,7 @@ func newHealthcheck(inner Picker, n int, cfg ProbeConfig, rise, fall int, events
 		good:   make([]int, n),
 		bad:    make([]int, n),
 		stale:  true,
-		feed:   newHostFeed(),
+		feed:   newHostFeed(inner),
 	}
 }
 
@@ -169,7 +169,8 @@ func (c *healthcheck) Pick(req Request, hosts []int) (int, func(Outcome)) {
 	if c.filtered {
 		avail = c.avail
 	}
-	return c.feed.pick(c.inner, req, avail)
+	c.feed.sync(avail)
+	return c.inner.Pick(req, avail)
 }
 
 // UpdateHosts notes that the hosts of the next Pick changed.

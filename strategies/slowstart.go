@@ -107,7 +107,7 @@ func newSlowStart(inner Picker, env *buildEnv, window time.Duration, aggression,
 		minWeight: minWeight,
 		clock:     env.clock,
 		w:         newWeighting(env.n, env.rand),
-		feed:      newHostFeed(),
+		feed:      newHostFeed(inner),
 		present:   make([]bool, env.n),
 		seen:      make([]uint32, env.n),
 		joined:    make([]time.Time, env.n),
@@ -137,7 +137,8 @@ func (s *slowStart) Pick(req Request, hosts []int) (int, func(Outcome)) {
 	if changed {
 		s.feed.changed()
 	}
-	return s.feed.pick(s.inner, req, kept)
+	s.feed.sync(kept)
+	return s.inner.Pick(req, kept)
 }
 
 // setHosts compares hosts with the previous host set.

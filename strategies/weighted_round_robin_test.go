@@ -88,7 +88,9 @@ type wtHide struct {
 	feed     hostFeed
 }
 
-func newWtHide(inner Picker) *wtHide { return &wtHide{inner: inner, stale: true, feed: newHostFeed()} }
+func newWtHide(inner Picker) *wtHide {
+	return &wtHide{inner: inner, stale: true, feed: newHostFeed(inner)}
+}
 
 func (w *wtHide) set(hidden ...int) {
 	w.hidden = map[int]bool{}
@@ -111,10 +113,11 @@ func (w *wtHide) Pick(req Request, hosts []int) (int, func(Outcome)) {
 		w.stale = false
 		w.feed.changed()
 	}
-	if len(w.hidden) == 0 {
-		return w.feed.pick(w.inner, req, hosts)
+	if len(w.hidden) > 0 {
+		hosts = w.filtered
 	}
-	return w.feed.pick(w.inner, req, w.filtered)
+	w.feed.sync(hosts)
+	return w.inner.Pick(req, hosts)
 }
 
 // wtPicks returns the next n picks of p from hosts, reporting each at once.
@@ -363,7 +366,7 @@ func TestWeightedRoundRobinThroughBalancer(t *testing.T) {
 			t.Fatal(err)
 		}
 		hide := newWtHide(b.picker)
-		b.picker = hide
+		b.picker, b.feed = hide, newHostFeed(hide)
 		var got []int
 		pick := func(n int) {
 			for range n {

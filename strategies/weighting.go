@@ -62,9 +62,10 @@ type weighting struct {
 	member []uint32
 	gen    uint32
 
-	// prev is the dropped set of the previous pick, as kept hosts are
-	// the input without it; fresh marks an input given since that pick.
-	prev  []int
+	// out names the hosts kept on the previous pick: 0 for the input
+	// itself, else the id of their entry; fresh marks an input given since
+	// that pick.
+	out   uint64
 	fresh bool
 
 	dropped []int    // scratch: the hosts dropped on this pick, ascending
@@ -74,10 +75,15 @@ type weighting struct {
 	// Filtered slices of the current input by dropped set.
 	index   map[uint64]int // hash of the dropped set -> index in entries
 	entries []weightEntry
-	next    int // the entry replaced next once entries is full
+	next    int    // the entry replaced next once entries is full
+	lastID  uint64 // of the latest entry made
 }
 
+// weightEntry is a filtered slice of the current input; its id, unique
+// among all entries ever made, names its dropped set until the input
+// changes.
 type weightEntry struct {
+	id      uint64
 	hash    uint64
 	dropped []int
 	hosts   []int
@@ -127,7 +133,7 @@ func (w *weighting) get(ep int) float64 { return w.factor[ep] }
 // previous call.
 func (w *weighting) filter(hosts []int) (kept []int, changed bool) {
 	if len(w.scaled) == 0 {
-		return hosts, w.note(nil)
+		return hosts, w.note(0)
 	}
 	w.dropped = w.dropped[:0]
 	for _, ep := range w.scaled {
@@ -148,19 +154,18 @@ func (w *weighting) filter(hosts []int) (kept []int, changed bool) {
 		}
 	}
 	if len(w.dropped) == 0 || len(w.dropped) == len(hosts) {
-		return hosts, w.note(nil)
+		return hosts, w.note(0)
 	}
-	return w.lookup(hosts), w.note(w.dropped)
+	kept, id := w.lookup(hosts)
+	return kept, w.note(id)
 }
 
-// note records dropped as the dropped set of this pick and reports whether
-// the hosts kept differ from those of the previous pick.
-func (w *weighting) note(dropped []int) bool {
-	changed := w.fresh || !slices.Equal(w.prev, dropped)
-	if changed {
-		w.prev = append(w.prev[:0], dropped...)
-	}
-	w.fresh = false
+// note records out as the name of the hosts kept on this pick and reports
+// whether they differ from those of the previous pick: distinct entries
+// hold distinct dropped sets, and an entry's id is never reused.
+func (w *weighting) note(out uint64) bool {
+	changed := w.fresh || out != w.out
+	w.out, w.fresh = out, false
 	return changed
 }
 
@@ -182,18 +187,19 @@ func (w *weighting) setInput(hosts []int) {
 	w.next = 0
 }
 
-// lookup returns the cached filtered slice for w.dropped, building it on a
-// miss.
-func (w *weighting) lookup(hosts []int) []int {
+// lookup returns the cached filtered slice for w.dropped and the id of its
+// entry, building it on a miss.
+func (w *weighting) lookup(hosts []int) ([]int, uint64) {
 	var hash uint64 = 0x243f6a8885a308d3
 	for _, ep := range w.dropped {
 		hash = mixWeight(hash ^ uint64(ep))
 	}
 	i, ok := w.index[hash]
 	if ok && slices.Equal(w.entries[i].dropped, w.dropped) {
-		return w.entries[i].hosts
+		return w.entries[i].hosts, w.entries[i].id
 	}
-	e := weightEntry{hash: hash, dropped: slices.Clone(w.dropped), hosts: w.build(hosts)}
+	w.lastID++
+	e := weightEntry{id: w.lastID, hash: hash, dropped: slices.Clone(w.dropped), hosts: w.build(hosts)}
 	switch {
 	case ok: // a hash collision: replace the entry
 	case len(w.entries) < weightCacheSize:
@@ -206,7 +212,7 @@ func (w *weighting) lookup(hosts []int) []int {
 	}
 	w.entries[i] = e
 	w.index[hash] = i
-	return e.hosts
+	return e.hosts, e.id
 }
 
 // build returns a new slice of hosts without w.dropped, in hosts' order.
