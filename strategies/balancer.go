@@ -16,11 +16,12 @@ import (
 //
 // The Balancer counts the requests in flight per endpoint (incremented at
 // Pick, decremented at the first call of done) and serialises every Picker
-// call, every done and every use of Env.Rand under one mutex.
+// call, every done and every use of Env.Rand under one mutex. It gives the
+// outermost Picker the current hosts and, through a hostFeed, tells it of
+// each change of them (see HostsUpdater).
 type Balancer struct {
 	// Immutable after New.
 	spec     string
-	hosts    []int     // 0..N-1, passed to the Picker on every Pick
 	picker   Picker    // outermost Picker
 	sweepers []Sweeper // the Pickers with time-based state
 	ejectors []ejecting
@@ -29,8 +30,10 @@ type Balancer struct {
 	events   func(Event)
 
 	mu       sync.Mutex
-	inflight []int64 // guarded by mu; read by Pickers with mu held
-	present  []bool  // guarded by mu; whether each endpoint is in hosts
+	inflight []int64  // guarded by mu; read by Pickers with mu held
+	present  []bool   // guarded by mu; whether each endpoint is in hosts
+	hosts    []int    // guarded by mu; the endpoints that may be picked, ascending
+	feed     hostFeed // guarded by mu; gives hosts to picker
 }
 
 // ejecting is implemented by Pickers that eject endpoints.
@@ -97,6 +100,7 @@ func New(spec string, env Env) (*Balancer, error) {
 		layers = append(layers, wrap(layers[len(layers)-1], be))
 	}
 	b.picker = layers[len(layers)-1]
+	b.feed = newHostFeed(b.picker)
 	for _, p := range layers {
 		if s, ok := p.(Sweeper); ok {
 			b.sweepers = append(b.sweepers, s)
@@ -142,9 +146,8 @@ func (b *Balancer) SetHosts(ids []int) error {
 			b.events(Event{Time: now, Endpoint: id, Kind: EventJoin})
 		}
 	}
-	// A new slice, never the old one rewritten: wrappers cache on its
-	// identity.
 	b.hosts, b.present = hosts, present
+	b.feed.changed()
 	return nil
 }
 
@@ -184,6 +187,7 @@ func (b *Balancer) ReportProbe(endpoint int, healthy bool) {
 // fails the request without sending it, and calls done too.
 func (b *Balancer) Pick(req Request) (endpoint int, done func(Outcome)) {
 	b.mu.Lock()
+	b.feed.sync(b.hosts)
 	ep, inner := b.picker.Pick(req, b.hosts)
 	if ep == NoHost {
 		b.mu.Unlock()
@@ -263,6 +267,53 @@ func (b *Balancer) Sweep(now time.Time) {
 	for _, s := range b.sweepers {
 		s.Sweep(now)
 	}
+}
+
+// hostFeed tells a Picker of changes of its hosts as the HostsUpdater
+// contract says: the Balancer holds one for its outermost Picker, every
+// wrapper one for its inner Picker, and nothing else calls UpdateHosts.
+// Whoever gives the hosts calls changed whenever the hosts of its next pick
+// may differ from those of its previous pick (its own host set changed, an
+// endpoint was ejected or re-admitted, a host was dropped for a pick), and
+// sync right before every pick; sync then compares the hosts with those of
+// the previous pick, so the Picker hears of a change once, at the first pick
+// that sees it, and never of a change undone before the next pick. Between
+// calls of changed, and for a Picker that is no HostsUpdater, a pick costs
+// one test.
+type hostFeed struct {
+	to    HostsUpdater // the Picker fed; nil when it is no HostsUpdater
+	last  []int        // a copy of the hosts of the latest UpdateHosts
+	fed   bool         // UpdateHosts has been called
+	dirty bool         // the hosts may differ from last
+}
+
+// newHostFeed returns the feed of p, which must not change afterwards.
+func newHostFeed(p Picker) hostFeed {
+	u, _ := p.(HostsUpdater)
+	return hostFeed{to: u, dirty: true}
+}
+
+// changed notes that the hosts of the next pick may differ from those of the
+// previous one.
+func (f *hostFeed) changed() { f.dirty = true }
+
+// sync readies the Picker for a pick from hosts: it calls its
+// UpdateHosts(hosts) when hosts differ from those of the latest call. It is
+// inlined.
+func (f *hostFeed) sync(hosts []int) {
+	if f.dirty && f.to != nil {
+		f.update(hosts)
+	}
+}
+
+func (f *hostFeed) update(hosts []int) {
+	f.dirty = false
+	if f.fed && slices.Equal(f.last, hosts) {
+		return
+	}
+	f.last = append(f.last[:0], hosts...)
+	f.fed = true
+	f.to.UpdateHosts(hosts)
 }
 
 // siftDown restores the order of the binary heap h (first = earliest by

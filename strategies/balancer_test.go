@@ -47,6 +47,30 @@ func seq(n int) []int {
 	return s
 }
 
+// testFeeds holds the hostFeed of each Picker that a test gives hosts to
+// directly, in place of the Balancer or wrapper that would hold it.
+var testFeeds = struct {
+	sync.Mutex
+	m map[Picker]*hostFeed
+}{m: map[Picker]*hostFeed{}}
+
+// feedPick picks with p as a Balancer or wrapper does: p hears of hosts that
+// differ from those of its previous pick through UpdateHosts first, so a
+// test may give any hosts to any pick.
+func feedPick(p Picker, req Request, hosts []int) (int, func(Outcome)) {
+	testFeeds.Lock()
+	f := testFeeds.m[p]
+	if f == nil {
+		f = &hostFeed{}
+		*f = newHostFeed(p)
+		testFeeds.m[p] = f
+	}
+	testFeeds.Unlock()
+	f.changed()
+	f.sync(hosts)
+	return p.Pick(req, hosts)
+}
+
 var (
 	fail503 = Outcome{Status: 503}
 	ok200   = Outcome{Status: 200}

@@ -98,7 +98,10 @@ type boundedLoad struct {
 	total     int64   // requests in flight to the current set
 }
 
-var _ Picker = (*boundedLoad)(nil)
+var (
+	_ Picker       = (*boundedLoad)(nil)
+	_ HostsUpdater = (*boundedLoad)(nil)
+)
 
 func newBoundedLoad(env *buildEnv, factor float64, minRing, maxRing int) *boundedLoad {
 	p := &boundedLoad{
@@ -122,8 +125,12 @@ func newBoundedLoad(env *buildEnv, factor float64, minRing, maxRing int) *bounde
 	return p
 }
 
+// UpdateHosts records the host set; the ring and the per-set state follow
+// at the next pick.
+func (p *boundedLoad) UpdateHosts(hosts []int) { p.set.update(hosts) }
+
 func (p *boundedLoad) Pick(req Request, hosts []int) (int, func(Outcome)) {
-	if p.set.update(hosts) {
+	if p.set.rebuild() {
 		p.rebuild()
 	}
 	var ep int

@@ -213,7 +213,7 @@ type boundedSim struct {
 }
 
 func (s *boundedSim) pick(req Request, hosts []int) int {
-	ep, done := s.p.Pick(req, hosts)
+	ep, done := feedPick(s.p, req, hosts)
 	s.env.inflight[ep]++
 	s.open, s.openE = append(s.open, done), append(s.openE, ep)
 	return ep
@@ -389,7 +389,7 @@ func TestBoundedLoadSelectionInEveryOrder(t *testing.T) {
 					copy(env.inflight, inflight)
 					p := hashPicker(t, "bounded-load(factor=1)", env).(*boundedLoad)
 					for ki, k := range keys {
-						ep, done := p.Pick(Request{Key: k, HasKey: true}, hosts)
+						ep, done := feedPick(p, Request{Key: k, HasKey: true}, hosts)
 						done(ok200) // leaves the state unchanged
 						if oi == 0 {
 							ref := refBoundedPick(&p.ring, k, 1, set, env.weights, inflight)
@@ -414,7 +414,7 @@ func TestBoundedLoadUnkeyedAvoidsFullHosts(t *testing.T) {
 	copy(env.inflight, []int64{5, 5, 5, 0})
 	p := hashPicker(t, "bounded-load(factor=1)", env).(*boundedLoad)
 	for range 200 {
-		ep, done := p.Pick(Request{}, seq(4))
+		ep, done := feedPick(p, Request{}, seq(4))
 		done(ok200)
 		if ep != 3 {
 			t.Fatalf("picked %d, want host 3, the only one with room", ep)

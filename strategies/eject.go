@@ -1,29 +1,8 @@
 package strategies
 
 import (
-	"fmt"
 	"math"
 	"time"
-)
-
-// Defaults of the eject wrapper, those of Envoy's outlier detection.
-const (
-	DefaultEjectConsecutive = 5                 // consecutive_5xx
-	DefaultEjectDuration    = 30 * time.Second  // base_ejection_time
-	DefaultEjectMaxDuration = 300 * time.Second // max_ejection_time
-	DefaultEjectMax         = 0.1               // max_ejection_percent, 10%
-	DefaultEjectInterval    = 10 * time.Second  // interval
-)
-
-// Defaults of the statistical detectors, those of Envoy.
-const (
-	defaultEjectConsecutiveLocal = 5    // consecutive_local_origin_failure
-	defaultEjectSRMinHosts       = 5    // success_rate_minimum_hosts
-	defaultEjectSRVolume         = 100  // success_rate_request_volume
-	defaultEjectSRFactor         = 1.9  // success_rate_stdev_factor 1900 / 1000
-	defaultEjectFPThreshold      = 0.85 // failure_percentage_threshold 85%
-	defaultEjectFPMinHosts       = 5    // failure_percentage_minimum_hosts
-	defaultEjectFPVolume         = 50   // failure_percentage_request_volume
 )
 
 // Reasons of ejections, the Detail of their EventEject events; they name
@@ -37,52 +16,6 @@ const (
 	ejectReasonFailurePctLocal  = "failure-percentage-local-origin"
 )
 
-// ejectConfig is the validated configuration of an eject wrapper.
-type ejectConfig struct {
-	consecutive      int           // failures in a row that eject (consecutive_5xx); 0: off
-	splitLocal       bool          // count local-origin failures apart
-	consecutiveLocal int           // local-origin failures in a row that eject, with splitLocal; 0: off
-	interval         time.Duration // between runs of the statistical detectors
-	duration         time.Duration // base ejection time
-	maxDuration      time.Duration // longest ejection, >= duration
-	maxShare         float64       // most endpoints ejected at once, as a share of N
-	panicShare       float64       // 0, or the non-ejected share below which ejections are ignored
-	successRate      bool          // enforce success-rate ejection
-	srMinHosts       int
-	srVolume         int
-	srFactor         float64
-	failurePct       bool // enforce failure-percentage ejection
-	fpThreshold      float64
-	fpMinHosts       int
-	fpVolume         int
-}
-
-// defaultEjectConfig is the configuration of a bare "eject".
-func defaultEjectConfig() ejectConfig {
-	return ejectConfig{
-		consecutive:      DefaultEjectConsecutive,
-		consecutiveLocal: defaultEjectConsecutiveLocal,
-		interval:         DefaultEjectInterval,
-		duration:         DefaultEjectDuration,
-		maxDuration:      DefaultEjectMaxDuration,
-		maxShare:         DefaultEjectMax,
-		successRate:      true,
-		srMinHosts:       defaultEjectSRMinHosts,
-		srVolume:         defaultEjectSRVolume,
-		srFactor:         defaultEjectSRFactor,
-		fpThreshold:      defaultEjectFPThreshold,
-		fpMinHosts:       defaultEjectFPMinHosts,
-		fpVolume:         defaultEjectFPVolume,
-	}
-}
-
-var ejectParams = []string{
-	"consecutive", "duration", "max",
-	"split_local", "consecutive_local", "interval", "max_duration", "panic",
-	"success_rate", "sr_min_hosts", "sr_volume", "sr_factor",
-	"failure_percentage", "fp_threshold", "fp_min_hosts", "fp_volume",
-}
-
 func init() {
 	registerWrapper("eject", ejectParams, func(params map[string]string) (func(Picker, *buildEnv) Picker, error) {
 		cfg, err := parseEjectConfig(params)
@@ -93,74 +26,6 @@ func init() {
 			return newEjector(inner, env.n, cfg, env.clock, env.events)
 		}, nil
 	})
-}
-
-// parseEjectConfig reads the parameters of an eject wrapper.
-func parseEjectConfig(params map[string]string) (ejectConfig, error) {
-	c := defaultEjectConfig()
-	var err error
-	ints := []struct {
-		dst        *int
-		key        string
-		def, least int
-	}{
-		{&c.consecutive, "consecutive", c.consecutive, 0},
-		{&c.consecutiveLocal, "consecutive_local", c.consecutiveLocal, 0},
-		{&c.srMinHosts, "sr_min_hosts", c.srMinHosts, 1},
-		{&c.srVolume, "sr_volume", c.srVolume, 1},
-		{&c.fpMinHosts, "fp_min_hosts", c.fpMinHosts, 1},
-		{&c.fpVolume, "fp_volume", c.fpVolume, 1},
-	}
-	for _, p := range ints {
-		if *p.dst, err = intParam(params, p.key, p.def, p.least); err != nil {
-			return ejectConfig{}, err
-		}
-	}
-	bools := []struct {
-		dst *bool
-		key string
-	}{
-		{&c.splitLocal, "split_local"},
-		{&c.successRate, "success_rate"},
-		{&c.failurePct, "failure_percentage"},
-	}
-	for _, p := range bools {
-		if *p.dst, err = boolParam(params, p.key, *p.dst); err != nil {
-			return ejectConfig{}, err
-		}
-	}
-	if c.interval, err = durationParam(params, "interval", c.interval); err != nil {
-		return ejectConfig{}, err
-	}
-	if c.duration, err = durationParam(params, "duration", c.duration); err != nil {
-		return ejectConfig{}, err
-	}
-	// As in Envoy, max_ejection_time defaults to the larger of 300s and
-	// base_ejection_time, and may not be set below the latter.
-	if c.maxDuration, err = durationParam(params, "max_duration", max(c.maxDuration, c.duration)); err != nil {
-		return ejectConfig{}, err
-	}
-	if c.maxDuration < c.duration {
-		return ejectConfig{}, fmt.Errorf("max_duration: want a duration >= duration (%v), got %q", c.duration, params["max_duration"])
-	}
-	if c.maxShare, err = fractionParam(params, "max", c.maxShare); err != nil {
-		return ejectConfig{}, err
-	}
-	floats := []struct {
-		dst         *float64
-		key         string
-		least, most float64
-	}{
-		{&c.panicShare, "panic", 0, 1},
-		{&c.srFactor, "sr_factor", 0, 100},
-		{&c.fpThreshold, "fp_threshold", 0, 1},
-	}
-	for _, p := range floats {
-		if *p.dst, err = floatParam(params, p.key, *p.dst, p.least, p.most); err != nil {
-			return ejectConfig{}, err
-		}
-	}
-	return c, nil
 }
 
 // ejector is the "eject" wrapper: Envoy's outlier detection. It hides
@@ -276,14 +141,14 @@ type ejector struct {
 	rates       []float64
 	free        *ejectDone // dones ready for reuse
 
-	// avail caches the non-ejected hosts of the input identified by
-	// (srcData, srcLen); stale marks it out of date after a change of the
-	// ejected set. A rebuild allocates a new slice so that an inner wrapper
-	// caching on slice identity sees the change.
-	avail   []int
-	srcData *int
-	srcLen  int
-	stale   bool
+	// What Pick passes to the inner Picker, derived from the hosts and the
+	// ejected set when either changes (stale): the given hosts; avail, the
+	// non-ejected ones, when filtered; or nothing (NoHost) when none.
+	stale    bool
+	filtered bool
+	none     bool
+	avail    []int
+	feed     hostFeed // gives the inner Picker its hosts
 }
 
 // ejectState is one endpoint's state in an ejector.
@@ -306,8 +171,9 @@ type ejectCounts struct {
 }
 
 var (
-	_ Picker  = (*ejector)(nil)
-	_ Sweeper = (*ejector)(nil)
+	_ Picker       = (*ejector)(nil)
+	_ HostsUpdater = (*ejector)(nil)
+	_ Sweeper      = (*ejector)(nil)
 )
 
 func newEjector(inner Picker, n int, cfg ejectConfig, clock Clock, events func(Event)) *ejector {
@@ -327,6 +193,8 @@ func newEjector(inner Picker, n int, cfg ejectConfig, clock Clock, events func(E
 		clock:   clock,
 		events:  events,
 		state:   make([]ejectState, n),
+		stale:   true,
+		feed:    newHostFeed(inner),
 	}
 	if cfg.splitLocal {
 		e.buckets = 2
@@ -371,16 +239,17 @@ func (e *ejector) Pick(req Request, hosts []int) (int, func(Outcome)) {
 		}
 		e.Sweep(now)
 	}
-	avail := hosts
-	if e.nEjected > 0 {
-		avail = e.available(hosts)
-		switch {
-		case float64(len(avail)) < e.cfg.panicShare*float64(len(hosts)):
-			avail = hosts
-		case len(avail) == 0:
-			return NoHost, noDone
-		}
+	if e.stale {
+		e.refresh(hosts)
 	}
+	avail := hosts
+	switch {
+	case e.none:
+		return NoHost, noDone
+	case e.filtered:
+		avail = e.avail
+	}
+	e.feed.sync(avail)
 	ep, done := e.inner.Pick(req, avail)
 	if ep == NoHost {
 		return NoHost, done
@@ -415,17 +284,31 @@ func (d *ejectDone) finish(o Outcome) {
 	e.observe(ep, epoch, o)
 }
 
-func (e *ejector) available(hosts []int) []int {
-	if e.stale || &hosts[0] != e.srcData || len(hosts) != e.srcLen {
-		avail := make([]int, 0, len(hosts))
-		for _, h := range hosts {
-			if !e.state[h].ejected {
-				avail = append(avail, h)
-			}
-		}
-		e.avail, e.srcData, e.srcLen, e.stale = avail, &hosts[0], len(hosts), false
+// UpdateHosts notes that the hosts of the next Pick changed.
+func (e *ejector) UpdateHosts([]int) { e.stale = true }
+
+// refresh derives what Pick passes to the inner Picker from hosts and the
+// ejected set: outside panic mode the non-ejected hosts, or NoHost when
+// there are none; in panic mode every given host.
+func (e *ejector) refresh(hosts []int) {
+	e.stale, e.filtered, e.none = false, false, false
+	e.feed.changed()
+	if e.nEjected == 0 {
+		return
 	}
-	return e.avail
+	e.avail = e.avail[:0]
+	for _, h := range hosts {
+		if !e.state[h].ejected {
+			e.avail = append(e.avail, h)
+		}
+	}
+	switch {
+	case float64(len(e.avail)) < e.cfg.panicShare*float64(len(hosts)):
+	case len(e.avail) == 0:
+		e.none = true
+	default:
+		e.filtered = true
+	}
 }
 
 // Sweep re-admits every endpoint whose ejection ends at or before now, then

@@ -15,14 +15,30 @@ func init() {
 }
 
 // steer is an inner Picker that picks the endpoint it is told to, or the
-// first host when told -1, and remembers the hosts it was given.
+// first host when told -1, and remembers the hosts it was given. It checks
+// the HostsUpdater contract: every pick is given the hosts of the latest
+// UpdateHosts, and UpdateHosts comes only with hosts that differ from those
+// of the previous one.
 type steer struct {
-	t      *testing.T
-	target int
-	hosts  []int
+	t       *testing.T
+	target  int
+	hosts   []int
+	updated []int // a copy of the hosts of the latest UpdateHosts
+	updates int   // UpdateHosts calls
+}
+
+func (s *steer) UpdateHosts(hosts []int) {
+	if s.updates > 0 && slices.Equal(hosts, s.updated) {
+		s.t.Errorf("UpdateHosts(%v) with the hosts of the previous call", hosts)
+	}
+	s.updated = append(s.updated[:0], hosts...)
+	s.updates++
 }
 
 func (s *steer) Pick(_ Request, hosts []int) (int, func(Outcome)) {
+	if s.updates == 0 || !slices.Equal(hosts, s.updated) {
+		s.t.Errorf("picking from %v, but the latest UpdateHosts gave %v", hosts, s.updated)
+	}
 	s.hosts = hosts
 	if s.target < 0 {
 		return hosts[0], noDone
@@ -71,7 +87,7 @@ func (r *ejectRig) send(ep int, o Outcome, times int) {
 	r.t.Helper()
 	for range times {
 		r.inner.target = ep
-		got, done := r.e.Pick(Request{}, r.hosts)
+		got, done := feedPick(r.e, Request{}, r.hosts)
 		if got != ep {
 			r.t.Fatalf("picked %d, want %d", got, ep)
 		}
@@ -90,7 +106,7 @@ func (r *ejectRig) traffic(ep, ok, failed int) {
 func (r *ejectRig) hold(ep, times int) {
 	for range times {
 		r.inner.target = ep
-		_, done := r.e.Pick(Request{}, r.hosts)
+		_, done := feedPick(r.e, Request{}, r.hosts)
 		r.held = append(r.held, done)
 	}
 }
@@ -110,7 +126,7 @@ func (r *ejectRig) available() []int { return r.availableOf(r.hosts) }
 func (r *ejectRig) availableOf(hosts []int) []int {
 	r.t.Helper()
 	r.inner.target, r.inner.hosts = -1, nil
-	ep, done := r.e.Pick(Request{}, hosts)
+	ep, done := feedPick(r.e, Request{}, hosts)
 	if done == nil {
 		r.t.Fatalf("Pick returned a nil done")
 	}
@@ -1269,33 +1285,51 @@ func TestEjectionLimit(t *testing.T) {
 	}
 }
 
-func TestEjectCachesFilteredHosts(t *testing.T) {
+func TestEjectUpdatesInnerHosts(t *testing.T) {
+	// The inner Picker hears of the hosts it is given exactly when they
+	// change: at an ejection, at a re-admission, at a change of the input,
+	// and not for an ejection undone before the next pick.
 	r := newEjectRig(t, 6, testEjectConfig(1, 0.5, func(c *ejectConfig) { c.duration = time.Second }))
-	r.send(2, fail503, 1)
-	r.send(0, ok200, 1)
-	first := r.inner.hosts
-	r.send(3, ok200, 1)
-	if &first[0] != &r.inner.hosts[0] {
-		t.Errorf("filtered hosts rebuilt although nothing changed")
+	steps := []struct {
+		name    string
+		do      func()
+		hosts   []int // input; nil: r.hosts
+		want    []int
+		updates int // UpdateHosts calls so far
+	}{
+		{"first pick", func() {}, nil, seq(6), 1},
+		{"nothing changed", func() {}, nil, seq(6), 1},
+		{"2 ejected", func() { r.send(2, fail503, 1) }, nil, []int{0, 1, 3, 4, 5}, 2},
+		{"nothing changed again", func() { r.send(3, ok200, 1) }, nil, []int{0, 1, 3, 4, 5}, 2},
+		{"4 ejected", func() { r.send(4, fail503, 1) }, nil, []int{0, 1, 3, 5}, 3},
+		{"another input", func() {}, []int{1, 2, 5}, []int{1, 5}, 4},
+		{"2 and 4 re-admitted", func() { r.clock.Advance(2 * time.Second) }, nil, seq(6), 5},
+		{"ejected and re-admitted between picks", func() {
+			r.inner.target = 3
+			_, done := feedPick(r.e, Request{}, r.hosts) // the last pick before
+			r.clock.Advance(3 * time.Second)
+			done(fail503)
+			r.clock.Advance(time.Second)
+			r.e.Sweep(r.clock.Now())
+		}, nil, seq(6), 5},
 	}
-	r.send(4, fail503, 1)
-	r.send(0, ok200, 1)
-	if got := r.inner.hosts; !slices.Equal(got, []int{0, 1, 3, 5}) {
-		t.Errorf("after a second ejection the inner picker got %v, want [0 1 3 5]", got)
+	for _, st := range steps {
+		st.do()
+		hosts := st.hosts
+		if hosts == nil {
+			hosts = r.hosts
+		}
+		if got := r.availableOf(hosts); !slices.Equal(got, st.want) || r.inner.updates != st.updates {
+			t.Errorf("%s: inner picker given %v after %d updates; want %v after %d", st.name, got, r.inner.updates, st.want, st.updates)
+		}
 	}
-	if !slices.Equal(first, []int{0, 1, 3, 4, 5}) {
-		t.Errorf("a slice handed to the inner picker was rewritten: %v", first)
-	}
-	other := []int{1, 2, 5}
-	r.inner.target = 5
-	r.e.Pick(Request{}, other)
-	if got := r.inner.hosts; !slices.Equal(got, []int{1, 5}) {
-		t.Errorf("for input %v the inner picker got %v, want [1 5]", other, got)
+	if got := r.e.Ejections(); got != 3 {
+		t.Errorf("%d ejections, want 3", got)
 	}
 }
 
-// TestEjectFiltersEverySubset gives every non-empty set of hosts, each in a
-// new slice, with endpoints 1 and 3 ejected.
+// TestEjectFiltersEverySubset gives every non-empty set of hosts, one after
+// the other, with endpoints 1 and 3 ejected.
 func TestEjectFiltersEverySubset(t *testing.T) {
 	r := newEjectRig(t, 5, testEjectConfig(1, 1))
 	r.send(1, fail503, 1)
@@ -1323,7 +1357,7 @@ func TestEjectRecycledDones(t *testing.T) {
 	r := newEjectRig(t, 4, testEjectConfig(2, 0.5))
 	pick := func(ep int) func(Outcome) {
 		r.inner.target = ep
-		_, done := r.e.Pick(Request{}, r.hosts)
+		_, done := feedPick(r.e, Request{}, r.hosts)
 		return done
 	}
 	a := pick(1)
@@ -1361,7 +1395,7 @@ func TestEjectPassesInnerNoHost(t *testing.T) {
 	inner := &noHostPicker{}
 	e := newEjector(inner, 3, testEjectConfig(1, 1), newFakeClock(), nil)
 	for range 3 {
-		ep, done := e.Pick(Request{}, seq(3))
+		ep, done := feedPick(e, Request{}, seq(3))
 		if ep != NoHost {
 			t.Fatalf("picked %d, want NoHost", ep)
 		}
@@ -1369,81 +1403,6 @@ func TestEjectPassesInnerNoHost(t *testing.T) {
 	}
 	if inner.dones != 3 || e.Ejections() != 0 {
 		t.Errorf("inner done called %d times (want 3), %d ejections (want 0)", inner.dones, e.Ejections())
-	}
-}
-
-func TestEjectConfigParams(t *testing.T) {
-	def := defaultEjectConfig()
-	tests := []struct {
-		name string
-		spec string
-		want func(c *ejectConfig)
-	}{
-		{"defaults are Envoy's", "p2c+eject", func(*ejectConfig) {}},
-		{"experiment files", "p2c+eject(consecutive=5,duration=5s,max=0.2)", func(c *ejectConfig) {
-			c.duration, c.maxShare = 5*time.Second, 0.2
-		}},
-		{"consecutive detectors off", "p2c+eject(consecutive=0,consecutive_local=0)", func(c *ejectConfig) {
-			c.consecutive, c.consecutiveLocal = 0, 0
-		}},
-		{"max_duration follows a long duration", "p2c+eject(duration=10m)", func(c *ejectConfig) {
-			c.duration, c.maxDuration = 10*time.Minute, 10*time.Minute
-		}},
-		{"every parameter", "p2c+eject(consecutive=3,duration=1s,max=1,split_local=true,consecutive_local=4," +
-			"interval=2s,max_duration=9s,panic=0.5,success_rate=off,sr_min_hosts=3,sr_volume=20,sr_factor=1," +
-			"failure_percentage=on,fp_threshold=0.5,fp_min_hosts=2,fp_volume=10)", func(c *ejectConfig) {
-			*c = ejectConfig{
-				consecutive: 3, duration: time.Second, maxShare: 1, splitLocal: true, consecutiveLocal: 4,
-				interval: 2 * time.Second, maxDuration: 9 * time.Second, panicShare: 0.5,
-				successRate: false, srMinHosts: 3, srVolume: 20, srFactor: 1,
-				failurePct: true, fpThreshold: 0.5, fpMinHosts: 2, fpVolume: 10,
-			}
-		}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			s, err := Parse(tt.spec)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, err := parseEjectConfig(s.Wrappers[0].Params)
-			if err != nil {
-				t.Fatal(err)
-			}
-			want := def
-			tt.want(&want)
-			if got != want {
-				t.Errorf("config\n got %+v\nwant %+v", got, want)
-			}
-		})
-	}
-}
-
-func TestEjectConfigErrors(t *testing.T) {
-	tests := []struct {
-		name, spec, want string
-	}{
-		{"max_duration below duration", "p2c+eject(duration=5s,max_duration=1s)", `eject: max_duration: want a duration >= duration (5s), got "1s"`},
-		{"max_duration below the default duration", "p2c+eject(max_duration=10s)", `eject: max_duration: want a duration >= duration (30s), got "10s"`},
-		{"zero interval", "p2c+eject(interval=0s)", `eject: interval: want a duration > 0, got "0s"`},
-		{"panic above one", "p2c+eject(panic=1.5)", `eject: panic: want a number in [0, 1], got "1.5"`},
-		{"panic percent", "p2c+eject(panic=50%)", `eject: panic: want a number in [0, 1], got "50%"`},
-		{"negative sr_factor", "p2c+eject(sr_factor=-1)", `eject: sr_factor: want a number in [0, 100], got "-1"`},
-		{"fp_threshold percent", "p2c+eject(fp_threshold=85)", `eject: fp_threshold: want a number in [0, 1], got "85"`},
-		{"zero sr_volume", "p2c+eject(sr_volume=0)", `eject: sr_volume: want an integer >= 1, got "0"`},
-		{"zero fp_min_hosts", "p2c+eject(fp_min_hosts=0)", `eject: fp_min_hosts: want an integer >= 1, got "0"`},
-		{"negative consecutive", "p2c+eject(consecutive=-1)", `eject: consecutive: want an integer >= 0, got "-1"`},
-		{"negative consecutive_local", "p2c+eject(consecutive_local=-1)", `eject: consecutive_local: want an integer >= 0, got "-1"`},
-		{"split_local not a bool", "p2c+eject(split_local=maybe)", `eject: split_local: want true or false, got "maybe"`},
-		{"success_rate not a bool", "p2c+eject(success_rate=2)", `eject: success_rate: want true or false, got "2"`},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			_, err := Parse(tt.spec)
-			if err == nil || err.Error() != tt.want {
-				t.Errorf("Parse(%q) error:\n got %v\nwant %s", tt.spec, err, tt.want)
-			}
-		})
 	}
 }
 

@@ -41,33 +41,37 @@ func appendEndpointName(dst []byte, id int) []byte {
 	return strconv.AppendInt(dst, int64(id), 10)
 }
 
-// hostSet caches the host set a Picker last built for. It remembers the
-// identity of the hosts slice (backing array and length), as the Picker
-// contract allows, and the set's ids in ascending order.
+// hostSet is the host set of a hashing Picker, as its UpdateHosts gives it,
+// and the set its structure (ring, table) was last built for. A Picker that
+// needs the structure only for some picks builds it at the first of them
+// after a change, so hosts that come and go between such picks cost nothing.
 type hostSet struct {
-	data    *int
-	n       int
-	ids     []int // the set, ascending
-	scratch []int
+	ids   []int // the current set, ascending
+	built []int // the set of the latest build, ascending
+	dirty bool  // ids changed since the latest build
 }
 
-// update records hosts as the current input and reports whether the set
-// differs from the previous one, in which case ids holds the new set. A new
-// slice with the same ids, in any order, is not a change. Unchanged identity
-// costs O(1); a new slice costs O(n) (O(n log n) when it is not ascending).
-func (s *hostSet) update(hosts []int) (changed bool) {
-	if &hosts[0] == s.data && len(hosts) == s.n {
+// update makes hosts, in any order, the current set: O(n), O(n log n) when
+// hosts are not ascending.
+func (s *hostSet) update(hosts []int) {
+	s.ids = append(s.ids[:0], hosts...)
+	if !slices.IsSorted(s.ids) {
+		slices.Sort(s.ids)
+	}
+	s.dirty = true
+}
+
+// rebuild reports whether the current set differs from that of the latest
+// build, and if so records it as built: the caller then builds for ids.
+func (s *hostSet) rebuild() bool {
+	if !s.dirty {
 		return false
 	}
-	s.data, s.n = &hosts[0], len(hosts)
-	s.scratch = append(s.scratch[:0], hosts...)
-	if !slices.IsSorted(s.scratch) {
-		slices.Sort(s.scratch)
-	}
-	if slices.Equal(s.scratch, s.ids) {
+	s.dirty = false
+	if s.built != nil && slices.Equal(s.ids, s.built) {
 		return false
 	}
-	s.ids, s.scratch = s.scratch, s.ids
+	s.built = append(s.built[:0], s.ids...)
 	return true
 }
 

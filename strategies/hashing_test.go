@@ -46,7 +46,7 @@ func hashPicker(t testing.TB, spec string, env *buildEnv) Picker {
 
 // hashPick picks for key and reports the outcome at once.
 func hashPick(p Picker, key uint64, hosts []int) int {
-	ep, done := p.Pick(Request{Key: key, HasKey: true}, hosts)
+	ep, done := feedPick(p, Request{Key: key, HasKey: true}, hosts)
 	done(ok200)
 	return ep
 }
@@ -104,29 +104,37 @@ func TestAppendEndpointName(t *testing.T) {
 	}
 }
 
-func TestHostSetUpdate(t *testing.T) {
+func TestHostSet(t *testing.T) {
+	// Each step gives the sets of the UpdateHosts calls since the previous
+	// build check; rebuild must report a set that differs from the one of
+	// the latest build, and only then.
 	var s hostSet
-	a := []int{1, 3, 5}
 	steps := []struct {
 		name    string
-		hosts   []int
-		changed bool
+		updates [][]int
+		rebuild bool
 		ids     []int
 	}{
-		{"first slice", a, true, []int{1, 3, 5}},
-		{"same slice", a, false, []int{1, 3, 5}},
-		{"same set, new slice", []int{1, 3, 5}, false, []int{1, 3, 5}},
-		{"same set, other order", []int{5, 1, 3}, false, []int{1, 3, 5}},
-		{"prefix of the same array", a[:2], true, []int{1, 3}},
-		{"host added, unsorted", []int{3, 8, 1}, true, []int{1, 3, 8}},
-		{"host removed", []int{8}, true, []int{8}},
+		{"first set", [][]int{{1, 3, 5}}, true, []int{1, 3, 5}},
+		{"no update", nil, false, []int{1, 3, 5}},
+		{"same set, other order", [][]int{{5, 1, 3}}, false, []int{1, 3, 5}},
+		{"a set that came and went", [][]int{{1, 3}, {1, 3, 5}}, false, []int{1, 3, 5}},
+		{"host removed", [][]int{{1, 3}}, true, []int{1, 3}},
+		{"host added, unsorted", [][]int{{3, 8, 1}}, true, []int{1, 3, 8}},
+		{"two changes, the last counts", [][]int{{8}, {2, 8}}, true, []int{2, 8}},
 	}
 	for _, st := range steps {
-		if got := s.update(st.hosts); got != st.changed {
-			t.Errorf("%s: update(%v) = %v, want %v", st.name, st.hosts, got, st.changed)
+		for _, u := range st.updates {
+			s.update(u)
 		}
-		if !slices.Equal(s.ids, st.ids) {
-			t.Errorf("%s: ids = %v, want %v", st.name, s.ids, st.ids)
+		if got := s.rebuild(); got != st.rebuild {
+			t.Errorf("%s: rebuild() = %v, want %v", st.name, got, st.rebuild)
+		}
+		if !slices.Equal(s.ids, st.ids) || !slices.Equal(s.built, st.ids) {
+			t.Errorf("%s: ids %v, built %v; want both %v", st.name, s.ids, s.built, st.ids)
+		}
+		if s.rebuild() {
+			t.Errorf("%s: a second rebuild() without an update reports a change", st.name)
 		}
 	}
 }
@@ -369,7 +377,7 @@ func TestHashingUnkeyedUniform(t *testing.T) {
 			const picks = 60_000
 			counts := make([]int, len(hosts))
 			for range picks {
-				ep, done := p.Pick(Request{}, hosts)
+				ep, done := feedPick(p, Request{}, hosts)
 				done(ok200)
 				i := slices.Index(hosts, ep)
 				if i < 0 {

@@ -1,33 +1,10 @@
 package strategies
 
 import (
-	"fmt"
 	"math"
 	"slices"
-	"strconv"
-	"strings"
 	"time"
 )
-
-// Defaults of the health wrapper.
-const (
-	DefaultHealthWindow           = 10 * time.Second
-	DefaultHealthDegradedErrors   = 0.05
-	DefaultHealthCriticalErrors   = 0.2
-	DefaultHealthUnhealthyErrors  = 0.5
-	DefaultHealthDegradedLatency  = 2.0
-	DefaultHealthCriticalLatency  = 4.0
-	DefaultHealthUnhealthyLatency = 8.0
-	DefaultHealthWeights          = "1:0.5:0.1:0"
-	DefaultHealthRecover          = 10 * time.Second
-	DefaultHealthRamp             = 10 * time.Second
-	DefaultHealthMaxMiddle        = 60 * time.Second
-	DefaultHealthMaxEjected       = 0.3
-	DefaultHealthMinRequests      = 20
-)
-
-// healthBuckets is the number of buckets of a host's sliding window.
-const healthBuckets = 10
 
 // healthLevel is a host's health level; a larger level is worse.
 type healthLevel int8
@@ -51,103 +28,14 @@ func (l healthLevel) String() string {
 	return healthLevelNames[l]
 }
 
-// healthConfig holds the health wrapper's parameters, indexed by level where
-// they are per level (index 0, healthy, is unused for thresholds).
-type healthConfig struct {
-	window      time.Duration
-	errors      [4]float64 // error ratio from which a host is at least at the level
-	latency     [4]float64 // mean latency / fleet median from which it is
-	weights     [4]float64 // traffic factor of each level
-	recover     time.Duration
-	ramp        time.Duration
-	maxMiddle   time.Duration
-	maxEjected  float64
-	minRequests int
-}
-
 func init() {
-	registerWrapper("health", []string{
-		"window", "degraded_errors", "critical_errors", "unhealthy_errors",
-		"degraded_latency", "critical_latency", "unhealthy_latency",
-		"weights", "recover", "ramp", "max_middle", "max_ejected", "min_requests",
-	}, func(params map[string]string) (func(Picker, *buildEnv) Picker, error) {
+	registerWrapper("health", healthParams, func(params map[string]string) (func(Picker, *buildEnv) Picker, error) {
 		cfg, err := parseHealthConfig(params)
 		if err != nil {
 			return nil, err
 		}
 		return func(inner Picker, env *buildEnv) Picker { return newHealth(inner, env, cfg) }, nil
 	})
-}
-
-func parseHealthConfig(params map[string]string) (healthConfig, error) {
-	var cfg healthConfig
-	var err error
-	if cfg.window, err = durationParam(params, "window", DefaultHealthWindow); err != nil {
-		return cfg, err
-	}
-	// Thresholds, per level, non-decreasing.
-	errDefaults := [4]float64{0, DefaultHealthDegradedErrors, DefaultHealthCriticalErrors, DefaultHealthUnhealthyErrors}
-	latDefaults := [4]float64{0, DefaultHealthDegradedLatency, DefaultHealthCriticalLatency, DefaultHealthUnhealthyLatency}
-	for l := levelDegraded; l <= levelUnhealthy; l++ {
-		key := l.String() + "_errors"
-		if cfg.errors[l], err = fractionParam(params, key, errDefaults[l]); err != nil {
-			return cfg, err
-		}
-		if prev := cfg.errors[l-1]; cfg.errors[l] < prev {
-			return cfg, fmt.Errorf("%s: want a number >= %s_errors (%g), got %q", key, (l - 1).String(), prev, params[key])
-		}
-		key = l.String() + "_latency"
-		if cfg.latency[l], err = floatParam(params, key, latDefaults[l], 1, 1000); err != nil {
-			return cfg, err
-		}
-		if prev := cfg.latency[l-1]; cfg.latency[l] < prev {
-			return cfg, fmt.Errorf("%s: want a number >= %s_latency (%g), got %q", key, (l - 1).String(), prev, params[key])
-		}
-	}
-	if cfg.weights, err = healthWeightsParam(params, "weights", DefaultHealthWeights); err != nil {
-		return cfg, err
-	}
-	if cfg.recover, err = durationParam(params, "recover", DefaultHealthRecover); err != nil {
-		return cfg, err
-	}
-	if cfg.ramp, err = durationParam(params, "ramp", DefaultHealthRamp); err != nil {
-		return cfg, err
-	}
-	if cfg.maxMiddle, err = durationParam(params, "max_middle", DefaultHealthMaxMiddle); err != nil {
-		return cfg, err
-	}
-	if cfg.maxEjected, err = floatParam(params, "max_ejected", DefaultHealthMaxEjected, 0, 1); err != nil {
-		return cfg, err
-	}
-	if cfg.minRequests, err = intParam(params, "min_requests", DefaultHealthMinRequests, 1); err != nil {
-		return cfg, err
-	}
-	return cfg, nil
-}
-
-// healthWeightsParam reads the four level weights "h:d:c:u".
-func healthWeightsParam(params map[string]string, key, def string) ([4]float64, error) {
-	v, ok := params[key]
-	if !ok {
-		v = def
-	}
-	var w [4]float64
-	bad := fmt.Errorf("%s: want four numbers in [0, 1] separated by \":\", non-increasing and the first 1, like %q, got %q", key, def, v)
-	parts := strings.Split(v, ":")
-	if len(parts) != len(w) {
-		return w, bad
-	}
-	for i, p := range parts {
-		f, err := strconv.ParseFloat(strings.TrimSpace(p), 64)
-		if err != nil || math.IsNaN(f) || f < 0 || f > 1 || (i > 0 && f > w[i-1]) {
-			return w, bad
-		}
-		w[i] = f
-	}
-	if w[0] != 1 {
-		return w, bad
-	}
-	return w, nil
 }
 
 // health is the "health" wrapper: multi-level passive health after the
@@ -225,6 +113,7 @@ type health struct {
 	clock  Clock
 	events func(Event)
 	w      *weighting
+	feed   hostFeed      // gives the inner Picker the hosts kept
 	limit  int           // most hosts unhealthy at once
 	start  time.Time     // when bucket 0 begins
 	width  time.Duration // of one bucket
@@ -245,22 +134,6 @@ type health struct {
 	scratch   []float64
 }
 
-type healthBucket struct {
-	idx     int64 // bucket number since start
-	reqs    int64
-	fails   int64
-	latency time.Duration
-}
-
-// healthWindow holds the sums of one endpoint's buckets in the window that
-// ends in bucket head; buckets that left it are zero.
-type healthWindow struct {
-	head    int64
-	reqs    int64
-	fails   int64
-	latency time.Duration
-}
-
 type hostHealth struct {
 	level     healthLevel
 	ramping   bool
@@ -273,9 +146,10 @@ type hostHealth struct {
 }
 
 var (
-	_ Picker   = (*health)(nil)
-	_ Sweeper  = (*health)(nil)
-	_ ejecting = (*health)(nil)
+	_ Picker       = (*health)(nil)
+	_ HostsUpdater = (*health)(nil)
+	_ Sweeper      = (*health)(nil)
+	_ ejecting     = (*health)(nil)
 )
 
 func newHealth(inner Picker, env *buildEnv, cfg healthConfig) *health {
@@ -294,6 +168,7 @@ func newHealth(inner Picker, env *buildEnv, cfg healthConfig) *health {
 		clock:     clock,
 		events:    events,
 		w:         newWeighting(n, env.rand),
+		feed:      newHostFeed(inner),
 		limit:     max(0, min(int(math.Floor(cfg.maxEjected*float64(n)+1e-9)), n-1)),
 		start:     clock.Now(),
 		width:     max(cfg.window/healthBuckets, 1),
@@ -310,13 +185,21 @@ func (h *health) Pick(req Request, hosts []int) (int, func(Outcome)) {
 	if len(h.watched) > 0 {
 		h.Sweep(h.clock.Now())
 	}
-	ep, done := h.inner.Pick(req, h.w.filter(hosts))
+	kept, changed := h.w.filter(hosts)
+	if changed {
+		h.feed.changed()
+	}
+	h.feed.sync(kept)
+	ep, done := h.inner.Pick(req, kept)
 	epoch := h.hosts[ep].epoch
 	return ep, func(o Outcome) {
 		done(o)
 		h.observe(ep, epoch, o)
 	}
 }
+
+// UpdateHosts takes hosts as the input of the level filter.
+func (h *health) UpdateHosts(hosts []int) { h.w.setInput(hosts) }
 
 // Sweep applies every time-based change due at or before now and sets the
 // factors of ramping hosts for now.
@@ -534,88 +417,6 @@ func (h *health) updateRamps(now time.Time) {
 		x := min(1, max(0, float64(now.Sub(s.rampStart))/float64(h.cfg.ramp)))
 		h.w.set(ep, s.rampFrom+(full-s.rampFrom)*x)
 	}
-}
-
-func (h *health) bucketIdx(now time.Time) int64 {
-	d := now.Sub(h.start)
-	if d < 0 {
-		return 0
-	}
-	return int64(d / h.width)
-}
-
-// window brings ep's sums up to bucket i, unless they are already past it,
-// and returns them: its requests, failures and latency sum over the window
-// ending in bucket i.
-func (h *health) window(ep int, i int64) (reqs, fails int64, latency time.Duration) {
-	w := &h.windows[ep]
-	if i > w.head {
-		// The buckets in (head-healthBuckets, min(head, i-healthBuckets)]
-		// leave the window.
-		buckets := h.buckets[ep*healthBuckets : (ep+1)*healthBuckets]
-		for j := w.head - healthBuckets + 1; j <= w.head && j <= i-healthBuckets; j++ {
-			if b := &buckets[bucketSlot(j)]; b.idx == j {
-				w.reqs -= b.reqs
-				w.fails -= b.fails
-				w.latency -= b.latency
-				*b = healthBucket{}
-			}
-		}
-		w.head = i
-	}
-	return w.reqs, w.fails, w.latency
-}
-
-// bucketSlot returns the index of bucket j among its endpoint's buckets.
-func bucketSlot(j int64) int {
-	return int((j%healthBuckets + healthBuckets) % healthBuckets)
-}
-
-// judge returns the level ep's window shows at now, or noJudgement.
-func (h *health) judge(ep int, now time.Time) healthLevel {
-	i := h.bucketIdx(now)
-	reqs, fails, latency := h.window(ep, i)
-	if reqs < int64(h.cfg.minRequests) {
-		return noJudgement
-	}
-	l := levelHealthy
-	ratio := float64(fails) / float64(reqs)
-	for lv := levelUnhealthy; lv > levelHealthy; lv-- {
-		if ratio >= h.cfg.errors[lv] {
-			l = lv
-			break
-		}
-	}
-	if i != h.medianIdx {
-		h.refreshMedian(i)
-	}
-	if h.median > 0 {
-		r := float64(latency) / float64(reqs) / h.median
-		for lv := levelUnhealthy; lv > l; lv-- {
-			if r >= h.cfg.latency[lv] {
-				l = lv
-				break
-			}
-		}
-	}
-	return l
-}
-
-// refreshMedian computes the lower median of the mean latencies of the
-// endpoints with min_requests in their window ending in bucket i.
-func (h *health) refreshMedian(i int64) {
-	h.scratch = h.scratch[:0]
-	for ep := range h.hosts {
-		if reqs, _, latency := h.window(ep, i); reqs >= int64(h.cfg.minRequests) {
-			h.scratch = append(h.scratch, float64(latency)/float64(reqs))
-		}
-	}
-	h.median = 0
-	if len(h.scratch) > 0 {
-		slices.Sort(h.scratch)
-		h.median = h.scratch[(len(h.scratch)-1)/2]
-	}
-	h.medianIdx = i
 }
 
 // Ejections returns how many times a host has become unhealthy.

@@ -37,7 +37,7 @@ func newHealthRig(t *testing.T, n int, params map[string]string) *healthRig {
 		r.one = append(r.one, []int{ep})
 	}
 	env := &buildEnv{n: n, clock: r.clock, rand: newRand(1), events: func(e Event) { r.events = append(r.events, e) }}
-	r.h = newHealth(&steer{target: -1}, env, cfg)
+	r.h = newHealth(&steer{t: t, target: -1}, env, cfg)
 	return r
 }
 
@@ -54,7 +54,7 @@ func (r *healthRig) to(d time.Duration) {
 func (r *healthRig) send(ep int, o Outcome, times int) {
 	r.t.Helper()
 	for range times {
-		got, done := r.h.Pick(Request{}, r.one[ep])
+		got, done := feedPick(r.h, Request{}, r.one[ep])
 		if got != ep {
 			r.t.Fatalf("picked %d from [%d]", got, ep)
 		}
@@ -73,7 +73,7 @@ func (r *healthRig) steady(ep int, o Outcome, perSecond int, from, to int) {
 
 // hold picks ep and keeps the request open.
 func (r *healthRig) hold(ep int) {
-	_, done := r.h.Pick(Request{}, r.one[ep])
+	_, done := feedPick(r.h, Request{}, r.one[ep])
 	r.held = append(r.held, done)
 }
 
@@ -86,7 +86,7 @@ func (r *healthRig) release(o Outcome) {
 
 // tick picks among every endpoint at the current time without reporting,
 // which applies the time-based changes lazily.
-func (r *healthRig) tick() { r.h.Pick(Request{}, r.all) }
+func (r *healthRig) tick() { feedPick(r.h, Request{}, r.all) }
 
 // want checks ep's level and factor.
 func (r *healthRig) want(ep int, level healthLevel, factor float64) {
@@ -564,7 +564,7 @@ func TestHealthShares(t *testing.T) {
 		t.Run(order, func(t *testing.T) {
 			r := newHealthRig(t, 6, nil)
 			inner := &uniformInner{r: &random{rand: newRand(21)}}
-			r.h.inner = inner
+			r.h.inner, r.h.feed = inner, newHostFeed(inner)
 			r.send(2, healthOK, 19)
 			r.send(2, healthBad, 1)
 			r.send(5, healthBad, 5)
@@ -575,7 +575,7 @@ func TestHealthShares(t *testing.T) {
 			const picks = 100_000
 			counts := make([]int, 6)
 			for range picks {
-				ep, _ := r.h.Pick(Request{}, hosts) // not reported
+				ep, _ := feedPick(r.h, Request{}, hosts) // not reported
 				counts[ep]++
 			}
 			var x float64
@@ -633,58 +633,6 @@ func TestHealthThroughBalancer(t *testing.T) {
 	}
 	if got := b.InFlight(); !slices.Equal(got, make([]int64, 10)) {
 		t.Errorf("InFlight() = %v, want zeros", got)
-	}
-}
-
-func TestHealthParams(t *testing.T) {
-	tests := []struct {
-		spec string
-		want string // error; empty: valid
-	}{
-		{"p2c+health", ""},
-		{"p2c+health(window=30s,weights=1:0.5:0.5:0,recover=5s,ramp=1m,max_middle=2m,max_ejected=0,min_requests=1)", ""},
-		{"p2c+health(degraded_errors=0.1,critical_errors=0.1,unhealthy_errors=1)", ""},
-		{"p2c+health(degraded_latency=1,critical_latency=1,unhealthy_latency=1000)", ""},
-		{"p2c+health(window=0s)", `health: window: want a duration > 0, got "0s"`},
-		{"p2c+health(degraded_errors=0)", `health: degraded_errors: want a number in (0, 1], got "0"`},
-		{"p2c+health(critical_errors=0.01)", `health: critical_errors: want a number >= degraded_errors (0.05), got "0.01"`},
-		{"p2c+health(unhealthy_errors=0.1)", `health: unhealthy_errors: want a number >= critical_errors (0.2), got "0.1"`},
-		{"p2c+health(degraded_latency=0.5)", `health: degraded_latency: want a number in [1, 1000], got "0.5"`},
-		{"p2c+health(critical_latency=1.5)", `health: critical_latency: want a number >= degraded_latency (2), got "1.5"`},
-		{"p2c+health(unhealthy_latency=3)", `health: unhealthy_latency: want a number >= critical_latency (4), got "3"`},
-		{"p2c+health(weights=1:0.5:0.1)", `health: weights: want four numbers in [0, 1] separated by ":", non-increasing and the first 1, like "1:0.5:0.1:0", got "1:0.5:0.1"`},
-		{"p2c+health(weights=1:0.5:0.6:0)", `health: weights: want four numbers in [0, 1] separated by ":", non-increasing and the first 1, like "1:0.5:0.1:0", got "1:0.5:0.6:0"`},
-		{"p2c+health(weights=0.9:0.5:0.1:0)", `health: weights: want four numbers in [0, 1] separated by ":", non-increasing and the first 1, like "1:0.5:0.1:0", got "0.9:0.5:0.1:0"`},
-		{"p2c+health(weights=1:x:0.1:0)", `health: weights: want four numbers in [0, 1] separated by ":", non-increasing and the first 1, like "1:0.5:0.1:0", got "1:x:0.1:0"`},
-		{"p2c+health(weights=1:0.5:0.1:-1)", `health: weights: want four numbers in [0, 1] separated by ":", non-increasing and the first 1, like "1:0.5:0.1:0", got "1:0.5:0.1:-1"`},
-		{"p2c+health(recover=-1s)", `health: recover: want a duration > 0, got "-1s"`},
-		{"p2c+health(ramp=soon)", `health: ramp: want a duration like "5s", got "soon"`},
-		{"p2c+health(max_middle=0s)", `health: max_middle: want a duration > 0, got "0s"`},
-		{"p2c+health(max_ejected=1.5)", `health: max_ejected: want a number in [0, 1], got "1.5"`},
-		{"p2c+health(min_requests=0)", `health: min_requests: want an integer >= 1, got "0"`},
-	}
-	for _, tt := range tests {
-		t.Run(tt.spec, func(t *testing.T) {
-			checkParse(t, tt.spec, tt.want)
-		})
-	}
-	cfg, err := parseHealthConfig(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := healthConfig{
-		window:      10 * time.Second,
-		errors:      [4]float64{0, 0.05, 0.2, 0.5},
-		latency:     [4]float64{0, 2, 4, 8},
-		weights:     [4]float64{1, 0.5, 0.1, 0},
-		recover:     10 * time.Second,
-		ramp:        10 * time.Second,
-		maxMiddle:   60 * time.Second,
-		maxEjected:  0.3,
-		minRequests: 20,
-	}
-	if diff := cmp.Diff(want, cfg, cmp.AllowUnexported(healthConfig{})); diff != "" {
-		t.Errorf("defaults (-want +got):\n%s", diff)
 	}
 }
 

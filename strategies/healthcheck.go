@@ -91,20 +91,20 @@ type healthcheck struct {
 	nDown     int
 	ejections int
 
-	// avail caches the up hosts of the input identified by (srcData,
-	// srcLen); stale marks it out of date after a change of the down set.
-	// A rebuild allocates a new slice, so an inner wrapper caching on slice
-	// identity sees the change.
-	avail   []int
-	srcData *int
-	srcLen  int
-	stale   bool
+	// What Pick passes to the inner Picker, derived from the hosts and the
+	// down set when either changes (stale): avail, the up hosts, when
+	// filtered, otherwise every given host.
+	stale    bool
+	filtered bool
+	avail    []int
+	feed     hostFeed // gives the inner Picker its hosts
 }
 
 var (
-	_ Picker   = (*healthcheck)(nil)
-	_ Prober   = (*healthcheck)(nil)
-	_ ejecting = (*healthcheck)(nil)
+	_ Picker       = (*healthcheck)(nil)
+	_ HostsUpdater = (*healthcheck)(nil)
+	_ Prober       = (*healthcheck)(nil)
+	_ ejecting     = (*healthcheck)(nil)
 )
 
 func newHealthcheck(inner Picker, n int, cfg ProbeConfig, rise, fall int, events func(Event)) *healthcheck {
@@ -120,6 +120,8 @@ func newHealthcheck(inner Picker, n int, cfg ProbeConfig, rise, fall int, events
 		down:   make([]bool, n),
 		good:   make([]int, n),
 		bad:    make([]int, n),
+		stale:  true,
+		feed:   newHostFeed(inner),
 	}
 }
 
@@ -160,26 +162,35 @@ func (c *healthcheck) ProbeResult(endpoint int, healthy bool, now time.Time) {
 
 // Pick lets the inner Picker choose among the hosts that are up.
 func (c *healthcheck) Pick(req Request, hosts []int) (int, func(Outcome)) {
-	avail := hosts
-	if c.nDown > 0 {
-		if avail = c.available(hosts); len(avail) == 0 {
-			avail = hosts
-		}
+	if c.stale {
+		c.refresh(hosts)
 	}
+	avail := hosts
+	if c.filtered {
+		avail = c.avail
+	}
+	c.feed.sync(avail)
 	return c.inner.Pick(req, avail)
 }
 
-func (c *healthcheck) available(hosts []int) []int {
-	if c.stale || &hosts[0] != c.srcData || len(hosts) != c.srcLen {
-		avail := make([]int, 0, len(hosts))
-		for _, h := range hosts {
-			if !c.down[h] {
-				avail = append(avail, h)
-			}
-		}
-		c.avail, c.srcData, c.srcLen, c.stale = avail, &hosts[0], len(hosts), false
+// UpdateHosts notes that the hosts of the next Pick changed.
+func (c *healthcheck) UpdateHosts([]int) { c.stale = true }
+
+// refresh derives what Pick passes to the inner Picker from hosts and the
+// down set: the hosts that are up, or every given host when none is.
+func (c *healthcheck) refresh(hosts []int) {
+	c.stale, c.filtered = false, false
+	c.feed.changed()
+	if c.nDown == 0 {
+		return
 	}
-	return c.avail
+	c.avail = c.avail[:0]
+	for _, h := range hosts {
+		if !c.down[h] {
+			c.avail = append(c.avail, h)
+		}
+	}
+	c.filtered = len(c.avail) > 0
 }
 
 // Ejections returns how many times an endpoint has been marked down.

@@ -1,6 +1,7 @@
 package strategies
 
 import (
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -32,7 +33,7 @@ func TestHealthcheckRiseFall(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var events []Event
-			c := newHealthcheck(&steer{target: -1}, 3, ProbeConfig{}, tt.rise, tt.fall, func(e Event) { events = append(events, e) })
+			c := newHealthcheck(&steer{t: t, target: -1}, 3, ProbeConfig{}, tt.rise, tt.fall, func(e Event) { events = append(events, e) })
 			for i, p := range tt.probes {
 				c.ProbeResult(1, p == '+', at(time.Duration(i)*time.Second))
 				if got, want := c.down[1], tt.down[i] == 'D'; got != want {
@@ -65,7 +66,7 @@ func TestHealthcheckRiseFall(t *testing.T) {
 
 func TestHealthcheckEventTimes(t *testing.T) {
 	var events []Event
-	c := newHealthcheck(&steer{target: -1}, 2, ProbeConfig{}, 2, 2, func(e Event) { events = append(events, e) })
+	c := newHealthcheck(&steer{t: t, target: -1}, 2, ProbeConfig{}, 2, 2, func(e Event) { events = append(events, e) })
 	for i, ok := range []bool{false, false, true, true} {
 		c.ProbeResult(0, ok, at(time.Duration(i)*2*time.Second))
 	}
@@ -94,12 +95,12 @@ func TestHealthcheckHidesDownHosts(t *testing.T) {
 	for _, tt := range tests {
 		for order, hosts := range hostOrders(tt.hosts) {
 			t.Run(tt.name+"/"+order, func(t *testing.T) {
-				inner := &steer{target: -1}
+				inner := &steer{t: t, target: -1}
 				c := newHealthcheck(inner, 5, ProbeConfig{}, 1, 1, nil)
 				for _, ep := range tt.down {
 					c.ProbeResult(ep, false, epoch0)
 				}
-				c.Pick(Request{}, hosts)
+				feedPick(c, Request{}, hosts)
 				if got := slices.Sorted(slices.Values(inner.hosts)); !slices.Equal(got, tt.want) {
 					t.Errorf("inner picker given %v, want %v", inner.hosts, tt.want)
 				}
@@ -116,34 +117,41 @@ func TestHealthcheckHidesDownHosts(t *testing.T) {
 	}
 }
 
-func TestHealthcheckCachesFilteredHosts(t *testing.T) {
-	inner := &steer{target: -1}
+func TestHealthcheckUpdatesInnerHosts(t *testing.T) {
+	// The inner Picker hears of the hosts it is given exactly when they
+	// change: when an endpoint goes down or comes up, when the input
+	// changes, and not for a change undone before the next pick.
+	inner := &steer{t: t, target: -1}
 	c := newHealthcheck(inner, 6, ProbeConfig{}, 1, 1, nil)
-	hosts := seq(6)
-	c.ProbeResult(2, false, epoch0)
-	c.Pick(Request{}, hosts)
-	first := inner.hosts
-	c.Pick(Request{}, hosts)
-	if &first[0] != &inner.hosts[0] {
-		t.Errorf("filtered hosts rebuilt although nothing changed")
+	steps := []struct {
+		name    string
+		probes  map[int]bool
+		hosts   []int
+		want    []int
+		updates int // UpdateHosts calls so far
+	}{
+		{"2 down", map[int]bool{2: false}, seq(6), []int{0, 1, 3, 4, 5}, 1},
+		{"nothing changed", nil, seq(6), []int{0, 1, 3, 4, 5}, 1},
+		{"4 down", map[int]bool{4: false}, seq(6), []int{0, 1, 3, 5}, 2},
+		{"4 up", map[int]bool{4: true}, seq(6), []int{0, 1, 3, 4, 5}, 3},
+		{"another input", nil, []int{1, 2, 4}, []int{1, 4}, 4},
+		{"every given host down: all passed", map[int]bool{1: false, 4: false}, []int{1, 2, 4}, []int{1, 2, 4}, 5},
+		{"1 and 4 up again, 2 still down", map[int]bool{1: true, 4: true}, seq(6), []int{0, 1, 3, 4, 5}, 6},
+		{"5 down and up between picks", map[int]bool{5: false}, nil, nil, 6},
+		{"5 up before the next pick", map[int]bool{5: true}, seq(6), []int{0, 1, 3, 4, 5}, 6},
+		{"every endpoint up", map[int]bool{2: true}, seq(6), seq(6), 7},
 	}
-	c.ProbeResult(4, false, epoch0)
-	c.Pick(Request{}, hosts)
-	if got := inner.hosts; !slices.Equal(got, []int{0, 1, 3, 5}) {
-		t.Errorf("after a second endpoint went down the inner picker got %v, want [0 1 3 5]", got)
-	}
-	if !slices.Equal(first, []int{0, 1, 3, 4, 5}) {
-		t.Errorf("a slice handed to the inner picker was rewritten: %v", first)
-	}
-	c.ProbeResult(4, true, epoch0)
-	c.Pick(Request{}, hosts)
-	if got := inner.hosts; !slices.Equal(got, []int{0, 1, 3, 4, 5}) || &got[0] == &first[0] {
-		t.Errorf("after 4 came back the inner picker got %v; want [0 1 3 4 5] in a new slice", got)
-	}
-	c.ProbeResult(2, true, epoch0)
-	c.Pick(Request{}, hosts)
-	if &inner.hosts[0] != &hosts[0] {
-		t.Errorf("with every endpoint up the inner picker got %v, not the input", inner.hosts)
+	for _, st := range steps {
+		for _, ep := range slices.Sorted(maps.Keys(st.probes)) {
+			c.ProbeResult(ep, st.probes[ep], epoch0)
+		}
+		if st.hosts == nil {
+			continue
+		}
+		feedPick(c, Request{}, st.hosts)
+		if !slices.Equal(inner.hosts, st.want) || inner.updates != st.updates {
+			t.Errorf("%s: inner picker given %v after %d updates; want %v after %d", st.name, inner.hosts, inner.updates, st.want, st.updates)
+		}
 	}
 }
 

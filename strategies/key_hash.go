@@ -18,8 +18,7 @@ func init() {
 // sends request number mod 100 and relies on key mod N), and a hash would
 // only scramble that. Hosts are ranked by id, not by their position in the
 // slice, so the same set in another order maps keys identically; the
-// ranking is cached on the slice's identity, so it is redone only when a
-// new slice arrives. It has no
+// ranking is redone only when the hosts change (UpdateHosts). It has no
 // parameters and ignores weights. A request without a key goes to a host
 // drawn uniformly at random.
 type keyModulo struct {
@@ -29,13 +28,18 @@ type keyModulo struct {
 	set hostSet
 }
 
-var _ Picker = (*keyModulo)(nil)
+var (
+	_ Picker       = (*keyModulo)(nil)
+	_ HostsUpdater = (*keyModulo)(nil)
+)
+
+// UpdateHosts ranks hosts by id.
+func (p *keyModulo) UpdateHosts(hosts []int) { p.set.update(hosts) }
 
 func (p *keyModulo) Pick(req Request, hosts []int) (int, func(Outcome)) {
 	if !req.HasKey {
 		return hosts[p.rand.IntN(len(hosts))], noDone
 	}
-	p.set.update(hosts)
 	ids := p.set.ids
 	return ids[req.Key%uint64(len(ids))], noDone
 }

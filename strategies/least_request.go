@@ -93,11 +93,9 @@ type leastRequest struct {
 	bias     float64
 	fullScan bool
 
-	// Derived from the hosts identified by (srcData, srcLen): whether their
+	// Derived from the hosts of the latest UpdateHosts: whether their
 	// weights are all equal.
-	srcData *int
-	srcLen  int
-	equal   bool
+	equal bool
 
 	// The schedule, used while the weights of the given hosts differ.
 	// heap holds the scheduled endpoints, a binary min-heap on (deadline,
@@ -112,7 +110,10 @@ type leastRequest struct {
 	heap     []int
 }
 
-var _ Picker = (*leastRequest)(nil)
+var (
+	_ Picker       = (*leastRequest)(nil)
+	_ HostsUpdater = (*leastRequest)(nil)
+)
 
 func newLeastRequest(r *rand.Rand, inflight []int64, weights []float64, choices int, bias float64, fullScan bool) *leastRequest {
 	n := len(weights)
@@ -131,9 +132,6 @@ func newLeastRequest(r *rand.Rand, inflight []int64, weights []float64, choices 
 }
 
 func (l *leastRequest) Pick(_ Request, hosts []int) (int, func(Outcome)) {
-	if &hosts[0] != l.srcData || len(hosts) != l.srcLen {
-		l.refresh(hosts)
-	}
 	switch {
 	case len(hosts) == 1:
 		return hosts[0], noDone
@@ -177,14 +175,13 @@ func (l *leastRequest) effectiveWeight(h int) float64 {
 	}
 }
 
-// refresh adapts to a new host set: it notes whether the weights are equal
-// and, if not, schedules the hosts that were not scheduled, at 1 / their
-// effective weight from the current virtual time, and unschedules those no
-// longer given. Hosts that stay keep their deadlines. Hosts entering
-// together share one seq, so ties among them go to the lowest id whatever
-// the order of hosts.
-func (l *leastRequest) refresh(hosts []int) {
-	l.srcData, l.srcLen = &hosts[0], len(hosts)
+// UpdateHosts adapts to a new host set: it notes whether the weights are
+// equal and, if not, schedules the hosts that were not scheduled, at 1 /
+// their effective weight from the current virtual time, and unschedules
+// those no longer given. Hosts that stay keep their deadlines. Hosts
+// entering together share one seq, so ties among them go to the lowest id
+// whatever the order of hosts.
+func (l *leastRequest) UpdateHosts(hosts []int) {
 	l.equal = len(hosts) == 1 || weightsUniformOver(l.weights, hosts)
 	l.gen++
 	if !l.equal {

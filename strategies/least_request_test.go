@@ -111,7 +111,7 @@ func wtChoiceShares(loads []int64, k int) []float64 {
 func wtLeastRequestCounts(l *leastRequest, hosts []int, n int) []int {
 	counts := make([]int, len(l.inflight))
 	for range n {
-		ep, done := l.Pick(Request{}, hosts)
+		ep, done := feedPick(l, Request{}, hosts)
 		done(ok200)
 		counts[ep]++
 	}
@@ -245,7 +245,7 @@ func TestLeastRequestDraws(t *testing.T) {
 			}
 			for i := range 200 {
 				before := src.draws
-				_, done := l.Pick(Request{}, b.hosts)
+				_, done := feedPick(l, Request{}, b.hosts)
 				done(ok200)
 				if d := src.draws - before; d != tt.want {
 					t.Fatalf("pick %d drew %d numbers, want %d", i, d, tt.want)
@@ -336,7 +336,7 @@ func TestLeastRequestScheduleInFlight(t *testing.T) {
 }
 
 func TestLeastRequestScheduleHostChanges(t *testing.T) {
-	// Each step gives the host set (a new slice when it changes), the pick
+	// Each step gives the host set (UpdateHosts when it changes), the pick
 	// (-1: any of the hosts) and the virtual time and deadlines of the
 	// scheduled hosts after it; bias 0.
 	type step struct {
@@ -392,7 +392,7 @@ func TestLeastRequestScheduleHostChanges(t *testing.T) {
 					if !slices.Equal(slices.Sorted(slices.Values(hosts)), s.hosts) {
 						hosts = hostOrders(s.hosts)[order]
 					}
-					ep, done := l.Pick(Request{}, hosts)
+					ep, done := feedPick(l, Request{}, hosts)
 					done(ok200)
 					if s.want >= 0 && ep != s.want || !slices.Contains(hosts, ep) {
 						t.Fatalf("step %d, hosts %v: picked %d, want %d", i, hosts, ep, s.want)

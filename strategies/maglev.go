@@ -69,8 +69,8 @@ func isPrime(n int) bool {
 // address it hashes, for the same reason). If there are more hosts than
 // entries, some hosts get none, as in Envoy.
 //
-// The table is rebuilt when the host set changes (detected by the identity
-// of the hosts slice), which at the default size takes a few milliseconds;
+// The table is rebuilt at the first pick with a key after the host set
+// changes (UpdateHosts), which at the default size takes a few milliseconds;
 // a pick is one hash and one table read. Removing one host of N moves its
 // own 1/N of the keys and only a little more, somewhat more than a ring
 // would.
@@ -91,13 +91,20 @@ type maglev struct {
 	build maglevBuilder
 }
 
-var _ Picker = (*maglev)(nil)
+var (
+	_ Picker       = (*maglev)(nil)
+	_ HostsUpdater = (*maglev)(nil)
+)
+
+// UpdateHosts records the host set; the table follows at the next pick with
+// a key.
+func (p *maglev) UpdateHosts(hosts []int) { p.set.update(hosts) }
 
 func (p *maglev) Pick(req Request, hosts []int) (int, func(Outcome)) {
 	if !req.HasKey {
 		return hosts[p.rand.IntN(len(hosts))], noDone
 	}
-	if p.set.update(hosts) {
+	if p.set.rebuild() {
 		p.table = p.build.fill(p.table, p.m, p.set.ids, p.weights)
 	}
 	return int(p.table[hashKey(req.Key)%p.m]), noDone

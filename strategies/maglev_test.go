@@ -188,8 +188,8 @@ func TestMaglevRebuildsOnHostChange(t *testing.T) {
 		rebuilt bool
 	}{
 		{"first pick builds", a, true},
-		{"same slice", a, false},
-		{"same set in a new slice", []int{5, 4, 3, 2, 1, 0}, false},
+		{"same hosts", a, false},
+		{"same set in another order", []int{5, 4, 3, 2, 1, 0}, false},
 		{"host 3 gone", []int{0, 1, 2, 4, 5}, true},
 		{"only host 4", []int{4}, true},
 		{"all back", seq(6), true},

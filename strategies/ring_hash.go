@@ -32,9 +32,9 @@ func init() {
 // no other key moves. When the count changes (ceil(min_ring/N) grows as N
 // shrinks) the new points take some keys from other hosts too, as in Envoy.
 //
-// The ring is rebuilt when the host set changes (for instance when the eject
-// wrapper hides an endpoint), detected by the identity of the hosts slice;
-// building for 1000 hosts at the default sizes takes well under a
+// The ring is rebuilt at the first pick with a key after the host set
+// changes (UpdateHosts; for instance when the eject wrapper hides an
+// endpoint); building for 1000 hosts at the default sizes takes well under a
 // millisecond (BenchmarkRingBuild). The ring depends only on the set of
 // hosts, not on their order in the slice.
 //
@@ -57,13 +57,20 @@ type ringHash struct {
 	builder ringBuilder
 }
 
-var _ Picker = (*ringHash)(nil)
+var (
+	_ Picker       = (*ringHash)(nil)
+	_ HostsUpdater = (*ringHash)(nil)
+)
+
+// UpdateHosts records the host set; the ring follows at the next pick with a
+// key.
+func (p *ringHash) UpdateHosts(hosts []int) { p.set.update(hosts) }
 
 func (p *ringHash) Pick(req Request, hosts []int) (int, func(Outcome)) {
 	if !req.HasKey {
 		return hosts[p.rand.IntN(len(hosts))], noDone
 	}
-	if p.set.update(hosts) {
+	if p.set.rebuild() {
 		p.builder.build(&p.ring, p.set.ids, p.weights, p.minRing, p.maxRing)
 	}
 	return int(p.ring.owners[p.ring.lookup(hashKey(req.Key))]), noDone

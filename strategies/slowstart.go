@@ -82,9 +82,9 @@ type slowStart struct {
 	w         *weighting
 
 	// Mutable; the Balancer's mutex guards everything below.
-	started  bool // the first Pick has been seen
-	srcData  *int // identity of the hosts of the last Pick
-	srcLen   int
+	feed     hostFeed // gives the inner Picker the hosts kept
+	started  bool     // the first Pick has been seen
+	moved    bool     // the hosts changed since the last Pick
 	present  []bool   // by endpoint: in the hosts of the last Pick
 	nPresent int      // count of present
 	seen     []uint32 // scratch: seen[ep] == gen when ep is in the new hosts
@@ -94,8 +94,9 @@ type slowStart struct {
 }
 
 var (
-	_ Picker  = (*slowStart)(nil)
-	_ Sweeper = (*slowStart)(nil)
+	_ Picker       = (*slowStart)(nil)
+	_ HostsUpdater = (*slowStart)(nil)
+	_ Sweeper      = (*slowStart)(nil)
 )
 
 func newSlowStart(inner Picker, env *buildEnv, window time.Duration, aggression, minWeight float64) *slowStart {
@@ -106,25 +107,38 @@ func newSlowStart(inner Picker, env *buildEnv, window time.Duration, aggression,
 		minWeight: minWeight,
 		clock:     env.clock,
 		w:         newWeighting(env.n, env.rand),
+		feed:      newHostFeed(inner),
 		present:   make([]bool, env.n),
 		seen:      make([]uint32, env.n),
 		joined:    make([]time.Time, env.n),
 	}
 }
 
+// UpdateHosts takes hosts as the input of the filter; the next Pick notes
+// the hosts that joined or left, at its time.
+func (s *slowStart) UpdateHosts(hosts []int) {
+	s.moved = true
+	s.w.setInput(hosts)
+}
+
 // Pick notes hosts that joined or left since the last Pick, brings the
 // factors of the hosts in slow start up to date and lets the inner Picker
 // choose among the hosts kept.
 func (s *slowStart) Pick(req Request, hosts []int) (int, func(Outcome)) {
-	changed := &hosts[0] != s.srcData || len(hosts) != s.srcLen
-	if changed || len(s.warming) > 0 {
+	if s.moved || len(s.warming) > 0 {
 		now := s.clock.Now()
-		if changed {
+		if s.moved {
+			s.moved = false
 			s.setHosts(hosts, now)
 		}
 		s.Sweep(now)
 	}
-	return s.inner.Pick(req, s.w.filter(hosts))
+	kept, changed := s.w.filter(hosts)
+	if changed {
+		s.feed.changed()
+	}
+	s.feed.sync(kept)
+	return s.inner.Pick(req, kept)
 }
 
 // setHosts compares hosts with the previous host set.
@@ -160,7 +174,6 @@ func (s *slowStart) setHosts(hosts []int, now time.Time) {
 	}
 	s.nPresent = len(hosts)
 	s.started = true
-	s.srcData, s.srcLen = &hosts[0], len(hosts)
 }
 
 // leave ends the slow start of ep, if any.

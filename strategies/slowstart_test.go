@@ -19,8 +19,8 @@ func (s *slowStart) inSlowStart() map[int]float64 {
 	return m
 }
 
-func newTestSlowStart(n int, clock Clock, window time.Duration, aggression, minWeight float64) (*slowStart, *steer) {
-	inner := &steer{target: -1}
+func newTestSlowStart(t *testing.T, n int, clock Clock, window time.Duration, aggression, minWeight float64) (*slowStart, *steer) {
+	inner := &steer{t: t, target: -1}
 	env := &buildEnv{n: n, clock: clock, rand: newRand(1), events: func(Event) {}}
 	return newSlowStart(inner, env, window, aggression, minWeight), inner
 }
@@ -43,13 +43,13 @@ func TestSlowStartFactor(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			clock := newFakeClock()
-			s, _ := newTestSlowStart(4, clock, window, tt.aggression, tt.minWeight)
-			s.Pick(Request{}, []int{0, 1, 2})
-			s.Pick(Request{}, []int{0, 1, 2, 3}) // 3 joins
+			s, _ := newTestSlowStart(t, 4, clock, window, tt.aggression, tt.minWeight)
+			feedPick(s, Request{}, []int{0, 1, 2})
+			feedPick(s, Request{}, []int{0, 1, 2, 3}) // 3 joins
 			for i, want := range tt.want {
 				if i > 0 {
 					clock.Advance(window / 4)
-					s.Pick(Request{}, []int{0, 1, 2, 3})
+					feedPick(s, Request{}, []int{0, 1, 2, 3})
 				}
 				got := s.w.get(3)
 				if math.Abs(got-want) > 1e-9 {
@@ -83,7 +83,7 @@ func TestSlowStartJoins(t *testing.T) {
 		{11 * time.Second, []int{0, 1, 2, 3}, map[int]float64{1: 0.4, 2: 0.6, 3: 0.2}}, //
 		{15 * time.Second, []int{3, 2, 1, 0}, map[int]float64{1: 0.8, 3: 0.6}},         // 2's window is over
 		{17 * time.Second, nil, map[int]float64{3: 0.8}},                               // Sweep ends 1's
-		{17 * time.Second, []int{0, 1, 2, 3}, map[int]float64{3: 0.8}},                 // same set, new slice
+		{17 * time.Second, []int{0, 1, 2, 3}, map[int]float64{3: 0.8}},                 // same set again
 		{19 * time.Second, []int{0, 1, 2, 3, 4, 5}, map[int]float64{4: 0.1, 5: 0.1}},   // 3's window is over
 		{20 * time.Second, []int{0, 5}, map[int]float64{5: 0.1}},
 	}
@@ -98,14 +98,14 @@ func TestSlowStartJoins(t *testing.T) {
 	} {
 		t.Run(order, func(t *testing.T) {
 			clock := newFakeClock()
-			s, inner := newTestSlowStart(6, clock, window, 1, 0.1)
+			s, inner := newTestSlowStart(t, 6, clock, window, 1, 0.1)
 			for i, st := range steps {
 				clock.Advance(at(st.at).Sub(clock.Now()))
 				if st.hosts == nil {
 					s.Sweep(clock.Now())
 				} else {
 					hosts := perm(st.hosts)
-					s.Pick(Request{}, hosts)
+					feedPick(s, Request{}, hosts)
 					for _, h := range inner.hosts {
 						if !slices.Contains(hosts, h) {
 							t.Fatalf("step %d: inner picker given %v for hosts %v", i, inner.hosts, hosts)

@@ -129,10 +129,9 @@ const NoHost = -1
 // hosts is non-empty and ascending (the Balancer and every wrapper keep that
 // order), but a selection by load or weight must not depend on it: tests run
 // each such selection with the loads, and the hosts, in every order. hosts
-// is read-only and must not be retained,
-// except that a wrapper may remember its identity (backing array and length)
-// to cache a slice derived from it: a caller passes a new slice, never the
-// same one rewritten in place, when its host set changes. The returned
+// is read-only and must not be retained. A Picker that derives state from its
+// hosts (a ring, a schedule, a filtered list) implements [HostsUpdater] and
+// learns of a change there, never by inspecting hosts. The returned
 // endpoint is one of hosts, and done is non-nil and must be invoked exactly
 // once with the request's outcome. Base strategies always return one of
 // hosts; only a wrapper may return NoHost.
@@ -143,6 +142,24 @@ const NoHost = -1
 // as Caddy's reverse proxy counts requests for its selection policies.
 type Picker interface {
 	Pick(req Request, hosts []int) (endpoint int, done func(Outcome))
+}
+
+// HostsUpdater is implemented by Pickers that derive state from their hosts,
+// as grpc-go's balancers regenerate their picker from a new snapshot and
+// httplb's pickers are rebuilt from the previous one when the connections
+// change.
+//
+// Whoever calls Pick (the Balancer for the outermost Picker, a wrapper for
+// its inner one) calls UpdateHosts(hosts) right before the first Pick and
+// right before every Pick whose hosts differ from those of the previous Pick
+// (another set, or the same set in another order), with that Pick's hosts,
+// and at no other time; hostFeed is the one implementation of that rule. So
+// every Pick between two calls is given the hosts of the latest call, a
+// Picker rebuilds what it derives exactly when they change, and a set that
+// no Pick sees (an ejection undone before the next Pick) is never announced.
+// hosts is non-empty, read-only and must not be retained.
+type HostsUpdater interface {
+	UpdateHosts(hosts []int)
 }
 
 // Sweeper is implemented by Pickers with time-based state, such as the eject

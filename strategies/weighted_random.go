@@ -15,30 +15,28 @@ func init() {
 //
 // One uniform draw per pick. When the given hosts' weights differ it scans a
 // table of the cumulative weights of the hosts, in the order given, by binary
-// search, O(log n); the table is cached per host set (the identity of the
-// hosts slice) and rebuilt in O(n) when it changes. When they are all equal
+// search, O(log n); the table is rebuilt in O(n) when the hosts change
+// (UpdateHosts). When they are all equal
 // it draws a uniform index without a table. A weight below the float
 // resolution of the total (some 1e-16 of it) gets no share.
 type weightedRandom struct {
 	rand    *rand.Rand
 	weights []float64 // by endpoint id; immutable
 
-	// Derived from the hosts identified by (srcData, srcLen): whether their
+	// Derived from the hosts of the latest UpdateHosts: whether their
 	// weights are all equal and, when not, the running sums of their
 	// weights in the order given; cum[len-1] is the total.
-	srcData *int
-	srcLen  int
-	equal   bool
-	cum     []float64
+	equal bool
+	cum   []float64
 }
 
-var _ Picker = (*weightedRandom)(nil)
+var (
+	_ Picker       = (*weightedRandom)(nil)
+	_ HostsUpdater = (*weightedRandom)(nil)
+)
 
 func (w *weightedRandom) Pick(_ Request, hosts []int) (int, func(Outcome)) {
 	n := len(hosts)
-	if &hosts[0] != w.srcData || n != w.srcLen {
-		w.refresh(hosts)
-	}
 	if w.equal {
 		if n == 1 {
 			return hosts[0], noDone
@@ -64,8 +62,9 @@ func (w *weightedRandom) locate(u float64) int {
 	return lo
 }
 
-func (w *weightedRandom) refresh(hosts []int) {
-	w.srcData, w.srcLen = &hosts[0], len(hosts)
+// UpdateHosts notes whether the weights of hosts are equal and, if not,
+// builds the running sums of their weights.
+func (w *weightedRandom) UpdateHosts(hosts []int) {
 	w.equal = weightsUniformOver(w.weights, hosts)
 	if w.equal {
 		return

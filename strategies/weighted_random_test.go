@@ -41,7 +41,7 @@ func TestWeightedRandomShares(t *testing.T) {
 				const picks = 100_000
 				counts := make([]int, len(hosts))
 				for range picks {
-					ep, done := w.Pick(Request{}, ordered)
+					ep, done := feedPick(w, Request{}, ordered)
 					done(ok200)
 					i := slices.Index(hosts, ep)
 					if i < 0 {
@@ -72,7 +72,7 @@ func TestWeightedRandomEveryOrder(t *testing.T) {
 				w := &weightedRandom{rand: newRand(uint64(wi) + 100), weights: weights}
 				counts := make([]int, 4)
 				for range 24_000 {
-					ep, _ := w.Pick(Request{}, hosts)
+					ep, _ := feedPick(w, Request{}, hosts)
 					counts[ep]++
 				}
 				wtCheckShares(t, counts, want, wtCritical1e6)
@@ -107,7 +107,7 @@ func TestWeightedRandomLocate(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			w := &weightedRandom{rand: newRand(1), weights: weights}
-			w.refresh(tt.hosts)
+			w.UpdateHosts(tt.hosts)
 			if got := tt.hosts[w.locate(tt.u)]; got != tt.want {
 				t.Errorf("hosts %v (running sums %v), u=%v: got %d, want %d", tt.hosts, w.cum, tt.u, got, tt.want)
 			}
@@ -115,9 +115,9 @@ func TestWeightedRandomLocate(t *testing.T) {
 	}
 }
 
-func TestWeightedRandomTableCache(t *testing.T) {
-	// The table follows the host set through changes of the slice passed,
-	// including a return to an earlier slice.
+func TestWeightedRandomTableFollowsHosts(t *testing.T) {
+	// The table follows the host set through its changes, including a
+	// return to an earlier set.
 	weights := []float64{1, 2, 3, 2}
 	all := []int{0, 1, 2, 3}
 	steps := []struct {
@@ -129,13 +129,13 @@ func TestWeightedRandomTableCache(t *testing.T) {
 		{"all", all, false, []float64{1, 3, 6, 8}},
 		{"without 2", []int{0, 1, 3}, false, []float64{1, 3, 5}},
 		{"equal weights left", []int{1, 3}, true, nil},
-		{"back to the first slice", all, false, []float64{1, 3, 6, 8}},
+		{"back to the first set", all, false, []float64{1, 3, 6, 8}},
 		{"reversed", []int{3, 2, 1, 0}, false, []float64{2, 5, 7, 8}},
 		{"single host", []int{2}, true, nil},
 	}
 	w := &weightedRandom{rand: newRand(3), weights: weights}
 	for _, s := range steps {
-		ep, done := w.Pick(Request{}, s.hosts)
+		ep, done := feedPick(w, Request{}, s.hosts)
 		done(ok200)
 		if !slices.Contains(s.hosts, ep) {
 			t.Fatalf("%s: picked %d, not among %v", s.name, ep, s.hosts)

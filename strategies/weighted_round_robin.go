@@ -52,13 +52,13 @@ type weightedRoundRobin struct {
 	// their weight.
 	current []float64
 
-	// Derived from the hosts identified by (srcData, srcLen), the host set
-	// of the previous pick: the sum of their weights and whether the
-	// weights are all equal.
-	total   float64
-	srcData *int
-	srcLen  int
-	equal   bool
+	// Derived from set, the hosts of the latest UpdateHosts with more than
+	// one host, ascending: the sum of their weights and whether the weights
+	// are all equal. next is scratch for the following set.
+	set   []int
+	next  []int
+	total float64
+	equal bool
 
 	// While the weights are equal: the given hosts as a binary max-heap on
 	// (current, -id), the picks since the current weights were brought up
@@ -68,7 +68,10 @@ type weightedRoundRobin struct {
 	settle float64
 }
 
-var _ Picker = (*weightedRoundRobin)(nil)
+var (
+	_ Picker       = (*weightedRoundRobin)(nil)
+	_ HostsUpdater = (*weightedRoundRobin)(nil)
+)
 
 // wrrSettleEvery bounds the lag, so that the current weights of the hosts in
 // the heap keep their precision.
@@ -83,9 +86,6 @@ func (w *weightedRoundRobin) Pick(_ Request, hosts []int) (int, func(Outcome)) {
 		// Adding the weight and subtracting the same total leaves the
 		// current weight as it was.
 		return hosts[0], noDone
-	}
-	if &hosts[0] != w.srcData || len(hosts) != w.srcLen {
-		w.refresh(hosts)
 	}
 	if w.equal {
 		return w.pickEqual(), noDone
@@ -128,24 +128,33 @@ func (w *weightedRoundRobin) catchUp() {
 	}
 }
 
-// refresh adapts to a new host set: it caches the total weight of hosts,
-// summed in ascending id order, and whether their weights are equal, in
-// which case it fills the heap with them.
-func (w *weightedRoundRobin) refresh(hosts []int) {
-	w.catchUp()
-	w.heap = w.heap[:0]
-	ids := hosts
-	if !slices.IsSorted(ids) {
-		ids = slices.Sorted(slices.Values(hosts))
+// UpdateHosts adapts to a new host set: it caches the total weight of
+// hosts, summed in ascending id order, and whether their weights are equal,
+// in which case it fills the heap with them. A lone host changes nothing,
+// since Pick passes it without touching any state, so after one the hosts
+// before it resume where they were if they come back unchanged.
+func (w *weightedRoundRobin) UpdateHosts(hosts []int) {
+	if len(hosts) == 1 {
+		return
 	}
+	w.next = append(w.next[:0], hosts...)
+	if !slices.IsSorted(w.next) {
+		slices.Sort(w.next)
+	}
+	if slices.Equal(w.next, w.set) {
+		return
+	}
+	w.set, w.next = w.next, w.set
+	w.catchUp()
 	var total float64
-	for _, h := range ids {
+	for _, h := range w.set {
 		total += w.weights[h]
 	}
-	w.total, w.srcData, w.srcLen = total, &hosts[0], len(hosts)
-	w.equal = weightsUniformOver(w.weights, hosts)
+	w.total = total
+	w.equal = weightsUniformOver(w.weights, w.set)
+	w.heap = w.heap[:0]
 	if w.equal {
-		w.heap = append(w.heap, hosts...)
+		w.heap = append(w.heap, w.set...)
 		for i := len(w.heap)/2 - 1; i >= 0; i-- {
 			w.down(i)
 		}

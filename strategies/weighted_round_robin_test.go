@@ -78,13 +78,18 @@ func (s *wtCountingSource) Uint64() uint64 {
 
 // wtHide is a wrapper for tests that hides the endpoints in hidden from its
 // inner Picker the way the eject wrapper does: it passes the caller's hosts
-// slice when it hides none of them, and otherwise a filtered slice that it
-// allocates anew whenever hidden changes.
+// when it hides none of them, and otherwise the hosts without the hidden
+// ones, telling the inner Picker of each change through a hostFeed.
 type wtHide struct {
 	inner    Picker
 	hidden   map[int]bool
 	filtered []int
 	stale    bool
+	feed     hostFeed
+}
+
+func newWtHide(inner Picker) *wtHide {
+	return &wtHide{inner: inner, stale: true, feed: newHostFeed(inner)}
 }
 
 func (w *wtHide) set(hidden ...int) {
@@ -95,27 +100,31 @@ func (w *wtHide) set(hidden ...int) {
 	w.stale = true
 }
 
+func (w *wtHide) UpdateHosts([]int) { w.stale = true }
+
 func (w *wtHide) Pick(req Request, hosts []int) (int, func(Outcome)) {
-	if len(w.hidden) == 0 {
-		return w.inner.Pick(req, hosts)
-	}
 	if w.stale {
-		w.filtered = nil
+		w.filtered = w.filtered[:0]
 		for _, h := range hosts {
 			if !w.hidden[h] {
 				w.filtered = append(w.filtered, h)
 			}
 		}
 		w.stale = false
+		w.feed.changed()
 	}
-	return w.inner.Pick(req, w.filtered)
+	if len(w.hidden) > 0 {
+		hosts = w.filtered
+	}
+	w.feed.sync(hosts)
+	return w.inner.Pick(req, hosts)
 }
 
 // wtPicks returns the next n picks of p from hosts, reporting each at once.
 func wtPicks(p Picker, hosts []int, n int) []int {
 	picks := make([]int, n)
 	for i := range picks {
-		ep, done := p.Pick(Request{}, hosts)
+		ep, done := feedPick(p, Request{}, hosts)
 		done(ok200)
 		picks[i] = ep
 	}
@@ -210,7 +219,7 @@ func TestWeightedRoundRobinShares(t *testing.T) {
 }
 
 func TestWeightedRoundRobinHostChanges(t *testing.T) {
-	// Weights {5, 1, 1}; each step gives a host set (a new slice when it
+	// Weights {5, 1, 1}; each step gives a host set (UpdateHosts when it
 	// changes) and the pick and current weights expected after it.
 	type step struct {
 		hosts   []int
@@ -259,7 +268,7 @@ func TestWeightedRoundRobinHostChanges(t *testing.T) {
 					if !slices.Equal(slices.Sorted(slices.Values(hosts)), s.hosts) {
 						hosts = hostOrders(s.hosts)[order]
 					}
-					ep, done := w.Pick(Request{}, hosts)
+					ep, done := feedPick(w, Request{}, hosts)
 					done(ok200)
 					if cur := wtCurrent(w); ep != s.want || !slices.Equal(cur, s.current) {
 						t.Fatalf("step %d, hosts %v: picked %d with current weights %v, want %d with %v", i, hosts, ep, cur, s.want, s.current)
@@ -272,7 +281,7 @@ func TestWeightedRoundRobinHostChanges(t *testing.T) {
 
 func TestWeightedRoundRobinAgainstPlain(t *testing.T) {
 	// Random host sets (in random orders, sometimes a single host, and
-	// sometimes the earlier slice again, as the eject wrapper passes) over
+	// sometimes every host again, as the eject wrapper passes) over
 	// weights chosen so that many sets have equal weights: every pick and
 	// every current weight must match the plain algorithm. The current
 	// weights are brought up to date every 5 picks here, so that this is
@@ -306,7 +315,7 @@ func TestWeightedRoundRobinAgainstPlain(t *testing.T) {
 					}
 				}
 			}
-			got, done := w.Pick(Request{}, hosts)
+			got, done := feedPick(w, Request{}, hosts)
 			done(ok200)
 			if want := plain.pick(hosts); got != want {
 				t.Fatalf("seed %d step %d, weights %v, hosts %v: picked %d, want %d", seed, step, weights, hosts, got, want)
@@ -350,14 +359,14 @@ func TestWeightedRoundRobinThroughBalancer(t *testing.T) {
 		}
 	})
 	t.Run("hidden and shown again", func(t *testing.T) {
-		// The wrapper passes the Balancer's own slice again once nothing is
+		// The wrapper passes the Balancer's hosts again once nothing is
 		// hidden: the total weight must follow.
 		b, err := New("weighted-round-robin", Env{N: 3, Rand: newRand(1), Clock: newFakeClock(), Weights: []float64{5, 1, 1}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		hide := &wtHide{inner: b.picker}
-		b.picker = hide
+		hide := newWtHide(b.picker)
+		b.picker, b.feed = hide, newHostFeed(hide)
 		var got []int
 		pick := func(n int) {
 			for range n {

@@ -39,29 +39,34 @@ const weightCacheSize = 32
 // kept do not depend on the order of the input. The filtered slice keeps the
 // input's order.
 //
-// Inner wrappers may cache on the identity of the slice they are given, so a
-// filtered slice is never rewritten: each distinct set of dropped hosts gets
-// its own slice, cached (at most weightCacheSize of them, first in first
-// out) until the input slice changes identity. A pick whose dropped set is
-// cached allocates nothing; one that is not allocates the filtered slice.
-// Behind another wrapper whose output changes on most picks, the cache is
-// rebuilt each time: a pass over the input and an allocation per pick. The
-// same holds one level down: while some host is scaled, the kept set
-// changes on most picks, so an inner Picker that derives a structure from
-// its host set and caches only the last one (ring hash, maglev, weighted
-// tables) rebuilds it that often; the uniform and load-based Pickers (p2c,
-// least-inflight, round-robin, random) derive nothing and pay nothing.
+// The owner gives the input with setInput whenever it changes (from its
+// UpdateHosts), and filter reports whether the kept hosts differ from those
+// of the previous pick, which the owner passes on to its hostFeed. Each
+// distinct set of dropped hosts gets its own filtered slice, cached (at most
+// weightCacheSize of them, first in first out) until the input changes. A
+// pick whose dropped set is cached allocates nothing; one that is not
+// allocates the filtered slice. Behind another wrapper whose output changes
+// on most picks, the cache is rebuilt each time: a pass over the input and an
+// allocation per pick. The same holds one level down: while some host is
+// scaled, the kept set changes on most picks, so an inner Picker that derives
+// a structure from its host set and keeps only the last one (ring hash,
+// maglev, weighted tables) rebuilds it that often; the uniform and
+// load-based Pickers (p2c, least-inflight, round-robin, random) derive
+// nothing and pay nothing.
 type weighting struct {
 	rand   *rand.Rand
 	factor []float64 // by endpoint id; 1 when not scaled
 	scaled []int     // endpoints with factor < 1, ascending
 
-	// member marks the endpoints of the input identified by (srcData,
-	// srcLen): member[ep] == gen.
-	srcData *int
-	srcLen  int
-	member  []uint32
-	gen     uint32
+	// member marks the endpoints of the input: member[ep] == gen.
+	member []uint32
+	gen    uint32
+
+	// out names the hosts kept on the previous pick: 0 for the input
+	// itself, else the id of their entry; fresh marks an input given since
+	// that pick.
+	out   uint64
+	fresh bool
 
 	dropped []int    // scratch: the hosts dropped on this pick, ascending
 	mark    []uint32 // scratch for building: mark[ep] == stamp when dropped
@@ -70,10 +75,15 @@ type weighting struct {
 	// Filtered slices of the current input by dropped set.
 	index   map[uint64]int // hash of the dropped set -> index in entries
 	entries []weightEntry
-	next    int // the entry replaced next once entries is full
+	next    int    // the entry replaced next once entries is full
+	lastID  uint64 // of the latest entry made
 }
 
+// weightEntry is a filtered slice of the current input; its id, unique
+// among all entries ever made, names its dropped set until the input
+// changes.
 type weightEntry struct {
+	id      uint64
 	hash    uint64
 	dropped []int
 	hosts   []int
@@ -117,14 +127,13 @@ func (w *weighting) set(ep int, f float64) {
 // get returns the factor of endpoint ep.
 func (w *weighting) get(ep int) float64 { return w.factor[ep] }
 
-// filter returns the hosts kept for this pick: hosts itself when no host is
-// dropped or when every host is.
-func (w *weighting) filter(hosts []int) []int {
+// filter returns the hosts kept for this pick, which must be the input of
+// the latest setInput: hosts itself when no host is dropped or when every
+// host is. changed reports whether they differ from the hosts kept on the
+// previous call.
+func (w *weighting) filter(hosts []int) (kept []int, changed bool) {
 	if len(w.scaled) == 0 {
-		return hosts
-	}
-	if &hosts[0] != w.srcData || len(hosts) != w.srcLen {
-		w.setInput(hosts)
+		return hosts, w.note(0)
 	}
 	w.dropped = w.dropped[:0]
 	for _, ep := range w.scaled {
@@ -145,9 +154,19 @@ func (w *weighting) filter(hosts []int) []int {
 		}
 	}
 	if len(w.dropped) == 0 || len(w.dropped) == len(hosts) {
-		return hosts
+		return hosts, w.note(0)
 	}
-	return w.lookup(hosts)
+	kept, id := w.lookup(hosts)
+	return kept, w.note(id)
+}
+
+// note records out as the name of the hosts kept on this pick and reports
+// whether they differ from those of the previous pick: distinct entries
+// hold distinct dropped sets, and an entry's id is never reused.
+func (w *weighting) note(out uint64) bool {
+	changed := w.fresh || out != w.out
+	w.out, w.fresh = out, false
+	return changed
 }
 
 // setInput makes hosts the current input: it marks its members and forgets
@@ -161,25 +180,26 @@ func (w *weighting) setInput(hosts []int) {
 	for _, h := range hosts {
 		w.member[h] = w.gen
 	}
-	w.srcData, w.srcLen = &hosts[0], len(hosts)
+	w.fresh = true
 	clear(w.index)
 	clear(w.entries) // drop references; the slices themselves are never reused
 	w.entries = w.entries[:0]
 	w.next = 0
 }
 
-// lookup returns the cached filtered slice for w.dropped, building it on a
-// miss.
-func (w *weighting) lookup(hosts []int) []int {
+// lookup returns the cached filtered slice for w.dropped and the id of its
+// entry, building it on a miss.
+func (w *weighting) lookup(hosts []int) ([]int, uint64) {
 	var hash uint64 = 0x243f6a8885a308d3
 	for _, ep := range w.dropped {
 		hash = mixWeight(hash ^ uint64(ep))
 	}
 	i, ok := w.index[hash]
 	if ok && slices.Equal(w.entries[i].dropped, w.dropped) {
-		return w.entries[i].hosts
+		return w.entries[i].hosts, w.entries[i].id
 	}
-	e := weightEntry{hash: hash, dropped: slices.Clone(w.dropped), hosts: w.build(hosts)}
+	w.lastID++
+	e := weightEntry{id: w.lastID, hash: hash, dropped: slices.Clone(w.dropped), hosts: w.build(hosts)}
 	switch {
 	case ok: // a hash collision: replace the entry
 	case len(w.entries) < weightCacheSize:
@@ -192,7 +212,7 @@ func (w *weighting) lookup(hosts []int) []int {
 	}
 	w.entries[i] = e
 	w.index[hash] = i
-	return e.hosts
+	return e.hosts, e.id
 }
 
 // build returns a new slice of hosts without w.dropped, in hosts' order.

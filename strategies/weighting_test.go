@@ -116,6 +116,7 @@ func TestWeightingShares(t *testing.T) {
 		for order, hosts := range hostOrders(tt.hosts) {
 			t.Run(tt.name+"/"+order, func(t *testing.T) {
 				w := newWeighting(8, newRand(11))
+				w.setInput(hosts)
 				for ep, f := range tt.factors {
 					w.set(ep, f)
 				}
@@ -123,7 +124,7 @@ func TestWeightingShares(t *testing.T) {
 				const picks = 100_000
 				counts := map[int]int{}
 				for range picks {
-					kept := w.filter(hosts)
+					kept, _ := w.filter(hosts)
 					ep, _ := inner.Pick(Request{}, kept)
 					counts[ep]++
 				}
@@ -157,10 +158,11 @@ func TestWeightingShares(t *testing.T) {
 func TestWeightingUnscaledIsFree(t *testing.T) {
 	w := newWeighting(100, newRand(3))
 	hosts := seq(100)
+	w.setInput(hosts)
 	w.set(7, 0.5)
 	w.set(7, 1) // back to unscaled
 	for range 100 {
-		if got := w.filter(hosts); &got[0] != &hosts[0] || len(got) != len(hosts) {
+		if got, _ := w.filter(hosts); &got[0] != &hosts[0] || len(got) != len(hosts) {
 			t.Fatalf("with no scaled host filter returned a new slice")
 		}
 	}
@@ -175,6 +177,7 @@ func TestWeightingUnscaledIsFree(t *testing.T) {
 func TestWeightingCachedSetsDoNotAllocate(t *testing.T) {
 	w := newWeighting(100, newRand(3))
 	hosts := seq(100)
+	w.setInput(hosts)
 	w.set(7, 0.5)
 	w.set(50, 0)
 	for range 100 { // both dropped sets are seen
@@ -185,46 +188,43 @@ func TestWeightingCachedSetsDoNotAllocate(t *testing.T) {
 	}
 }
 
-func TestWeightingSliceIdentity(t *testing.T) {
+func TestWeightingReportsChanges(t *testing.T) {
+	// filter reports exactly the picks whose kept hosts differ from those
+	// of the previous pick.
+	hosts, other := seq(6), []int{5, 2, 1}
+	steps := []struct {
+		name    string
+		input   []int           // given with setInput first; nil: none
+		factors map[int]float64 // set first
+		want    []int
+		changed bool
+	}{
+		{"first input, host 2 at 0", hosts, map[int]float64{2: 0}, []int{0, 1, 3, 4, 5}, true},
+		{"nothing new", nil, nil, []int{0, 1, 3, 4, 5}, false},
+		{"host 4 at 0 too", nil, map[int]float64{4: 0}, []int{0, 1, 3, 5}, true},
+		{"host 4 back", nil, map[int]float64{4: 1}, []int{0, 1, 3, 4, 5}, true},
+		{"same dropped set", nil, nil, []int{0, 1, 3, 4, 5}, false},
+		{"another input, its order kept", other, nil, []int{5, 1}, true},
+		{"every given host at 0: the input", nil, map[int]float64{1: 0, 5: 0}, other, true},
+		{"still every given host at 0", nil, nil, other, false},
+		{"none scaled, first input again", hosts, map[int]float64{1: 1, 2: 1, 5: 1}, hosts, true},
+		{"none scaled, nothing new", nil, nil, hosts, false},
+		{"a new input with the same dropped set", []int{0, 1, 2}, nil, []int{0, 1, 2}, true},
+	}
 	w := newWeighting(6, newRand(1))
-	hosts := seq(6)
-	w.set(2, 0)
-	first := w.filter(hosts)
-	if !slices.Equal(first, []int{0, 1, 3, 4, 5}) {
-		t.Fatalf("host 2 at 0: filtered %v, want [0 1 3 4 5]", first)
-	}
-	if again := w.filter(hosts); &again[0] != &first[0] {
-		t.Errorf("the same dropped set gave a new slice")
-	}
-	w.set(4, 0)
-	second := w.filter(hosts)
-	if !slices.Equal(second, []int{0, 1, 3, 5}) {
-		t.Errorf("hosts 2 and 4 at 0: filtered %v, want [0 1 3 5]", second)
-	}
-	if &second[0] == &first[0] {
-		t.Errorf("a different dropped set reused the slice of the first")
-	}
-	if !slices.Equal(first, []int{0, 1, 3, 4, 5}) {
-		t.Errorf("a slice handed out earlier was rewritten: %v", first)
-	}
-	w.set(4, 1)
-	if third := w.filter(hosts); &third[0] != &first[0] {
-		t.Errorf("dropped set {2} again: got a new slice, want the cached one")
-	}
-	other := []int{5, 2, 1}
-	if got := w.filter(other); !slices.Equal(got, []int{5, 1}) {
-		t.Errorf("input %v: filtered %v, want [5 1] (input order kept)", other, got)
-	}
-	w.set(1, 0)
-	w.set(5, 0)
-	if got := w.filter(other); &got[0] != &other[0] {
-		t.Errorf("every given host at 0: got %v, want the input itself", got)
-	}
-	w.set(1, 1)
-	w.set(2, 1)
-	w.set(5, 1)
-	if got := w.filter(hosts); &got[0] != &hosts[0] {
-		t.Errorf("no host scaled any more: got a filtered slice %v", got)
+	var in []int
+	for _, st := range steps {
+		if st.input != nil {
+			in = st.input
+			w.setInput(in)
+		}
+		for ep, f := range st.factors {
+			w.set(ep, f)
+		}
+		got, changed := w.filter(in)
+		if !slices.Equal(got, st.want) || changed != st.changed {
+			t.Errorf("%s: filter = %v, changed %v; want %v, %v", st.name, got, changed, st.want, st.changed)
+		}
 	}
 }
 
@@ -236,6 +236,7 @@ func TestWeightingManyDroppedSets(t *testing.T) {
 	for order, hosts := range hostOrders(seq(n)) {
 		t.Run(order, func(t *testing.T) {
 			w := newWeighting(n, newRand(5))
+			w.setInput(hosts)
 			for ep := range n {
 				w.set(ep, 0.5)
 			}
@@ -243,7 +244,7 @@ func TestWeightingManyDroppedSets(t *testing.T) {
 			var handed [][]int
 			kept := make([]int, n)
 			for range picks {
-				got := w.filter(hosts)
+				got, _ := w.filter(hosts)
 				if len(got) == 0 {
 					t.Fatal("empty filtered slice")
 				}
@@ -293,13 +294,16 @@ func TestWeightingIndependentOfInputOrder(t *testing.T) {
 	slices.Reverse(desc)
 	factors := map[int]float64{1: 0.3, 2: 0.9, 6: 0.5, 7: 0}
 	wa, wd := newWeighting(8, newRand(9)), newWeighting(8, newRand(9))
+	wa.setInput(asc)
+	wd.setInput(desc)
 	for ep, f := range factors {
 		wa.set(ep, f)
 		wd.set(ep, f)
 	}
 	for i := range 1000 {
-		a := slices.Sorted(slices.Values(wa.filter(asc)))
-		d := slices.Sorted(slices.Values(wd.filter(desc)))
+		ka, _ := wa.filter(asc)
+		kd, _ := wd.filter(desc)
+		a, d := slices.Sorted(slices.Values(ka)), slices.Sorted(slices.Values(kd))
 		if !slices.Equal(a, d) {
 			t.Fatalf("pick %d: kept %v from ascending input, %v from descending", i, a, d)
 		}
