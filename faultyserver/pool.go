@@ -42,20 +42,26 @@ func newPool(workers, limit int) *pool {
 // the pool closes first. While queued it gives up with ctx.Err() when ctx is
 // done, unless keep is set, in which case only close ends the wait. A nil
 // error means the caller holds a worker and must release it.
-func (p *pool) acquire(ctx context.Context, keep bool) error {
+//
+// With errQueueFull, load is the pool's load (see release) at the instant
+// of the refusal, read under the same lock as the decision: the workers
+// held plus the requests queued, the refused request not among them. It is
+// 0 with any other error.
+func (p *pool) acquire(ctx context.Context, keep bool) (load int, err error) {
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
-		return errClosed
+		return 0, errClosed
 	}
 	if p.workers == 0 || (p.busy < p.workers && p.queue.Len() == 0) {
 		p.busy++
 		p.mu.Unlock()
-		return nil
+		return 0, nil
 	}
 	if p.limit > 0 && p.queue.Len() >= p.limit {
+		load = p.busy + p.queue.Len()
 		p.mu.Unlock()
-		return errQueueFull
+		return load, errQueueFull
 	}
 	w := &waiter{ready: make(chan struct{})}
 	w.elem = p.queue.PushBack(w)
@@ -65,10 +71,9 @@ func (p *pool) acquire(ctx context.Context, keep bool) error {
 	if !keep {
 		gone = ctx.Done()
 	}
-	var err error
 	select {
 	case <-w.ready:
-		return nil
+		return 0, nil
 	case <-p.done:
 		err = errClosed
 	case <-gone:
@@ -79,17 +84,20 @@ func (p *pool) acquire(ctx context.Context, keep bool) error {
 	if w.granted {
 		// Handed a worker while giving up: keep it; the caller sees the
 		// cancellation or closure next and releases it at once.
-		return nil
+		return 0, nil
 	}
 	if w.elem != nil {
 		p.queue.Remove(w.elem)
 		w.elem = nil
 	}
-	return err
+	return 0, err
 }
 
-// release returns a worker, handing it straight to the oldest waiter if any.
-func (p *pool) release() {
+// release returns a worker, handing it straight to the oldest waiter if any,
+// and returns the pool's load just after: the workers still held plus the
+// requests still queued, read under the same lock. The releasing request is
+// not counted; a waiter handed the worker counts once, as holding it.
+func (p *pool) release() (load int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if front := p.queue.Front(); front != nil && !p.closed {
@@ -97,9 +105,10 @@ func (p *pool) release() {
 		w.elem = nil
 		w.granted = true
 		close(w.ready)
-		return
+	} else {
+		p.busy--
 	}
-	p.busy--
+	return p.busy + p.queue.Len()
 }
 
 // counts returns the workers held and the requests queued.
@@ -107,6 +116,12 @@ func (p *pool) counts() (busy, queued int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.busy, p.queue.Len()
+}
+
+// load returns the workers held plus the requests queued.
+func (p *pool) load() int {
+	busy, queued := p.counts()
+	return busy + queued
 }
 
 // close makes every current and future wait end with errClosed. It is

@@ -258,10 +258,13 @@ func (s *Server) plan() Action {
 	return f.Plan(base, s.rng)
 }
 
+// service answers a service request. Every answer it gives, whatever its
+// status, carries LoadHeader (see there); a reset connection carries
+// nothing, and a request whose client went away gets no answer.
 func (s *Server) service(w http.ResponseWriter, r *http.Request) {
 	select {
 	case <-s.closed():
-		s.answerError(w, http.StatusServiceUnavailable, "instance closed")
+		s.answerError(w, s.pool.load(), http.StatusServiceUnavailable, "instance closed")
 		return
 	default:
 	}
@@ -269,12 +272,13 @@ func (s *Server) service(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	switch a.Kind {
 	case ActionFail:
+		// A failing request holds no worker, so the load is the pool's as
+		// the delay ends.
 		switch err := s.sleep(ctx, a.Delay); err {
 		case nil:
-			s.setLoad(w)
-			s.answerError(w, a.Status, "injected fault")
+			s.answerError(w, s.pool.load(), a.Status, "injected fault")
 		case errClosed:
-			s.answerError(w, http.StatusServiceUnavailable, "instance closed")
+			s.answerError(w, s.pool.load(), http.StatusServiceUnavailable, "instance closed")
 		default:
 			s.dropped.Add(1)
 		}
@@ -283,9 +287,9 @@ func (s *Server) service(w http.ResponseWriter, r *http.Request) {
 		case <-ctx.Done():
 			s.dropped.Add(1)
 		case <-s.closed():
-			s.answerError(w, http.StatusServiceUnavailable, "instance closed")
+			s.answerError(w, s.pool.load(), http.StatusServiceUnavailable, "instance closed")
 		case <-s.drain:
-			s.answerError(w, http.StatusServiceUnavailable, "instance shutting down")
+			s.answerError(w, s.pool.load(), http.StatusServiceUnavailable, "instance shutting down")
 		}
 	case ActionReset:
 		s.failed.Add(1)
@@ -298,13 +302,13 @@ func (s *Server) service(w http.ResponseWriter, r *http.Request) {
 // serve runs a request on a worker for d.
 func (s *Server) serve(ctx context.Context, w http.ResponseWriter, d time.Duration) {
 	keep := s.cfg.KeepAbandoned
-	switch err := s.pool.acquire(ctx, keep); err {
+	switch load, err := s.pool.acquire(ctx, keep); err {
 	case nil:
 	case errQueueFull:
-		s.answerError(w, http.StatusServiceUnavailable, "queue full")
+		s.answerError(w, load, http.StatusServiceUnavailable, "queue full")
 		return
 	case errClosed:
-		s.answerError(w, http.StatusServiceUnavailable, "instance closed")
+		s.answerError(w, s.pool.load(), http.StatusServiceUnavailable, "instance closed")
 		return
 	default:
 		s.dropped.Add(1)
@@ -319,16 +323,17 @@ func (s *Server) serve(ctx context.Context, w http.ResponseWriter, d time.Durati
 		err = s.sleep(ctx, d)
 	}
 	s.busy.Add(int64(time.Since(began)))
-	s.pool.release()
-	s.setLoad(w)
+	load := s.pool.release()
 	switch err {
 	case nil:
 		s.served.Add(1)
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		h := w.Header()
+		setLoad(h, load)
+		h.Set("Content-Type", "text/plain; charset=utf-8")
 		w.WriteHeader(http.StatusOK)
 		_, _ = w.Write(okBody)
 	case errClosed:
-		s.answerError(w, http.StatusServiceUnavailable, "instance closed")
+		s.answerError(w, load, http.StatusServiceUnavailable, "instance closed")
 	default:
 		s.dropped.Add(1)
 	}
@@ -336,14 +341,20 @@ func (s *Server) serve(ctx context.Context, w http.ResponseWriter, d time.Durati
 
 var okBody = []byte("ok\n")
 
-// LoadHeader is set on service responses to the number of other requests
-// in the instance as it answers (holding a worker or queued for one): the
-// server-reported load that balancers such as Uber's and Netflix's read.
+// LoadHeader is set on every answer to a service request, whatever its
+// status (a success, an injected failure, a full queue, a closed instance),
+// to the number of other requests in the instance as it answers: those
+// holding a worker or queued for one, the answering request not among them.
+// A failing or hanging request holds no worker and is never counted. This
+// is the server-reported load that balancers such as Uber's and Netflix's
+// read, and the simulator reports the same count. Health checks and control
+// requests do not carry it.
 const LoadHeader = "X-Lbchaos-Load"
 
-func (s *Server) setLoad(w http.ResponseWriter) {
-	busy, queued := s.pool.counts()
-	w.Header().Set(LoadHeader, strconv.Itoa(busy+queued))
+// setLoad sets LoadHeader in h to load. LoadHeader is in canonical form,
+// so the map is written directly, without Header.Set's canonicalization.
+func setLoad(h http.Header, load int) {
+	h[LoadHeader] = []string{strconv.Itoa(load)}
 }
 
 // sleep waits d, accurately (see precise.go). It returns early with ctx.Err() when ctx is done and with
@@ -375,9 +386,11 @@ func (s *Server) sleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// answerError writes a plain-text error answer and counts it as failed.
-func (s *Server) answerError(w http.ResponseWriter, status int, msg string) {
+// answerError writes a plain-text error answer to a service request,
+// carrying load in LoadHeader, and counts it as failed.
+func (s *Server) answerError(w http.ResponseWriter, load, status int, msg string) {
 	s.failed.Add(1)
+	setLoad(w.Header(), load)
 	http.Error(w, msg, status)
 }
 
