@@ -10,6 +10,9 @@ import (
 
 	"github.com/lbchaos/lbchaos/experiments"
 	"github.com/lbchaos/lbchaos/harness"
+	"github.com/lbchaos/lbchaos/harness/process"
+	"github.com/lbchaos/lbchaos/harness/real"
+	"github.com/lbchaos/lbchaos/harness/sim"
 	"github.com/lbchaos/lbchaos/reports"
 )
 
@@ -299,13 +302,13 @@ func TestParityRealVsSim(t *testing.T) {
 	for _, yaml := range []string{parityFastFail, paritySlowInstance} {
 		exp := parityExperiment(t, yaml)
 		t.Run(exp.Name, func(t *testing.T) {
-			sim, err := harness.RunSim(context.Background(), exp, harness.SimOptions{})
+			simmed, err := harness.Run(context.Background(), exp, harness.Options{Engine: sim.Engine{}})
 			if err != nil {
 				t.Fatalf("sim: %v", err)
 			}
 			for i, name := range exp.Strategies {
 				if measured := parityReal(t, exp, name); measured != nil {
-					for _, f := range compareParity(t, strings.TrimPrefix(exp.Name, "parity-"), sim.Strategies[i], *measured) {
+					for _, f := range compareParity(t, strings.TrimPrefix(exp.Name, "parity-"), simmed.Strategies[i], *measured) {
 						t.Error(f)
 					}
 				}
@@ -338,7 +341,7 @@ func parityReal(t *testing.T, exp *experiments.Experiment, name string) *reports
 	}
 	var lags []string
 	for range parityAttempts {
-		sum, err := harness.Run(context.Background(), one, harness.Options{Provider: harness.ProcessProvider{}})
+		sum, err := harness.Run(context.Background(), one, harness.Options{Engine: real.New(real.Options{Provider: process.Provider{}})})
 		if err != nil {
 			t.Fatalf("real %s: %v", name, err)
 		}
