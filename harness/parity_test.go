@@ -20,8 +20,8 @@ import (
 // by the real engine against in-process backends and by the simulator must
 // give the same headline metrics, within what the real transport adds.
 //
-// This file uses only the exported API of harness, experiments and
-// reports, so it does not depend on how harness is laid out inside.
+// Both go through the driver (harness.Run), each with its engine: real
+// with the process provider, and sim.
 
 // The two experiments are the shipped fast-fail and slow-instance shapes
 // (10 instances of 8 workers serving a fixed 10 ms, Poisson arrivals,
@@ -29,9 +29,9 @@ import (
 //
 // The rate is set by the race detector: under -race a real request costs
 // about 0.45 ms of CPU (generator, balancer, server and collector are all
-// instrumented), three times as much as without it. The machine this was
-// calibrated on gives a process about one core, shared with other
-// engineers' tests. Under -race, 2000 req/s took most of that core, and at
+// instrumented), three times as much as without it. The 2-core machine this was
+// calibrated on gives one process about one core's worth when other work
+// runs beside it. Under -race, 2000 req/s took most of that core, and at
 // 3000 req/s the generator fell behind and latencies went to seconds: the
 // comparison then measures the machine, not the engines. At 1500 req/s the
 // real side takes about two thirds of a core under -race, a quarter
