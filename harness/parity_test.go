@@ -119,7 +119,7 @@ func (b parityBound) String() string {
 // ("fast-fail" or "slow-instance").
 //
 // Every bound comes from one calibration: 29 real runs of each strategy
-// (19 under -race, 10 without; part of them while other engineers'
+// (19 under -race, 10 without; part of them while other
 // benchmarks and tests ran), each compared with the simulation of the same
 // seed, keeping the runs this test would keep (parityMaxLagMs). The numbers
 // quoted are real minus sim over those runs: [min, max] and the median.
@@ -267,7 +267,7 @@ var parityLeastInflightGap = parityBound{-0.40, -0.07, true}
 // strategy or the backends' model, so a run above it is repeated rather
 // than compared. In the calibration runs it was 1.1 to 4.7 ms without
 // -race (median 2.6); under -race its median was 3.4 ms and its 90th
-// percentile 12 ms. The runs above 15 ms came when another engineer's
+// percentile 12 ms. The runs above 15 ms came when another
 // real-load run shared the machine, and their numbers show it: p50 up to
 // 4.6 ms above the model's, least-inflight's share 0.19 instead of 0.26.
 const parityMaxLagMs = 15
