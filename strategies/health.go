@@ -191,6 +191,11 @@ func (h *health) Pick(req Request, hosts []int) (int, func(Outcome)) {
 	}
 	h.feed.sync(kept)
 	ep, done := h.inner.Pick(req, kept)
+	if ep == NoHost {
+		// An inner wrapper allowed none (eject with every host out): no
+		// host to judge.
+		return NoHost, done
+	}
 	epoch := h.hosts[ep].epoch
 	return ep, func(o Outcome) {
 		done(o)

@@ -784,3 +784,26 @@ func checkHealthInvariants(t *testing.T, h *health) {
 		}
 	}
 }
+
+// TestHealthOutsideEjectAllowsNoHost: with health outside eject and every
+// host ejected, eject allows none; health passes that on ("no healthy
+// upstream") instead of judging a host that was not picked.
+func TestHealthOutsideEjectAllowsNoHost(t *testing.T) {
+	b, err := New("p2c+eject(consecutive=1,max=1)+health", Env{N: 2, Rand: newRand(5), Clock: newFakeClock()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 20 {
+		ep, done := b.Pick(Request{})
+		done(Outcome{Status: 503, Latency: time.Millisecond})
+		if ep == NoHost {
+			if got := b.InFlight(); !slices.Equal(got, []int64{0, 0}) {
+				t.Errorf("InFlight() = %v after a pick of no host", got)
+			}
+			return
+		}
+		if i == 19 {
+			t.Fatalf("host %d still picked after every host failed", ep)
+		}
+	}
+}
