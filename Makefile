@@ -32,9 +32,13 @@ fmt-check:
 vet:
 	$(GO) vet $(PKGS)
 
-# Every test, with the race detector.
+# Every test, with the race detector. One package at a time (-p 1): the
+# tests that put real load on real backends (harness, harness/real, the
+# engines' parity test, cmd) measure latency and share the machine's cores
+# with the generator and the backends; another package's tests beside them
+# would measure the machine instead.
 test: fmt-check vet
-	$(GO) test -race -count=1 $(PKGS)
+	$(GO) test -race -count=1 -p 1 $(PKGS)
 
 # Go benchmarks: each strategy's pick+done cost, the backend's handler cost,
 # the harness's own latency overhead on the baseline load (in-process and

@@ -52,8 +52,8 @@ type Engine struct{ opts Options }
 
 var _ engine.Engine = (*Engine)(nil)
 
-// New returns a real engine with opts. It raises the process's open-file
-// limit as far as it may.
+// New returns a real engine with opts. Measure raises the process's
+// open-file limit as far as it may, unless opts bound the connections.
 func New(opts Options) *Engine {
 	if opts.Provider == nil {
 		opts.Provider = process.Provider{}
