@@ -64,8 +64,9 @@ func (e *ExpectationsFailed) Error() string {
 //
 // The error contract is one for every engine. An experiment the engine
 // cannot run fails before anything starts, with a nil summary. When ctx is
-// cancelled the strategy in progress stops, and Run returns what was
-// measured so far with Partial set and an error wrapping ErrInterrupted. On
+// cancelled the strategy in progress stops (whatever it was doing: starting
+// backends, attacking, draining), and Run returns what was measured so far
+// with Partial set and an error wrapping ErrInterrupted. On
 // any other error during a strategy, Run returns the strategies measured so
 // far (the failing one too, marked partial, if its attack had started) and
 // an error naming the strategy. When the run completes but expectations
@@ -95,6 +96,7 @@ func Run(ctx context.Context, exp *experiments.Experiment, opts Options) (*repor
 		wall := time.Now()
 		m, err := opts.Engine.Measure(ctx, job)
 		if m != nil && m.Skipped != "" {
+			fmt.Fprintf(opts.Log, "      skipped: %s\n", m.Skipped)
 			sum.Notes = append(sum.Notes, m.Skipped)
 			continue
 		}
@@ -110,6 +112,11 @@ func Run(ctx context.Context, exp *experiments.Experiment, opts Options) (*repor
 		}
 		if err != nil {
 			sum.Partial = sum.Partial || m != nil
+			if ctx.Err() != nil {
+				// Cut short by the interrupt (a fleet starting, a proxy
+				// coming up): the run was interrupted, as below.
+				break
+			}
 			runErr = fmt.Errorf("strategy %s: %w", name, err)
 			break
 		}

@@ -140,6 +140,21 @@ func TestRunErrorContract(t *testing.T) {
 			t.Errorf("summary %+v", sum)
 		}
 	})
+	t.Run("interrupted before an attack", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		eng := &scripted{measure: func(ctx context.Context, job engine.Job) (*engine.Measurement, error) {
+			if job.Index == 1 {
+				cancel() // while its backends start, say
+				return nil, ctx.Err()
+			}
+			return complete(job.Name()), nil
+		}}
+		sum, err := Run(ctx, exp, Options{Engine: eng})
+		if !errors.Is(err, ErrInterrupted) || !sum.Partial || len(sum.Strategies) != 1 {
+			t.Fatalf("err %v, summary %+v; want an interrupted run with one strategy", err, sum)
+		}
+	})
 	t.Run("interrupted", func(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()

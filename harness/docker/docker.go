@@ -228,7 +228,7 @@ func New(ctx context.Context, opts Options) (*Provider, error) {
 func (p *Provider) Name() string { return "docker" }
 
 // ContainerFaults implements ContainerProvider: fleets implement
-// ContainerChaos.
+// faultyserver.Containers.
 func (p *Provider) ContainerFaults() bool { return true }
 
 // RunID returns the value of LabelRun on everything this provider creates.

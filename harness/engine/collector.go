@@ -86,6 +86,9 @@ type instAgg struct {
 	requests, errors, timeouts, slowReqs int64
 }
 
+// NewCollector returns a collector for instances over an attack of
+// duration, whose requests end by timeout; a request slower than slow
+// counts as slow.
 func NewCollector(instances int, duration, timeout, slow time.Duration) *Collector {
 	buckets := int(math.Ceil(duration.Seconds()))
 	c := &Collector{
@@ -112,7 +115,7 @@ func NewCollector(instances int, duration, timeout, slow time.Duration) *Collect
 	return c
 }
 
-// add records one measured request.
+// Add records one measured request.
 func (c *Collector) Add(o Outcome) {
 	us := micros(o.Latency)
 	slow := o.Timeout || o.Latency > c.slow
@@ -178,7 +181,7 @@ func (c *Collector) bucketOf(sentAt time.Duration) int {
 	return min(max(b, 0), len(c.series[0].Requests)-1)
 }
 
-// recordLag records how late a request left relative to its schedule.
+// RecordLag records how late a request left relative to its schedule.
 func (c *Collector) RecordLag(lag time.Duration) {
 	c.mu.Lock()
 	_ = c.lag.RecordValue(micros(max(lag, 0)))
@@ -191,7 +194,7 @@ func (c *Collector) Abort() {
 	c.mu.Unlock()
 }
 
-// sweep reduces the buckets whose requests have all finished by elapsed.
+// Sweep reduces the buckets whose requests have all finished by elapsed.
 func (c *Collector) Sweep(elapsed time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -217,7 +220,7 @@ func (c *Collector) reduce(b int) {
 	delete(c.open, b)
 }
 
-// finish reduces every remaining bucket; no add may follow.
+// Finish reduces every remaining bucket; no Add may follow.
 func (c *Collector) Finish() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -249,7 +252,7 @@ func ratio(a, b int64) float64 {
 	return float64(a) / float64(b)
 }
 
-// strategy builds the strategy's summary from what was collected.
+// Strategy builds the strategy's summary from what was collected.
 func (c *Collector) Strategy(name string, faulty []int) reports.Strategy {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -371,7 +374,7 @@ func percentileCurve(h *hdrhistogram.Histogram) []reports.PercentilePoint {
 	return out
 }
 
-// writeHDRLog writes the overall and per-instance histograms in
+// WriteHDRLog writes the overall and per-instance histograms in
 // HdrHistogram's interval log format (values in microseconds), tagged
 // "all" and "instance-N", covering [start, end].
 func (c *Collector) WriteHDRLog(w io.Writer, name string, start, end time.Time) error {

@@ -33,9 +33,12 @@ type Engine interface {
 	// backends, schedule and collector. An error that ends a strategy after
 	// its attack started comes with what was measured so far
 	// (Measurement.Interrupted); an error before that, with nil. When ctx
-	// is cancelled the attack stops, the requests still in flight are left
-	// out as aborted, and Measure returns the partial measurement with no
-	// error. A strategy this engine does not run comes back with Skipped.
+	// is cancelled during the attack, the attack stops, the requests still
+	// in flight are left out as aborted, and Measure returns the partial
+	// measurement with no error; cancelled before the attack, it may return
+	// the cancellation as an error, which the driver reads as the
+	// interrupt. A strategy this engine does not run comes back with
+	// Skipped.
 	Measure(ctx context.Context, job Job) (*Measurement, error)
 }
 

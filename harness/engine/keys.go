@@ -18,6 +18,8 @@ type KeySource struct {
 	cdf  []float64 // zipf: cumulative probability of keys 0..N-1
 }
 
+// NewKeySource returns the keys spec describes, drawn from seed, or nil
+// when spec is nil (requests carry no key).
 func NewKeySource(spec *experiments.KeySpec, seed uint64) *KeySource {
 	if spec == nil {
 		return nil
@@ -37,7 +39,7 @@ func NewKeySource(spec *experiments.KeySpec, seed uint64) *KeySource {
 	return k
 }
 
-// key returns the key of request i, sent at elapsed time at.
+// Key returns the key of request i, sent at elapsed time at.
 func (k *KeySource) Key(i uint64, at time.Duration) uint64 {
 	s := k.spec
 	if s.HotShare > 0 && at >= s.HotFrom && (s.HotUntil == 0 || at < s.HotUntil) &&

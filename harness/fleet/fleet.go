@@ -75,6 +75,13 @@ type ContainerProvider interface {
 	ContainerFaults() bool
 }
 
+// InProcess is implemented by providers whose backends run inside this
+// process: each client connection then costs two of its file descriptors,
+// which bounds the connections a run may open.
+type InProcess interface {
+	InProcess() bool
+}
+
 // Check returns an error naming the first fault of exp that p's backends
 // cannot take (a container-level fault on backends that are not
 // containers). Engines check it before any work.

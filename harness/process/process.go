@@ -22,10 +22,17 @@ import (
 // Provider runs every backend inside this process.
 type Provider struct{}
 
-var _ fleet.Provider = Provider{}
+var (
+	_ fleet.Provider  = Provider{}
+	_ fleet.InProcess = Provider{}
+)
 
 // Name implements fleet.Provider.
 func (Provider) Name() string { return "process" }
+
+// InProcess implements fleet.InProcess: the servers hold the other end of
+// every connection in this process.
+func (Provider) InProcess() bool { return true }
 
 // Start implements fleet.Provider.
 func (Provider) Start(ctx context.Context, spec fleet.Spec) (fleet.Fleet, error) {

@@ -312,7 +312,8 @@ type Proxy struct{ p *proxyProcess }
 // Start starts proxy strategy spec (e.g. "nginx:least_conn") on a free
 // loopback port in front of backends (base URLs indexed by instance id),
 // for a client whose requests time out after timeout. lbchaos is the
-// lbchaos binary (for lbchaos: strategies) and seed their strategy's seed.
+// lbchaos binary (for lbchaos: strategies) and seed the experiment's seed,
+// which their strategy's random choices start from.
 // It returns once the proxy answers; on error nothing is left running.
 func Start(ctx context.Context, spec string, backends []*url.URL, timeout time.Duration, lbchaos string, seed uint64) (*Proxy, error) {
 	ps, err := strategies.ParseProxy(spec)

@@ -111,6 +111,9 @@ func (r *faultRunner) run(ctx context.Context, start time.Time, onErr func(error
 		case <-t.C:
 		}
 		if err := r.do(ctx, i); err != nil {
+			if ctx.Err() != nil {
+				return // the attack ended or was interrupted meanwhile
+			}
 			r.mu.Lock()
 			if r.err == nil {
 				r.err = err

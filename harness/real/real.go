@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	vegeta "github.com/tsenart/vegeta/v12/lib"
@@ -53,7 +54,7 @@ type Engine struct{ opts Options }
 var _ engine.Engine = (*Engine)(nil)
 
 // New returns a real engine with opts. Measure raises the process's
-// open-file limit as far as it may, unless opts bound the connections.
+// open-file limit as far as it may.
 func New(opts Options) *Engine {
 	if opts.Provider == nil {
 		opts.Provider = process.Provider{}
@@ -112,9 +113,10 @@ func checkProxies(exp *experiments.Experiment, lbchaos string) error {
 // Measure implements engine.Engine: one strategy against a fresh fleet.
 func (e *Engine) Measure(ctx context.Context, job engine.Job) (m *engine.Measurement, err error) {
 	exp, name, opts := job.Exp, job.Name(), e.opts
+	limit := RaiseFileLimit()
 	conns := opts.MaxConnsPerInstance
 	if conns == 0 {
-		conns = connsPerInstance(RaiseFileLimit(), exp.Instances.Count, opts.Provider)
+		conns = connsPerInstance(limit, exp.Instances.Count, opts.Provider)
 	}
 	fl, err := opts.Provider.Start(ctx, fleet.Spec{Instances: exp.Instances, Seed: exp.Seed})
 	if err != nil {
@@ -194,10 +196,18 @@ func (e *Engine) Measure(ctx context.Context, job engine.Job) (m *engine.Measure
 	start = time.Now()
 	events.SetStart(start)
 	var faultWG sync.WaitGroup
-	faultWG.Go(func() { faults.run(faultCtx, start, func(error) { attacker.Stop() }) })
+	// A fault that cannot be applied ends the attack where it stands.
+	var faultStop atomic.Int64 // since start; 0 = none
+	faultWG.Go(func() {
+		faults.run(faultCtx, start, func(error) {
+			faultStop.Store(int64(max(time.Since(start), 1)))
+			attacker.Stop()
+		})
+	})
 	faultWG.Go(func() { runJoins(faultCtx, start, exp, lbs) })
+	// A built-in strategy's active health checks; a proxy under test (no
+	// lbs) probes its backends itself, if configured to.
 	if len(lbs) > 0 {
-		// A proxy under test probes its backends itself, if configured to.
 		if pc, ok := lbs[0].Probes(); ok {
 			for _, b := range backends {
 				faultWG.Go(func() { transport.Probe(faultCtx, pc, b.ID, bal, lbs) })
@@ -270,6 +280,9 @@ func (e *Engine) Measure(ctx context.Context, job engine.Job) (m *engine.Measure
 	span := time.Since(start) // until the last request ended
 	stopFaults()
 	faultWG.Wait()
+	if d := time.Duration(faultStop.Load()); interrupted < 0 && d > 0 {
+		interrupted = d
+	}
 	m = &engine.Measurement{ConnBound: conns, CapHits: bal.CapHits()}
 	if proxy != nil {
 		proxy.Stop() // flushes its access log
@@ -378,7 +391,7 @@ func attackTime(duration, interrupted time.Duration) time.Duration {
 // backends hold both ends of every connection.
 func connsPerInstance(fileLimit uint64, instances int, p fleet.Provider) int {
 	perConn := uint64(1)
-	if _, ok := p.(process.Provider); ok {
+	if ip, ok := p.(fleet.InProcess); ok && ip.InProcess() {
 		perConn = 2
 	}
 	const reserve = 512

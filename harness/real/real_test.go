@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,6 +18,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/lbchaos/lbchaos/experiments"
+	"github.com/lbchaos/lbchaos/faultyserver"
 	"github.com/lbchaos/lbchaos/harness"
 	"github.com/lbchaos/lbchaos/harness/fleet"
 	"github.com/lbchaos/lbchaos/harness/internal/runtest"
@@ -247,6 +250,73 @@ strategies: [random]
 	_, err := run(context.Background(), exp, Options{})
 	if err == nil || !strings.Contains(err.Error(), "instance 5 does not exist") {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+// lostControl is the process provider with instance 1's control API
+// answered by a stand-in that passes health checks and fails every other
+// call: a fault on instance 1 cannot be set.
+type lostControl struct {
+	process.Provider
+	control string // the stand-in's base URL
+}
+
+func (p lostControl) Start(ctx context.Context, spec fleet.Spec) (fleet.Fleet, error) {
+	fl, err := p.Provider.Start(ctx, spec)
+	if err != nil {
+		return nil, err
+	}
+	return lostFleet{fl, p.control}, nil
+}
+
+type lostFleet struct {
+	fleet.Fleet
+	control string
+}
+
+func (f lostFleet) Backends() []fleet.Backend {
+	bs := append([]fleet.Backend(nil), f.Fleet.Backends()...)
+	bs[1].Control = &faultyserver.Client{BaseURL: f.control}
+	return bs
+}
+
+// TestRunFaultFailureEndsTheStrategy: a fault that cannot be applied in the
+// middle of an attack ends it there, and the strategy is partial, measured
+// up to that moment: not a full run whose generator fell behind.
+func TestRunFaultFailureEndsTheStrategy(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real load for a second")
+	}
+	exp := runtest.MustExperiment(t, "lost", `
+duration: 4s
+rate: 200
+instances: {count: 2, service: {dist: fixed, value: 1ms}}
+faults: [{instance: 1, at: 1s, fault: {mode: hang}}]
+strategies: [random, p2c]
+`)
+	standIn := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == faultyserver.HealthPath {
+			return
+		}
+		http.Error(w, "control lost", http.StatusInternalServerError)
+	}))
+	defer standIn.Close()
+	sum, err := run(context.Background(), exp, Options{Provider: lostControl{control: standIn.URL}})
+	if err == nil || !strings.Contains(err.Error(), "strategy random: faults[0]: set hang fault on instance 1") {
+		t.Fatalf("err = %v", err)
+	}
+	if sum == nil || !sum.Partial || len(sum.Strategies) != 1 {
+		t.Fatalf("summary %+v", sum)
+	}
+	st := sum.Strategies[0]
+	if !st.Partial || st.ElapsedS < 0.9 || st.ElapsedS > 2 || st.GeneratorBehind {
+		t.Errorf("partial %v, elapsed %v s, behind %v: want a partial strategy of about 1 s that kept up", st.Partial, st.ElapsedS, st.GeneratorBehind)
+	}
+	if st.AchievedRate < 150 || st.AchievedRate > 250 {
+		t.Errorf("achieved rate %v over the time it ran, want about 200", st.AchievedRate)
+	}
+	if strings.Contains(strings.Join(sum.Notes, "\n"), "fell behind") {
+		t.Errorf("notes say the generator fell behind: %q", sum.Notes)
 	}
 }
 

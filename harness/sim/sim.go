@@ -37,7 +37,7 @@ const checkEvery = 1 << 12
 // the experiment's timeout of its arrival ends as a timeout at exactly that
 // time. Its instance then drops it from the queue or frees its worker, or,
 // with KeepAbandoned, leaves it queued or serving until its service ends.
-// Fault changes (faultOps) take effect for requests arriving at or after
+// Fault changes (engine.FaultOps) take effect for requests arriving at or after
 // their time. Every request's done is called once, at its end, with the
 // latency from arrival.
 //
@@ -85,7 +85,7 @@ type sim struct {
 	nextOp    int
 	nextSweep time.Duration
 
-	joinAt    []time.Duration // when the host set grows (joinSteps)
+	joinAt    []time.Duration // when the host set grows (engine.JoinSteps)
 	joinHosts [][]int
 	nextJoin  int
 	probe     strategies.ProbeConfig

@@ -165,9 +165,11 @@ func (b *Balancer) KeepNoRoutes() { b.noRoutes = true }
 // (every one ejected); it is not sent.
 var ErrNoHost = engine.ErrNoHost
 
-// UpstreamHeader is the header in which a proxy under test (lbchaos proxy,
-// and the generated nginx and HAProxy configurations) names the instance
-// id of the upstream it tried, so that its own errors are attributed.
+// UpstreamHeader is set by a proxy under test on every response it sends,
+// its own errors included: the backend it chose (nginx: its address,
+// HAProxy: its server name "iN", lbchaos proxy: the instance id), which the
+// proxy client's upstream function maps to an instance id. It attributes a
+// response the backend did not answer itself.
 const UpstreamHeader = "X-Lbchaos-Upstream"
 
 // PickedKey is a request context key: a *atomic.Int64 under it receives
