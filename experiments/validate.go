@@ -81,6 +81,14 @@ func (e *Experiment) Validate() error {
 			return err
 		}
 	}
+	if e.Requests != nil {
+		if e.Keys != nil && e.Requests.Key != nil {
+			return fieldErr("requests.key", "and keys both give requests a key; keep one: keys draws them, requests.key reads them from the requests")
+		}
+		if err := e.Requests.validate(); err != nil {
+			return err
+		}
+	}
 	for i, f := range e.Faults {
 		name := fmt.Sprintf("faults[%d]", i)
 		switch {

@@ -167,10 +167,7 @@ func (e *Engine) Measure(ctx context.Context, job engine.Job) (m *engine.Measure
 		vegeta.MaxBody(0),
 	)
 	var start time.Time // set just before the attack; read by the targeter
-	targeter := vegeta.NewStaticTargeter(vegeta.Target{Method: http.MethodGet, URL: "http://lbchaos-backend/"})
-	if keys := engine.NewKeySource(exp.Keys, exp.Seed); keys != nil {
-		targeter = keyTargeter(keys, &start)
-	}
+	targeter := newTargeter(exp, &start)
 	sched := engine.NewSchedule(exp.Arrival, exp.Rate, exp.Seed)
 	coll := engine.NewCollector(len(backends), exp.Duration, exp.Timeout, exp.SlowThreshold)
 
