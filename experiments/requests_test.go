@@ -58,7 +58,7 @@ func TestRequests(t *testing.T) {
 			name: "targets file: hosts dropped, headers kept, bodies relative to the file",
 			yaml: "requests: {targets: load/targets.txt}",
 			files: map[string]string{
-				"load/targets.txt": "# orders\nPOST http://example.com/orders?x=1\nContent-Type: application/json\nX-Trace: a\n@bodies/order.json\n\nGET /health\n",
+				"load/targets.txt":       "# orders\nPOST http://example.com/orders?x=1\nContent-Type: application/json\nX-Trace: a\n@bodies/order.json\n\nGET /health\n",
 				"load/bodies/order.json": `{"id":7}`,
 			},
 			want: &Requests{Targets: "load/targets.txt", List: []Request{

@@ -164,6 +164,9 @@ func (e *Engine) Measure(ctx context.Context, job engine.Job) (m *engine.Measure
 	attacker := vegeta.NewAttacker(
 		vegeta.Client(client),
 		vegeta.Workers(uint64(max(10, min(exp.Rate/20, 1000)))),
+		// Keep no body in the results, yet read every body to its end
+		// (Vegeta discards what is past MaxBody), so that a service's cost
+		// of sending it is real: TestRunTargetsFile checks it.
 		vegeta.MaxBody(0),
 	)
 	var start time.Time // set just before the attack; read by the targeter
