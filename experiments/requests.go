@@ -4,12 +4,14 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"maps"
 	"math"
 	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -25,6 +27,8 @@ type Requests struct {
 	// list. Its targets are sent round-robin, in file order, as Vegeta
 	// does.
 	Targets string
+	// Format is the targets file's format: TargetsHTTP or TargetsJSON.
+	Format string
 	// List holds the requests: the targets file's in file order, or the
 	// inline list's. Every one has a Weight > 0 (a targets file's are 1).
 	List []Request
@@ -32,6 +36,12 @@ type Requests struct {
 	// request's Key and HasKey are filled in from it.
 	Key *RequestKey
 }
+
+// Formats of a targets file, as Vegeta's -format flag names them.
+const (
+	TargetsHTTP = "http" // "METHOD URL", header lines, "@file" body
+	TargetsJSON = "json" // one JSON object a line: method, url, header, body (base64)
+)
 
 // RoundRobin reports whether the requests are sent in turn (a targets
 // file) rather than drawn by weight (an inline list).
@@ -64,8 +74,10 @@ const keyPlaceholder = "{key}"
 // of returns the key r carries, if any.
 func (k *RequestKey) of(r Request) (uint64, bool) {
 	if k.Header != "" {
-		for name, vs := range r.Header {
-			if strings.EqualFold(name, k.Header) && len(vs) > 0 {
+		// A targets file's names keep their case: match any case, the
+		// first name in sorted order if several do.
+		for _, name := range slices.Sorted(maps.Keys(r.Header)) {
+			if vs := r.Header[name]; strings.EqualFold(name, k.Header) && len(vs) > 0 {
 				return headerKey(vs[0]), true
 			}
 		}
@@ -103,6 +115,7 @@ func headerKey(v string) uint64 {
 // fileRequests is the on-disk shape of requests.
 type fileRequests struct {
 	Targets string          `yaml:"targets"`
+	Format  string          `yaml:"format"`
 	List    []fileRequest   `yaml:"list"`
 	Key     *fileRequestKey `yaml:"key"`
 }
@@ -131,6 +144,10 @@ func (f *fileRequests) build(dir string) (*Requests, error) {
 	switch {
 	case f.Targets != "" && f.List != nil:
 		return nil, fieldErr("requests", "give targets or list, not both")
+	case f.Format != "" && f.Targets == "":
+		return nil, fieldErr("requests.format", "is the format of a targets file; give it with targets")
+	case f.Targets != "" && f.Format != "" && f.Format != TargetsHTTP && f.Format != TargetsJSON:
+		return nil, fieldErr("requests.format", "must be %s or %s, got %q", TargetsHTTP, TargetsJSON, f.Format)
 	case f.Targets != "":
 		if dir == "" {
 			return nil, fieldErr("requests.targets", "%v", errNoDir)
@@ -139,7 +156,12 @@ func (f *fileRequests) build(dir string) (*Requests, error) {
 		if !filepath.IsAbs(path) {
 			path = filepath.Join(dir, path)
 		}
-		list, err := readTargets(path)
+		rs.Format = TargetsHTTP
+		read := readTargets
+		if f.Format == TargetsJSON {
+			rs.Format, read = TargetsJSON, readJSONTargets
+		}
+		list, err := read(path)
 		if err != nil {
 			return nil, fieldErr("requests.targets", "%v", err)
 		}
@@ -176,8 +198,9 @@ func (f *fileRequests) build(dir string) (*Requests, error) {
 	return rs, nil
 }
 
-// validate checks every request and the key, and fills in the requests'
-// keys.
+// validate checks every request and the key, and fills in each request's
+// Key and HasKey from the key (it is run again after overrides; the
+// result is the same).
 func (r *Requests) validate() error {
 	if len(r.List) == 0 {
 		return fieldErr("requests", "has no requests")
@@ -277,6 +300,36 @@ func readTargets(path string) ([]Request, error) {
 	}
 	if len(list) == 0 {
 		return nil, fmt.Errorf("%s: no targets (want lines like \"GET /path\")", name)
+	}
+	return list, nil
+}
+
+// readJSONTargets reads a targets file in Vegeta's JSON format, one
+// target a line, each with Vegeta's own decoder. The host of a target's
+// URL is dropped: the balancer picks the instance.
+func readJSONTargets(path string) ([]Request, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	name := filepath.Base(path)
+	var list []Request
+	for i, l := range strings.Split(string(data), "\n") {
+		if strings.TrimSpace(l) == "" {
+			continue
+		}
+		var t vegeta.Target
+		if err := vegeta.NewJSONTargeter(strings.NewReader(l+"\n"), nil, nil)(&t); err != nil {
+			return nil, fmt.Errorf("%s line %d: %v", name, i+1, err)
+		}
+		u, err := url.ParseRequestURI(t.URL)
+		if err != nil {
+			return nil, fmt.Errorf("%s line %d: bad URL: %v", name, i+1, err)
+		}
+		list = append(list, Request{Method: t.Method, Path: u.RequestURI(), Header: t.Header, Body: t.Body, Weight: 1})
+	}
+	if len(list) == 0 {
+		return nil, fmt.Errorf(`%s: no targets (want lines like {"method": "GET", "url": "/path"})`, name)
 	}
 	return list, nil
 }

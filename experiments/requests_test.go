@@ -61,8 +61,20 @@ func TestRequests(t *testing.T) {
 				"load/targets.txt":       "# orders\nPOST http://example.com/orders?x=1\nContent-Type: application/json\nX-Trace: a\n@bodies/order.json\n\nGET /health\n",
 				"load/bodies/order.json": `{"id":7}`,
 			},
-			want: &Requests{Targets: "load/targets.txt", List: []Request{
+			want: &Requests{Targets: "load/targets.txt", Format: TargetsHTTP, List: []Request{
 				{Method: "POST", Path: "/orders?x=1", Header: http.Header{"Content-Type": {"application/json"}, "X-Trace": {"a"}}, Body: []byte(`{"id":7}`), Weight: 1},
+				{Method: "GET", Path: "/health", Header: http.Header{}, Weight: 1},
+			}},
+		},
+		{
+			name: "targets file in Vegeta's JSON format",
+			yaml: "requests: {targets: targets.json, format: json}",
+			files: map[string]string{
+				"targets.json": `{"method": "POST", "url": "http://x/orders", "header": {"Content-Type": ["application/json"]}, "body": "eyJhIjoxfQ=="}` +
+					"\n\n" + `{"method": "GET", "url": "/health"}`,
+			},
+			want: &Requests{Targets: "targets.json", Format: TargetsJSON, List: []Request{
+				{Method: "POST", Path: "/orders", Header: http.Header{"Content-Type": {"application/json"}}, Body: []byte(`{"a":1}`), Weight: 1},
 				{Method: "GET", Path: "/health", Header: http.Header{}, Weight: 1},
 			}},
 		},
@@ -142,6 +154,16 @@ func TestBadRequests(t *testing.T) {
 		{"empty targets file", "requests: {targets: targets.txt}",
 			map[string]string{"targets.txt": "# nothing\n"},
 			`requests.targets: targets.txt: no targets (want lines like "GET /path")`},
+		{"JSON without a method", "requests: {targets: t.json, format: json}",
+			map[string]string{"t.json": `{"method": "GET", "url": "/a"}` + "\n\n" + `{"url": "/b"}` + "\n"},
+			"requests.targets: t.json line 3: target: required method is missing"},
+		{"JSON with a bad URL", "requests: {targets: t.json, format: json}",
+			map[string]string{"t.json": `{"method": "GET", "url": "a b"}`},
+			"requests.targets: t.json line 1: bad URL: "},
+		{"unknown format", "requests: {targets: t.txt, format: yaml}", nil,
+			`requests.format: must be http or json, got "yaml"`},
+		{"format without targets", "requests: {format: json, list: [{path: /}]}", nil,
+			"requests.format: is the format of a targets file; give it with targets"},
 		{"key and keys", "keys: {dist: uniform, n: 10}\nrequests: {key: {header: X-User}, list: [{path: /, headers: {X-User: '1'}}]}", nil,
 			"requests.key: and keys both give requests a key; keep one: keys draws them, requests.key reads them from the requests"},
 		{"key header and path", `requests: {key: {header: X-User, path: "/u/{key}"}, list: [{path: /}]}`, nil,

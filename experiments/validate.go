@@ -12,7 +12,8 @@ import (
 	"github.com/lbchaos/lbchaos/strategies"
 )
 
-// Validate checks every field's range and the cross-field rules. It is run
+// Validate checks every field's range and the cross-field rules, and fills
+// in the keys the requests carry (Requests.Key). It is run
 // by Parse and again after command-line overrides. That an expectation
 // names one of the strategies is checked by Parse only.
 func (e *Experiment) Validate() error {
