@@ -13,10 +13,15 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
+
+	vegeta "github.com/tsenart/vegeta/v12/lib"
 
 	"github.com/lbchaos/lbchaos/experiments"
 	"github.com/lbchaos/lbchaos/faultyserver"
+	"github.com/lbchaos/lbchaos/harness/engine"
 	"github.com/lbchaos/lbchaos/harness/fleet"
+	"github.com/lbchaos/lbchaos/harness/internal/runtest"
 	"github.com/lbchaos/lbchaos/strategies"
 )
 
@@ -235,5 +240,52 @@ strategies: [key-hash]
 	}
 	if big := totals["GET /big"]; big != nil && big.full != big.n {
 		t.Errorf("GET /big: %d of %d answers of %d bytes written to the end; the client must read every body", big.full, big.n, bigBody)
+	}
+}
+
+// TestTargeterFollowsTheList checks the targeter against the picker: target
+// k is the list's request the seed chooses for k, with its key in
+// strategies.KeyHeader when it has one, and the list's headers untouched.
+func TestTargeterFollowsTheList(t *testing.T) {
+	exp := runtest.MustExperiment(t, "list-case", `
+seed: 4
+duration: 1s
+rate: 10
+instances: {count: 2, service: {dist: fixed, value: 1ms}}
+requests:
+  key: {header: X-User}
+  list:
+    - {method: POST, path: /orders, headers: {X-User: "12", Content-Type: application/json}, body: '{"a":1}', weight: 3}
+    - {path: "/health?deep=1", weight: 1}
+strategies: [key-hash]
+`)
+	start := time.Now()
+	tr := newTargeter(exp, &start)
+	pick := engine.NewRequestPicker(exp.Requests, exp.Seed)
+	counts := [2]int{}
+	for k := range uint64(2000) {
+		var got vegeta.Target
+		if err := tr(&got); err != nil {
+			t.Fatal(err)
+		}
+		i := pick.Pick(k)
+		counts[i]++
+		r := exp.Requests.List[i]
+		if got.Method != r.Method || got.URL != backendBase+r.Path || string(got.Body) != string(r.Body) {
+			t.Fatalf("target %d: %s %s %q, want request %d: %s %s %q", k, got.Method, got.URL, got.Body, i, r.Method, r.Path, r.Body)
+		}
+		wantKey := ""
+		if r.HasKey {
+			wantKey = strconv.FormatUint(r.Key, 10)
+		}
+		if key := got.Header.Get(strategies.KeyHeader); key != wantKey {
+			t.Fatalf("target %d: key %q, want %q", k, key, wantKey)
+		}
+	}
+	if h := exp.Requests.List[0].Header; h.Get(strategies.KeyHeader) != "" {
+		t.Errorf("the list's own headers gained the key header: %v", h)
+	}
+	if counts[0] < 1400 || counts[0] > 1600 {
+		t.Errorf("request 0 (weight 3 of 4) sent %d times of 2000, want about 1500", counts[0])
 	}
 }
