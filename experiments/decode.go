@@ -19,21 +19,22 @@ import (
 // file is the on-disk shape. Durations are strings so that errors can name
 // the field; nested free-form objects are decoded by their owners.
 type file struct {
-	Name          string      `yaml:"name"`
-	Description   string      `yaml:"description"`
-	Seed          *uint64     `yaml:"seed"`
-	Duration      string      `yaml:"duration"`
-	Arrival       string      `yaml:"arrival"`
-	Rate          *float64    `yaml:"rate"`
-	Timeout       string      `yaml:"timeout"`
-	SlowThreshold string      `yaml:"slow_threshold"`
-	Instances     *fileFleet  `yaml:"instances"`
-	Faults        []fileFault `yaml:"faults"`
-	Strategies    []string    `yaml:"strategies"`
-	Keys          *fileKeys   `yaml:"keys"`
-	Replicas      *int        `yaml:"replicas"`
-	KeyMetric     string      `yaml:"key_metric"`
-	Expect        yaml.Node   `yaml:"expect"`
+	Name          string        `yaml:"name"`
+	Description   string        `yaml:"description"`
+	Seed          *uint64       `yaml:"seed"`
+	Duration      string        `yaml:"duration"`
+	Arrival       string        `yaml:"arrival"`
+	Rate          *float64      `yaml:"rate"`
+	Timeout       string        `yaml:"timeout"`
+	SlowThreshold string        `yaml:"slow_threshold"`
+	Instances     *fileFleet    `yaml:"instances"`
+	Faults        []fileFault   `yaml:"faults"`
+	Strategies    []string      `yaml:"strategies"`
+	Keys          *fileKeys     `yaml:"keys"`
+	Requests      *fileRequests `yaml:"requests"`
+	Replicas      *int          `yaml:"replicas"`
+	KeyMetric     string        `yaml:"key_metric"`
+	Expect        yaml.Node     `yaml:"expect"`
 }
 
 type fileFleet struct {
@@ -82,7 +83,10 @@ type fileFault struct {
 // build converts the decoded file into an Experiment with every default
 // filled in and validates it: Validate, then the expectations against the
 // file's strategies. Errors name the field; Parse prefixes the source.
-func (f *file) build(source string) (*Experiment, error) {
+//
+// dir is the directory a targets file is relative to; "" for an experiment
+// built into the binary, which has none.
+func (f *file) build(source, dir string) (*Experiment, error) {
 	e := &Experiment{
 		Name:        f.Name,
 		Description: strings.TrimSpace(f.Description),
@@ -163,6 +167,11 @@ func (f *file) build(source string) (*Experiment, error) {
 	}
 	if f.Keys != nil {
 		if e.Keys, err = f.Keys.build(); err != nil {
+			return nil, err
+		}
+	}
+	if f.Requests != nil {
+		if e.Requests, err = f.Requests.build(dir); err != nil {
 			return nil, err
 		}
 	}

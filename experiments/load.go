@@ -8,6 +8,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -44,7 +45,7 @@ func Load(ref string) (*Experiment, error) {
 	if err != nil {
 		return nil, fmt.Errorf("unknown experiment %q (shipped: %s; or give a path to a .yaml file)", ref, strings.Join(Names(), ", "))
 	}
-	return Parse("experiments/"+ref+".yaml", data)
+	return parse("experiments/"+ref+".yaml", "", data)
 }
 
 // LoadFile reads and validates an experiment file from disk.
@@ -56,8 +57,15 @@ func LoadFile(path string) (*Experiment, error) {
 	return Parse(path, data)
 }
 
-// Parse decodes and validates an experiment. source names the file in errors.
+// Parse decodes and validates an experiment. source names the file in errors;
+// a targets file it names is relative to source's directory.
 func Parse(source string, data []byte) (*Experiment, error) {
+	return parse(source, filepath.Dir(source), data)
+}
+
+// parse is Parse with the directory of targets files given: "" for a
+// shipped experiment.
+func parse(source, dir string, data []byte) (*Experiment, error) {
 	var f file
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
@@ -67,7 +75,7 @@ func Parse(source string, data []byte) (*Experiment, error) {
 		}
 		return nil, fmt.Errorf("%s: %s", source, yamlMessage(err))
 	}
-	e, err := f.build(source)
+	e, err := f.build(source, dir)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", source, err)
 	}

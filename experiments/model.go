@@ -53,6 +53,10 @@ type Experiment struct {
 	// Keys, when set, makes the load generator give every request an
 	// affinity key drawn from this distribution (see KeySpec).
 	Keys *KeySpec
+	// Requests, when set, are the requests the load generator sends
+	// (without them every request is GET /). Keys and Requests.Key are
+	// not both set.
+	Requests *Requests
 	// Replicas splits the load evenly across this many independent
 	// balancers of each strategy, each seeing only its own in-flight
 	// counts (1 = one balancer).

@@ -12,7 +12,8 @@ import (
 	"github.com/lbchaos/lbchaos/strategies"
 )
 
-// Validate checks every field's range and the cross-field rules. It is run
+// Validate checks every field's range and the cross-field rules, and fills
+// in the keys the requests carry (Requests.Key). It is run
 // by Parse and again after command-line overrides. That an expectation
 // names one of the strategies is checked by Parse only.
 func (e *Experiment) Validate() error {
@@ -78,6 +79,14 @@ func (e *Experiment) Validate() error {
 	}
 	if e.Keys != nil {
 		if err := e.Keys.validate(); err != nil {
+			return err
+		}
+	}
+	if e.Requests != nil {
+		if e.Keys != nil && e.Requests.Key != nil {
+			return fieldErr("requests.key", "and keys both give requests a key; keep one: keys draws them, requests.key reads them from the requests")
+		}
+		if err := e.Requests.validate(); err != nil {
 			return err
 		}
 	}

@@ -12,10 +12,26 @@ import (
 // i-th request the generator sends) depends only on the seed, i and the
 // time it is sent, so the real engine and the simulator draw the same keys
 // from the same seed.
+//
+// A KeySource of an experiment's requests (requests.key) instead gives
+// request i the key of the request RequestPicker chooses for i, if it
+// carries one.
 type KeySource struct {
 	spec experiments.KeySpec
 	seed uint64
 	cdf  []float64 // zipf: cumulative probability of keys 0..N-1
+
+	pick *RequestPicker        // set: keys come from reqs
+	reqs []experiments.Request // the requests pick chooses among
+}
+
+// ExperimentKeys returns exp's key source: drawn from its KeySpec, or read
+// from the requests it sends; nil when requests carry no key.
+func ExperimentKeys(exp *experiments.Experiment) *KeySource {
+	if r := exp.Requests; r != nil && r.Key != nil {
+		return &KeySource{seed: exp.Seed, pick: NewRequestPicker(r, exp.Seed), reqs: r.List}
+	}
+	return NewKeySource(exp.Keys, exp.Seed)
 }
 
 // NewKeySource returns the keys spec describes, drawn from seed, or nil
@@ -39,7 +55,19 @@ func NewKeySource(spec *experiments.KeySpec, seed uint64) *KeySource {
 	return k
 }
 
-// Key returns the key of request i, sent at elapsed time at.
+// Draw returns the key of request i, sent at elapsed time at; ok is false
+// when request i carries none (one of the experiment's requests without
+// the key's header or path).
+func (k *KeySource) Draw(i uint64, at time.Duration) (key uint64, ok bool) {
+	if k.pick != nil {
+		r := k.reqs[k.pick.Pick(i)]
+		return r.Key, r.HasKey
+	}
+	return k.Key(i, at), true
+}
+
+// Key returns the key of request i, sent at elapsed time at, from the
+// KeySpec (Draw also covers keys read from requests).
 func (k *KeySource) Key(i uint64, at time.Duration) uint64 {
 	s := k.spec
 	if s.HotShare > 0 && at >= s.HotFrom && (s.HotUntil == 0 || at < s.HotUntil) &&

@@ -2,33 +2,14 @@ package real
 
 import (
 	"bufio"
-	"net/http"
 	"os"
 	"path/filepath"
-	"strconv"
-	"sync/atomic"
 	"time"
 
 	"github.com/lbchaos/lbchaos/harness/engine"
 	"github.com/lbchaos/lbchaos/reports"
-	"github.com/lbchaos/lbchaos/strategies"
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 )
-
-// keyTargeter gives every request the next key of keys in
-// strategies.KeyHeader; *start is the attack's start, for keys that change
-// over time (a hot key from some point on).
-func keyTargeter(keys *engine.KeySource, start *time.Time) vegeta.Targeter {
-	var next atomic.Uint64
-	return func(t *vegeta.Target) error {
-		i := next.Add(1) - 1
-		t.Method = http.MethodGet
-		t.URL = "http://lbchaos-backend/"
-		t.Body = nil
-		t.Header = http.Header{strategies.KeyHeader: []string{strconv.FormatUint(keys.Key(i, time.Since(*start)), 10)}}
-		return nil
-	}
-}
 
 // rawWriter encodes results in Vegeta's format on a goroutine of its own,
 // so that file output never slows the loop that collects results.

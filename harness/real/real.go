@@ -164,13 +164,13 @@ func (e *Engine) Measure(ctx context.Context, job engine.Job) (m *engine.Measure
 	attacker := vegeta.NewAttacker(
 		vegeta.Client(client),
 		vegeta.Workers(uint64(max(10, min(exp.Rate/20, 1000)))),
+		// Keep no body in the results, yet read every body to its end
+		// (Vegeta discards what is past MaxBody), so that a service's cost
+		// of sending it is real: TestRunTargetsFile checks it.
 		vegeta.MaxBody(0),
 	)
 	var start time.Time // set just before the attack; read by the targeter
-	targeter := vegeta.NewStaticTargeter(vegeta.Target{Method: http.MethodGet, URL: "http://lbchaos-backend/"})
-	if keys := engine.NewKeySource(exp.Keys, exp.Seed); keys != nil {
-		targeter = keyTargeter(keys, &start)
-	}
+	targeter := newTargeter(exp, &start)
 	sched := engine.NewSchedule(exp.Arrival, exp.Rate, exp.Seed)
 	coll := engine.NewCollector(len(backends), exp.Duration, exp.Timeout, exp.SlowThreshold)
 

@@ -245,3 +245,41 @@ strategies: ["round-robin+healthcheck(interval=100ms,timeout=50ms,rise=2,fall=2)
 		})
 	}
 }
+
+func TestSimKeysFromRequests(t *testing.T) {
+	// The simulator sends no requests but draws their keys as the real
+	// engine chooses them: a weighted list with a path pattern, where
+	// /health carries no key.
+	exp := runtest.MustExperiment(t, "request-keys", `
+duration: 1s
+arrival: constant
+rate: 200
+instances: {count: 3, workers: 0, service: {dist: fixed, value: 1ms}}
+requests:
+  key: {path: "/users/{key}/"}
+  list:
+    - {path: /users/1/cart, weight: 2}
+    - {path: /users/2/cart, weight: 1}
+    - {path: /health, weight: 1}
+strategies: [key-hash]
+`)
+	st, rs := traceSim(t, exp, "key-hash")
+	pick := engine.NewRequestPicker(exp.Requests, exp.Seed)
+	home := map[uint64]int{}
+	for k, r := range rs {
+		want := exp.Requests.List[pick.Pick(uint64(k))]
+		if r.Key != want.Key || r.HasKey != want.HasKey {
+			t.Fatalf("request %d: key %d (has %v), want %d (has %v) of %s", k, r.Key, r.HasKey, want.Key, want.HasKey, want.Path)
+		}
+		if !r.HasKey {
+			continue
+		}
+		if h, ok := home[r.Key]; ok && h != r.Instance {
+			t.Errorf("key %d went to instances %d and %d", r.Key, h, r.Instance)
+		}
+		home[r.Key] = r.Instance
+	}
+	if len(home) != 2 || st.Affinity == nil || *st.Affinity != 1 {
+		t.Errorf("keys %v, affinity %v; want keys 1 and 2, each on one instance", home, st.Affinity)
+	}
+}

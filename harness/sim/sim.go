@@ -155,7 +155,7 @@ func newSim(exp *experiments.Experiment, name string, hooks simHooks, events *en
 		ops:       engine.FaultOps(exp.Faults, exp.Duration),
 		nextSweep: time.Second,
 		nextProbe: never,
-		keys:      engine.NewKeySource(exp.Keys, exp.Seed),
+		keys:      engine.ExperimentKeys(exp),
 	}
 	s.joinAt, s.joinHosts = engine.JoinSteps(exp)
 	for _, op := range s.ops {
@@ -281,7 +281,7 @@ func (s *sim) arrive(t time.Duration) {
 
 	var req strategies.Request
 	if s.keys != nil {
-		req = strategies.Request{Key: s.keys.Key(k, t), HasKey: true}
+		req.Key, req.HasKey = s.keys.Draw(k, t)
 	}
 	ep, done := s.lbs[k%uint64(len(s.lbs))].Pick(req)
 	if ep == strategies.NoHost {
