@@ -38,12 +38,29 @@ type file struct {
 }
 
 type fileFleet struct {
-	Count         int         `yaml:"count"`
-	Workers       *int        `yaml:"workers"`
-	QueueLimit    int         `yaml:"queue_limit"`
-	KeepAbandoned bool        `yaml:"keep_abandoned"`
-	Service       yaml.Node   `yaml:"service"`
-	Groups        []fileGroup `yaml:"groups"`
+	Count         int            `yaml:"count"`
+	Workers       *int           `yaml:"workers"`
+	QueueLimit    int            `yaml:"queue_limit"`
+	KeepAbandoned bool           `yaml:"keep_abandoned"`
+	Service       yaml.Node      `yaml:"service"`
+	Groups        []fileGroup    `yaml:"groups"`
+	External      []fileExternal `yaml:"external"`
+	Health        string         `yaml:"health"`
+}
+
+// fileExternal is one entry of instances.external: a URL, or
+// {url: URL, sidecar: URL}.
+type fileExternal struct {
+	URL     string `yaml:"url"`
+	Sidecar string `yaml:"sidecar"`
+}
+
+func (x *fileExternal) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind == yaml.ScalarNode {
+		return n.Decode(&x.URL)
+	}
+	type plain fileExternal
+	return n.Decode((*plain)(x))
 }
 
 type fileGroup struct {
@@ -138,8 +155,11 @@ func (f *file) build(source, dir string) (*Experiment, error) {
 		if err := decodeJSONNode(&f.Instances.Service, &e.Instances.Service); err != nil {
 			return nil, fieldErr("instances.service", "%v", err)
 		}
-	} else if len(f.Instances.Groups) == 0 {
+	} else if len(f.Instances.Groups) == 0 && len(f.Instances.External) == 0 {
 		return nil, fieldErr("instances.service", "is required, e.g. {dist: fixed, value: 10ms}")
+	}
+	if err := f.Instances.buildExternal(&e.Instances); err != nil {
+		return nil, err
 	}
 	if err := f.Instances.buildGroups(&e.Instances); err != nil {
 		return nil, err
@@ -231,6 +251,31 @@ func buildFaults(ffs []fileFault) ([]Fault, error) {
 		}
 	}
 	return faults, nil
+}
+
+// buildExternal fills in.External and in.HealthPath; the fleet has one
+// instance per URL.
+func (f *fileFleet) buildExternal(in *Instances) error {
+	if len(f.External) == 0 {
+		if f.Health != "" {
+			return fieldErr("instances.health", "applies to instances.external only")
+		}
+		return nil
+	}
+	for _, x := range f.External {
+		in.External = append(in.External, External(x))
+	}
+	in.HealthPath = f.Health
+	if in.HealthPath == "" {
+		in.HealthPath = DefaultHealthPath
+	}
+	switch {
+	case in.Count == 0:
+		in.Count = len(in.External)
+	case in.Count != len(in.External):
+		return fieldErr("instances.count", "is %d but instances.external lists %d instances; leave count out or make them agree", in.Count, len(in.External))
+	}
+	return nil
 }
 
 // buildGroups fills in.Each from the groups, numbering instances in group

@@ -81,6 +81,42 @@ type Instances struct {
 	KeepAbandoned bool
 	Service       faultyserver.Dist
 	Each          []Instance
+	// External, when set, lists instances someone else started (len
+	// Count): a run sends load to them instead of starting fake servers.
+	// Workers, QueueLimit, KeepAbandoned and Service then describe only
+	// the simulator's model of them; Service is zero when none is given.
+	External []External
+	// HealthPath is the path whose GET tells that an external instance
+	// without a sidecar answers (default DefaultHealthPath).
+	HealthPath string
+}
+
+// DefaultHealthPath is the health path of external instances.
+const DefaultHealthPath = "/"
+
+// External is one instance that already runs.
+type External struct {
+	// URL is the instance's base URL, e.g. http://10.0.0.5:8080.
+	URL string
+	// Sidecar, when set, is the base URL of an lbchaos sidecar in front of
+	// the instance: it serves the control API (so faults apply) and is the
+	// address load goes to.
+	Sidecar string
+}
+
+// Modeled reports whether the simulator can model the instances: always
+// for the fake servers, and for external ones only when a service time is
+// given for them.
+func (in Instances) Modeled() bool {
+	if len(in.External) == 0 {
+		return true
+	}
+	for id := range in.Count {
+		if in.Instance(id).Service == (faultyserver.Dist{}) {
+			return false
+		}
+	}
+	return true
 }
 
 // Instance is one instance's settings.

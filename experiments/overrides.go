@@ -13,6 +13,11 @@ type Overrides struct {
 	Rate       float64
 	Seed       *uint64
 	Strategies []string
+	// External points the run at instances that already run, one per
+	// instance (cmd: --backend and --sidecar); it replaces the file's.
+	External []External
+	// HealthPath replaces instances.health (cmd: --health-path).
+	HealthPath string
 }
 
 // Apply returns a copy of e with the overrides applied and validated; the
@@ -48,6 +53,21 @@ func (e *Experiment) Apply(o Overrides) (*Experiment, error) {
 	}
 	if len(o.Strategies) > 0 {
 		c.Strategies = o.Strategies
+	}
+	if len(o.External) > 0 {
+		if len(o.External) != c.Instances.Count {
+			return nil, fmt.Errorf("--backend: %d given for the %d instances of %s (instances.count); give one per instance, in id order", len(o.External), c.Instances.Count, e.Source)
+		}
+		c.Instances.External = o.External
+		if c.Instances.HealthPath == "" {
+			c.Instances.HealthPath = DefaultHealthPath
+		}
+	}
+	if o.HealthPath != "" {
+		if len(c.Instances.External) == 0 {
+			return nil, fmt.Errorf("--health-path: applies to external instances (--backend or instances.external) only")
+		}
+		c.Instances.HealthPath = o.HealthPath
 	}
 	if err := c.Validate(); err != nil {
 		return nil, fmt.Errorf("after command-line overrides: %w", err)

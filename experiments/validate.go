@@ -1,13 +1,16 @@
 package experiments
 
 import (
+	"errors"
 	"fmt"
 	"math"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/lbchaos/lbchaos/faultyserver"
 	"github.com/lbchaos/lbchaos/reports"
 	"github.com/lbchaos/lbchaos/strategies"
 )
@@ -41,7 +44,11 @@ func (e *Experiment) Validate() error {
 	case len(e.Strategies) == 0:
 		return fieldErr("strategies", "needs at least one strategy (known: %s)", strings.Join(strategies.Names(), ", "))
 	}
-	usesDefault := len(e.Instances.Each) == 0 || slices.ContainsFunc(e.Instances.Each, func(in Instance) bool { return in.Service == e.Instances.Service })
+	if err := e.Instances.validateExternal(); err != nil {
+		return err
+	}
+	modeled := len(e.Instances.External) == 0 || e.Instances.Service != (faultyserver.Dist{})
+	usesDefault := modeled && (len(e.Instances.Each) == 0 || slices.ContainsFunc(e.Instances.Each, func(in Instance) bool { return in.Service == e.Instances.Service }))
 	if usesDefault {
 		if err := e.Instances.Service.Validate(); err != nil {
 			return fieldErr("instances.service", "%v", err)
@@ -64,7 +71,7 @@ func (e *Experiment) Validate() error {
 		case in.Warmup > 0 && !(in.WarmupFactor > 0):
 			return fieldErr(name+".warmup.factor", "must be > 0, got %v", in.WarmupFactor)
 		}
-		if in.Service == e.Instances.Service {
+		if in.Service == e.Instances.Service || len(e.Instances.External) > 0 && in.Service == (faultyserver.Dist{}) {
 			continue
 		}
 		if err := in.Service.Validate(); err != nil {
@@ -138,6 +145,46 @@ func (e *Experiment) Validate() error {
 		case !slices.Contains(ops, x.Op) || math.IsNaN(x.Value) || math.IsInf(x.Value, 0):
 			return fieldErr(name+"."+x.Metric, `want "OP NUMBER" like %q, got %q`, conditionExample(x.Metric), x.Op+" "+strconv.FormatFloat(x.Value, 'g', -1, 64))
 		}
+	}
+	return nil
+}
+
+// validateExternal checks the external instances' URLs and health path.
+func (in Instances) validateExternal() error {
+	if len(in.External) == 0 {
+		return nil
+	}
+	if len(in.External) != in.Count {
+		return fieldErr("instances.external", "lists %d instances for instances.count %d; they must agree", len(in.External), in.Count)
+	}
+	for i, x := range in.External {
+		name := fmt.Sprintf("instances.external[%d]", i)
+		if err := CheckBaseURL(x.URL); err != nil {
+			return fieldErr(name+".url", "%v", err)
+		}
+		if x.Sidecar != "" {
+			if err := CheckBaseURL(x.Sidecar); err != nil {
+				return fieldErr(name+".sidecar", "%v", err)
+			}
+		}
+	}
+	if !strings.HasPrefix(in.HealthPath, "/") {
+		return fieldErr("instances.health", "must be a path starting with /, got %q", in.HealthPath)
+	}
+	return nil
+}
+
+// CheckBaseURL reports whether s is an instance's base URL: http or https,
+// a host, and no query or fragment.
+func CheckBaseURL(s string) error {
+	u, err := url.Parse(s)
+	switch {
+	case s == "":
+		return errors.New("is required: the instance's base URL, e.g. http://10.0.0.5:8080")
+	case err != nil || u.Scheme != "http" && u.Scheme != "https" || u.Host == "":
+		return fmt.Errorf("%q is not an http:// or https:// URL with a host, e.g. http://10.0.0.5:8080", s)
+	case u.RawQuery != "" || u.Fragment != "":
+		return fmt.Errorf("%q has a query or fragment; give the instance's base URL", s)
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/lbchaos/lbchaos/experiments"
 	"github.com/lbchaos/lbchaos/harness/docker"
+	"github.com/lbchaos/lbchaos/harness/external"
 	"github.com/lbchaos/lbchaos/harness/fleet"
 	"github.com/lbchaos/lbchaos/harness/process"
 )
@@ -20,7 +22,31 @@ import (
 func chooseProvider(ctx context.Context, choice string, exp *experiments.Experiment, dopts docker.Options) (fleet.Provider, func(), error) {
 	logw := dopts.Log
 	nop := func() {}
+	if len(exp.Instances.External) > 0 {
+		switch choice {
+		case "external", "auto":
+			// Up front, so that an instance that does not answer stops the
+			// run before anything is written.
+			p := external.Provider{}
+			if err := fleet.Check(exp, p); err != nil {
+				return nil, nop, err
+			}
+			fl, err := p.Start(ctx, fleet.Spec{Instances: exp.Instances, Seed: exp.Seed})
+			if err != nil {
+				return nil, nop, fmt.Errorf("--backends %s: %w", choice, err)
+			}
+			if err := fl.Close(); err != nil {
+				return nil, nop, fmt.Errorf("--backends %s: %w", choice, err)
+			}
+			fmt.Fprintf(logw, "lbchaos: backends: external (%d instances answer)\n", exp.Instances.Count)
+			return p, nop, nil
+		case "process", "docker":
+			return nil, nop, &exitError{2, fmt.Errorf("--backends %s: %s lists instances.external, instances that already run, and %s backends would start instances of their own; use --backends external (or auto)", choice, exp.Source, choice)}
+		}
+	}
 	switch choice {
+	case "external":
+		return nil, nop, &exitError{2, errors.New("--backends external: give the instances' URLs with --backend URL (repeat, one per instance) or instances.external in the experiment file")}
 	case "process":
 		return process.Provider{}, nop, nil
 	case "docker":
@@ -51,9 +77,57 @@ func chooseProvider(ctx context.Context, choice string, exp *experiments.Experim
 		fmt.Fprintf(logw, "lbchaos: backends: docker (%s network)\n", map[bool]string{true: "host", false: "published-port"}[dopts.HostNetwork])
 		return p, closer(p, logw), nil
 	default:
-		return nil, nop, &exitError{2, fmt.Errorf("--backends: unknown value %q (process, docker or auto)", choice)}
+		return nil, nop, &exitError{2, fmt.Errorf("--backends: unknown value %q (process, docker, external or auto)", choice)}
 	}
 }
+
+// externalFlags are --backend and --sidecar, each repeatable.
+type externalFlags struct {
+	backends, sidecars []string
+}
+
+// overrides checks the flags against --backends and --engine and pairs
+// each --backend with its --sidecar; nil when no --backend is given.
+func (x externalFlags) overrides(backends, engine string) ([]experiments.External, error) {
+	switch {
+	case len(x.backends) == 0 && len(x.sidecars) > 0:
+		return nil, errors.New("--sidecar: give it with --backend URL, one --sidecar per --backend, in order")
+	case len(x.backends) == 0:
+		return nil, nil
+	case backends != "external":
+		return nil, fmt.Errorf("--backend: points the run at instances that already run; give --backends external too (got --backends %s)", backends)
+	case engine != "real":
+		return nil, fmt.Errorf("--backend: external instances run with --engine real only (got --engine %s)", engine)
+	case len(x.sidecars) > 0 && len(x.sidecars) != len(x.backends):
+		return nil, fmt.Errorf("--sidecar: %d given for %d --backend URLs; give one per --backend, in order, or none", len(x.sidecars), len(x.backends))
+	}
+	out := make([]experiments.External, len(x.backends))
+	for i, b := range x.backends {
+		if err := experiments.CheckBaseURL(b); err != nil {
+			return nil, fmt.Errorf("--backend %d: %w", i+1, err)
+		}
+		out[i].URL = b
+		if len(x.sidecars) > 0 {
+			if err := experiments.CheckBaseURL(x.sidecars[i]); err != nil {
+				return nil, fmt.Errorf("--sidecar %d: %w", i+1, err)
+			}
+			out[i].Sidecar = x.sidecars[i]
+		}
+	}
+	return out, nil
+}
+
+// urlList collects a repeated flag.
+type urlList struct{ urls *[]string }
+
+func (l urlList) String() string {
+	if l.urls == nil {
+		return ""
+	}
+	return strings.Join(*l.urls, ",")
+}
+
+func (l urlList) Set(v string) error { *l.urls = append(*l.urls, v); return nil }
 
 func closer(p *docker.Provider, logw io.Writer) func() {
 	return func() {

@@ -4,7 +4,7 @@
 // traffic share.
 //
 //	lbchaos list
-//	lbchaos run NAME|FILE [--duration 10s] [--rate 2000] [--seed 7] [--strategies a,b] [--out DIR] [--backends auto|process|docker]
+//	lbchaos run NAME|FILE [--duration 10s] [--rate 2000] [--seed 7] [--strategies a,b] [--out DIR] [--backends auto|process|docker|external [--backend URL ...] [--sidecar URL ...]]
 //	lbchaos serve --id N --listen ADDR [--workers W] [--service fixed:10ms] ...
 package main
 

@@ -133,6 +133,15 @@ func TestRunErrors(t *testing.T) {
 		{"proxy without backends", []string{"proxy"}, 2, "--backend: give at least one backend URL"},
 		{"proxy bad backend", []string{"proxy", "--backend", "ftp://x"}, 2, `--backend 1: "ftp://x" is not an http://host:port URL`},
 		{"proxy bad strategy", []string{"proxy", "--backend", "http://127.0.0.1:1", "--strategy", "p3c"}, 2, `--strategy/--backend: unknown strategy "p3c"`},
+		{"backend without external", []string{"run", "baseline", "--backend", "http://127.0.0.1:1"}, 2, "--backend: points the run at instances that already run; give --backends external too (got --backends auto)"},
+		{"external without urls", []string{"run", "baseline", "--backends", "external"}, 2, "--backends external: give the instances' URLs with --backend URL (repeat, one per instance) or instances.external"},
+		{"sidecar without backend", []string{"run", "baseline", "--backends", "external", "--sidecar", "http://127.0.0.1:1"}, 2, "--sidecar: give it with --backend URL"},
+		{"sidecar count", []string{"run", "baseline", "--backends", "external", "--backend", "http://127.0.0.1:1", "--backend", "http://127.0.0.1:2", "--sidecar", "http://127.0.0.1:3"}, 2, "--sidecar: 1 given for 2 --backend URLs; give one per --backend, in order, or none"},
+		{"backend count", []string{"run", "baseline", "--backends", "external", "--backend", "http://127.0.0.1:1"}, 2, "--backend: 1 given for the 10 instances of experiments/baseline.yaml (instances.count)"},
+		{"bad backend url", []string{"run", "baseline", "--backends", "external", "--backend", "ftp://x"}, 2, `--backend 1: "ftp://x" is not an http:// or https:// URL with a host`},
+		{"bad sidecar url", []string{"run", "baseline", "--backends", "external", "--backend", "http://x", "--sidecar", "x"}, 2, `--sidecar 1: "x" is not an http:// or https:// URL with a host`},
+		{"backend with sim", []string{"run", "baseline", "--engine", "sim", "--backends", "external", "--backend", "http://127.0.0.1:1"}, 2, "--backend: external instances run with --engine real only (got --engine sim)"},
+		{"health path without external", []string{"run", "baseline", "--health-path", "/up"}, 2, "--health-path: applies to external instances"},
 		{"serve bad fault", []string{"serve", "--fault", `{"mode":"error-rate","p":2}`}, 2, "--fault: p: must be within [0,1]"},
 	}
 	for _, tt := range tests {
@@ -146,6 +155,110 @@ func TestRunErrors(t *testing.T) {
 			}
 			if !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("error %q\nwant it to contain %q", err, tt.want)
+			}
+		})
+	}
+}
+
+// startByHand serves n fake instances on 127.0.0.1, as a user would start
+// their own service apart from the run, and returns their base URLs.
+func startByHand(t *testing.T, n int) []string {
+	t.Helper()
+	var urls []string
+	for id := range n {
+		srv, err := faultyserver.New(faultyserver.Config{ID: id, Service: faultyserver.Fixed(time.Millisecond), Seed: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		hs := httptest.NewServer(srv)
+		t.Cleanup(func() { srv.Close(); hs.Close() })
+		urls = append(urls, hs.URL)
+	}
+	return urls
+}
+
+// TestRunExternal points runs at instances that already run, by flags and
+// by the experiment file, and checks what is refused up front.
+func TestRunExternal(t *testing.T) {
+	urls := startByHand(t, 2)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := "http://" + ln.Addr().String()
+	ln.Close()
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		path := filepath.Join(dir, name+".yaml")
+		if err := os.WriteFile(path, []byte("name: "+name+"\n"+body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	modeled := write("modeled", `
+duration: 1s
+rate: 100
+instances: {count: 2, service: {dist: fixed, value: 1ms}}
+faults: [{instance: 1, at: 0s, fault: {mode: fail, status: 503}}]
+strategies: [round-robin]
+`)
+	listed := write("listed", `
+duration: 1s
+rate: 100
+instances:
+  external: [`+urls[0]+`, {url: `+urls[1]+`, sidecar: `+urls[1]+`}]
+faults: [{instance: 1, at: 0s, fault: {mode: fail, status: 503}}]
+strategies: [round-robin]
+`)
+	t.Run("refused", func(t *testing.T) {
+		tests := []struct {
+			name string
+			args []string
+			code int
+			want string
+		}{
+			{"http fault without sidecar", []string{"run", modeled, "--backends", "external", "--backend", urls[0], "--backend", urls[1]}, 1,
+				`modeled.yaml: faults[0]: mode "fail" on instance 1 (` + urls[1] + `) needs an lbchaos sidecar in front of it to apply the fault; give one with --sidecar or instances.external[1].sidecar`},
+			{"unreachable", []string{"run", modeled, "--backends", "external", "--backend", urls[0], "--backend", dead, "--sidecar", urls[0], "--sidecar", dead}, 1,
+				"--backends external: instance 1 (" + dead + ", sidecar " + dead + ") does not answer"},
+			{"listed with process", []string{"run", listed, "--backends", "process"}, 2,
+				"--backends process: " + listed + " lists instances.external, instances that already run, and process backends would start instances of their own; use --backends external (or auto)"},
+			{"listed with sim", []string{"run", listed, "--engine", "sim"}, 1,
+				listed + ": instances.external: the simulator cannot model instances it did not start; give instances.service"},
+		}
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				out := filepath.Join(dir, "refused")
+				_, _, err := runCLI(t, context.Background(), append(tt.args, "--out", out)...)
+				if got := exitCode(err); got != tt.code || err == nil || !strings.Contains(err.Error(), tt.want) {
+					t.Errorf("exit code %d, error %v\nwant %d, %q", got, err, tt.code, tt.want)
+				}
+				if _, err := os.Stat(out); err == nil {
+					t.Error("a refused run wrote its output directory")
+				}
+			})
+		}
+	})
+	if testing.Short() {
+		t.Skip("real load for a few seconds")
+	}
+	for name, args := range map[string][]string{
+		"flags": {"run", modeled, "--backends", "external", "--backend", urls[0], "--backend", urls[1], "--sidecar", urls[0], "--sidecar", urls[1]},
+		"file":  {"run", listed},
+	} {
+		t.Run(name, func(t *testing.T) {
+			out := filepath.Join(dir, name)
+			_, errOut, err := runCLI(t, context.Background(), append(args, "--out", out, "--quiet")...)
+			if err != nil {
+				t.Fatalf("%v\n%s", err, errOut)
+			}
+			s := readSummary(t, out)
+			if s.Backends != "external" || len(s.Strategies) != 1 {
+				t.Fatalf("backends %q, %d strategies", s.Backends, len(s.Strategies))
+			}
+			in := s.Strategies[0].Instances
+			if in[0].Requests == 0 || in[0].Errors != 0 || in[1].Requests == 0 || in[1].Errors != in[1].Requests {
+				t.Errorf("instances %+v\nwant instance 1 failing through its sidecar, instance 0 not", in)
 			}
 		})
 	}

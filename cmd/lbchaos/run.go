@@ -49,12 +49,16 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		strats   = fs.String("strategies", "", "comma-separated strategies to run instead of the experiment's, e.g. round-robin,p2c")
 		out      = fs.String("out", "", "output directory (default: RESULTS/NAME/<UTC timestamp>, with RESULTS/NAME/latest pointing at it)")
 		results  = fs.String("results", "results", "parent directory of timestamped outputs when --out is not given")
-		backends = fs.String("backends", "auto", "where backends run: process (in this process, on 127.0.0.1), docker (one container each), or auto (docker when a daemon answers, else process)")
+		backends = fs.String("backends", "auto", "where backends run: process (in this process, on 127.0.0.1), docker (one container each), external (instances already running: --backend or instances.external), or auto (external when the file lists instances.external, else docker when a daemon answers, else process)")
+		health   = fs.String("health-path", "", "external instances without a sidecar: the path whose GET must answer (status below 500) before each strategy (default: instances.health, else /)")
+		ext      externalFlags
 		quiet    = fs.Bool("quiet", false, "no progress lines")
 		raw      = fs.Bool("raw", true, "keep raw data in the output directory: every result in Vegeta's encoding (results-*.bin, for vegeta report/plot) and HdrHistogram logs (latency-*.hlog); real engine only")
 		engine   = fs.String("engine", "real", "real (real HTTP backends and load) or sim (the same model in virtual time: deterministic, seconds)")
 		dnet     = fs.String("docker-network", "auto", "how the harness reaches docker backends on 127.0.0.1: published (ports published by the engine; portable), host (containers share the host's network namespace; no userland proxy), or auto (host for a local Linux engine, else published)")
 	)
+	fs.Var(urlList{&ext.backends}, "backend", "with --backends external: an instance's base URL, e.g. http://10.0.0.5:8080 (repeat, one per instance, in id order)")
+	fs.Var(urlList{&ext.sidecars}, "sidecar", "with --backend: the base URL of the lbchaos sidecar in front of each instance (repeat, one per --backend, in order, or none); faults act through it and load goes to it")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: lbchaos run NAME|FILE [flags]\n\nNAME is a shipped experiment (lbchaos list); FILE a path to your own .yaml.\n\nFlags:")
 		fs.PrintDefaults()
@@ -85,6 +89,10 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			}
 		}
 	}
+	if ov.External, err = ext.overrides(*backends, *engine); err != nil {
+		return &exitError{2, err}
+	}
+	ov.HealthPath = *health
 	if exp, err = exp.Apply(ov); err != nil {
 		return &exitError{2, err}
 	}
@@ -126,11 +134,11 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			ropts.RawDir = dir
 		}
 		opts.Engine = real.New(ropts)
-		if _, err := opts.Engine.Check(exp); err != nil {
-			return err
-		}
 	default:
 		return &exitError{2, fmt.Errorf("--engine: unknown value %q (real or sim)", *engine)}
+	}
+	if _, err := opts.Engine.Check(exp); err != nil {
+		return err
 	}
 
 	if err := os.MkdirAll(dir, 0o755); err != nil {

@@ -5,14 +5,20 @@
 // faultyserver.Containers, through which container faults act.
 //
 // Implementations live in packages of their own (harness/process,
-// harness/docker); the driver and engines know only these interfaces.
+// harness/docker, harness/external); the driver and engines know only
+// these interfaces. An instance may have no control API (Backend.Control
+// nil): Check refuses a fault schedule that needs one.
 package fleet
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"net/url"
 	"slices"
+	"strings"
 
 	"github.com/lbchaos/lbchaos/experiments"
 	"github.com/lbchaos/lbchaos/faultyserver"
@@ -29,7 +35,8 @@ type Spec struct {
 func (f Spec) Equal(g Spec) bool {
 	a, b := f.Instances, g.Instances
 	return f.Seed == g.Seed && a.Count == b.Count && a.Workers == b.Workers && a.QueueLimit == b.QueueLimit &&
-		a.KeepAbandoned == b.KeepAbandoned && a.Service == b.Service && slices.Equal(a.Each, b.Each)
+		a.KeepAbandoned == b.KeepAbandoned && a.Service == b.Service && slices.Equal(a.Each, b.Each) &&
+		slices.Equal(a.External, b.External) && a.HealthPath == b.HealthPath
 }
 
 // ServerConfig is the faultyserver configuration of instance id.
@@ -47,9 +54,44 @@ func (f Spec) ServerConfig(id int) faultyserver.Config {
 
 // Backend is one running instance.
 type Backend struct {
-	ID      int
-	URL     *url.URL             // base URL the balancer sends requests to
-	Control *faultyserver.Client // its control API
+	ID  int
+	URL *url.URL // base URL the balancer sends requests to
+	// Control is its control API; nil for an instance without one (an
+	// external instance without a sidecar), which takes no server faults
+	// and reports no stats.
+	Control *faultyserver.Client
+	// HealthPath is the path a GET of which tells that an instance
+	// without Control answers ("" = "/").
+	HealthPath string
+}
+
+// Healthy checks that b answers: through its control API, or without one
+// by a GET of its health path, which must answer with a status below 500.
+func Healthy(ctx context.Context, b Backend) error {
+	if b.Control != nil {
+		return b.Control.Healthy(ctx)
+	}
+	u := *b.URL
+	u.Path = strings.TrimSuffix(u.Path, "/") + cmp.Or(b.HealthPath, "/")
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return err
+	}
+	resp, err := healthClient.Do(req)
+	if err != nil {
+		return err
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
+	resp.Body.Close()
+	if resp.StatusCode >= 500 {
+		return fmt.Errorf("GET %s: status %s", u.String(), resp.Status)
+	}
+	return nil
+}
+
+// healthClient follows no redirects: any answer below 500 is an answer.
+var healthClient = &http.Client{
+	CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 }
 
 // Fleet is a set of running backends, indexed by instance id. A fleet whose
@@ -84,8 +126,27 @@ type InProcess interface {
 
 // Check returns an error naming the first fault of exp that p's backends
 // cannot take (a container-level fault on backends that are not
-// containers). Engines check it before any work.
+// containers; on external instances, any container fault, and a server
+// fault on one without a sidecar). Engines check it before any work.
 func Check(exp *experiments.Experiment, p Provider) error {
+	if ext := exp.Instances.External; len(ext) > 0 {
+		for i, f := range exp.Faults {
+			x := ext[f.Instance]
+			what := fmt.Sprintf("faults[%d]: mode %q", i, f.Spec.Mode())
+			if f.Warmup {
+				what = fmt.Sprintf("faults[%d]: the warm-up of instance %d (mode %q)", i, f.Instance, f.Spec.Mode())
+			}
+			switch {
+			case faultyserver.IsContainerFault(f.Spec):
+				return fmt.Errorf("%s: %s acts on containers, and instance %d (%s) runs outside lbchaos, which cannot reach its runtime",
+					exp.Source, what, f.Instance, x.URL)
+			case x.Sidecar == "":
+				return fmt.Errorf("%s: %s on instance %d (%s) needs an lbchaos sidecar in front of it to apply the fault; give one with --sidecar or instances.external[%d].sidecar",
+					exp.Source, what, f.Instance, x.URL, f.Instance)
+			}
+		}
+		return nil
+	}
 	if cp, ok := p.(ContainerProvider); ok && cp.ContainerFaults() {
 		return nil
 	}

@@ -50,9 +50,12 @@ func (r *faultRunner) do(ctx context.Context, i int) error {
 	} else {
 		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		ctl := backends[op.Instance].Control
-		if op.Set() {
+		switch {
+		case ctl == nil: // fleet.Check refuses such a schedule up front
+			err = fmt.Errorf("instance %d has no control API (no sidecar)", op.Instance)
+		case op.Set():
 			err = ctl.SetFault(cctx, op.Fault)
-		} else {
+		default:
 			err = ctl.ClearFault(cctx)
 		}
 		cancel()

@@ -71,12 +71,17 @@ func (e *Engine) Info() engine.Info {
 }
 
 // Check implements engine.Engine: the provider must take exp's faults, and
-// every proxy strategy must be runnable.
+// every proxy strategy must be runnable. External instances get a note.
 func (e *Engine) Check(exp *experiments.Experiment) ([]string, error) {
 	if err := fleet.Check(exp, e.opts.Provider); err != nil {
 		return nil, err
 	}
-	return nil, checkProxies(exp, e.opts.LbchaosBinary)
+	var notes []string
+	if len(exp.Instances.External) > 0 {
+		notes = append(notes, "The instances are external: they serve load as they are, and the experiment's workers, queue limit and service time "+
+			"(if given) describe only the simulator's model of them; no utilization is measured.")
+	}
+	return notes, checkProxies(exp, e.opts.LbchaosBinary)
 }
 
 // checkProxies rejects, before anything starts, proxy strategies the
@@ -127,7 +132,7 @@ func (e *Engine) Measure(ctx context.Context, job engine.Job) (m *engine.Measure
 	targets := make([]*url.URL, len(backends))
 	for i, b := range backends {
 		hctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		err := b.Control.Healthy(hctx)
+		err := fleet.Healthy(hctx, b)
 		cancel()
 		if err != nil {
 			return nil, fmt.Errorf("instance %d at %s is not healthy: %w", b.ID, b.URL, err)
@@ -311,8 +316,13 @@ func (e *Engine) Measure(ctx context.Context, job engine.Job) (m *engine.Measure
 	m.Ejections = engine.Ejections(lbs)
 	m.Events, m.EventDrops = events.Sorted()
 	m.Aborted, m.Unattributed = coll.Aborted(), coll.Unattributed()
-	if interrupted < 0 {
+	// External instances' workers are the simulator's model, not theirs:
+	// no utilization.
+	if interrupted < 0 && len(exp.Instances.External) == 0 {
 		for _, b := range fl.Backends() {
+			if b.Control == nil {
+				continue
+			}
 			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 			if stats, err := b.Control.Stats(sctx); err == nil {
 				engine.SetUtilization(&m.Strategy.Instances[b.ID], stats.BusyS, exp.Instances.Instance(b.ID).Workers, span)

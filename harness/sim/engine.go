@@ -54,9 +54,17 @@ func (Engine) Info() engine.Info {
 	return engine.Info{Engine: "sim", Backends: "sim", Virtual: true, Epoch: Epoch}
 }
 
-// Check implements engine.Engine: every experiment runs, and one with
+// Check implements engine.Engine: every experiment runs but one with
+// external instances and no model of them (instances.service); one with
 // container faults gets a note on how they are approximated.
 func (Engine) Check(exp *experiments.Experiment) ([]string, error) {
+	if !exp.Instances.Modeled() {
+		return nil, fmt.Errorf("%s: instances.external: the simulator cannot model instances it did not start; "+
+			"give instances.service (a model of their service time) to simulate them, or run them with --engine real", exp.Source)
+	}
+	if len(exp.Instances.External) > 0 {
+		return []string{"The instances are external; the simulator runs the experiment's model of them (instances.service, workers, queue_limit), not the instances themselves."}, nil
+	}
 	if exp.NeedsContainers() {
 		return []string{"Container faults are simulated by their effect on the requests that arrive while they last: " +
 			"pause as a hang, kill as a connection reset, cpu as a service time scaled by 1/cpus. " +
