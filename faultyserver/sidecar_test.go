@@ -3,6 +3,7 @@ package faultyserver
 import (
 	"bufio"
 	"context"
+	"errors"
 	"flag"
 	"io"
 	"math/rand/v2"
@@ -88,6 +89,8 @@ func echo(w http.ResponseWriter, r *http.Request) {
 	b, _ := io.ReadAll(r.Body)
 	w.Header().Set("X-Upstream", "yes")
 	w.Header().Set("X-Hop-Seen", strconv.FormatBool(r.Header.Get("X-Hop") != ""))
+	w.Header().Set("Connection", "X-Resp-Hop")
+	w.Header().Set("X-Resp-Hop", "1")
 	w.WriteHeader(http.StatusCreated)
 	_, _ = io.WriteString(w, r.Method+" "+r.URL.Path+" ?"+r.URL.RawQuery+" "+r.Header.Get("X-Test")+" "+string(b))
 }
@@ -124,8 +127,8 @@ func TestSidecarForwards(t *testing.T) {
 				t.Errorf("%d %q, want 201 %q", resp.StatusCode, b, tt.want)
 			}
 			h := resp.Header
-			if h.Get("X-Upstream") != "yes" || h.Get("X-Hop-Seen") != "false" {
-				t.Errorf("headers %v: want the upstream's X-Upstream, and the hop-by-hop X-Hop not forwarded", h)
+			if h.Get("X-Upstream") != "yes" || h.Get("X-Hop-Seen") != "false" || h.Get("X-Resp-Hop") != "" {
+				t.Errorf("headers %v: want the upstream's X-Upstream, and the hop-by-hop X-Hop and X-Resp-Hop not forwarded", h)
 			}
 			if h.Get(InstanceHeader) != "5" || h.Get(LoadHeader) != "0" {
 				t.Errorf("%s %q, %s %q; want 5 and 0", InstanceHeader, h.Get(InstanceHeader), LoadHeader, h.Get(LoadHeader))
@@ -170,6 +173,37 @@ func TestSidecarStreams(t *testing.T) {
 				t.Fatalf("first chunk %q %v", line, err)
 			}
 		})
+	}
+}
+
+// The request body reaches the upstream as the client sends it.
+func TestSidecarStreamsRequestBody(t *testing.T) {
+	gotFirst := make(chan struct{})
+	up := startUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		line, err := bufio.NewReader(r.Body).ReadString('\n')
+		if err != nil || line != "first\n" {
+			http.Error(w, "first chunk: "+line, http.StatusBadRequest)
+			return
+		}
+		close(gotFirst)
+		rest, _ := io.ReadAll(r.Body)
+		_, _ = io.WriteString(w, "rest "+string(rest))
+	})
+	sc := startSidecar(t, SidecarConfig{}, up)
+	pr, pw := io.Pipe()
+	done := make(chan result, 1)
+	go func() { done <- do(t.Context(), sc.client, http.MethodPost, sc.ts.URL+"/upload", pr) }()
+	_, _ = io.WriteString(pw, "first\n")
+	select {
+	case <-gotFirst:
+	case <-time.After(5 * time.Second):
+		pw.CloseWithError(errors.New("upstream never saw the first chunk"))
+		t.Fatal("first chunk of the request body did not reach the upstream before the body ended")
+	}
+	_, _ = io.WriteString(pw, "second")
+	pw.Close()
+	if r := <-done; r.err != nil || r.status != 200 || r.body != "rest second" {
+		t.Errorf("%d %q %v, want 200 \"rest second\"", r.status, r.body, r.err)
 	}
 }
 
