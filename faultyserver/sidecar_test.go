@@ -97,6 +97,9 @@ func echo(w http.ResponseWriter, r *http.Request) {
 
 func TestSidecarForwards(t *testing.T) {
 	up := startUpstream(t, echo)
+	if r := do(t.Context(), up.ts.Client(), http.MethodGet, up.ts.URL+"/", nil); r.header.Get("X-Resp-Hop") != "1" {
+		t.Fatalf("the upstream's own answer lacks X-Resp-Hop: %v", r.header)
+	}
 	sc := startSidecar(t, SidecarConfig{ID: 5}, up)
 	tests := []struct {
 		name, method, path, body string
@@ -227,6 +230,34 @@ func TestSidecarClientCancelReachesUpstream(t *testing.T) {
 	}
 	<-done
 	waitSidecar(t, sc.s, "dropped request", func(st Stats) bool { return st.Dropped == 1 && st.InFlight == 0 })
+}
+
+// Close answers a request being forwarded 503 and cancels it upstream.
+func TestSidecarCloseCancelsForwarding(t *testing.T) {
+	cancelled := make(chan struct{})
+	up := startUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		<-r.Context().Done()
+		close(cancelled)
+	})
+	sc := startSidecar(t, SidecarConfig{}, up)
+	done := make(chan result, 1)
+	go func() { done <- sc.get(t.Context(), "/") }()
+	waitSidecar(t, sc.s, "request in flight", func(st Stats) bool { return st.InFlight == 1 })
+	sc.s.Close()
+	if r := <-done; r.err != nil || r.status != http.StatusServiceUnavailable || r.header.Get(LoadHeader) != "0" {
+		t.Errorf("%d %v load %q, want 503 with load 0", r.status, r.err, r.header.Get(LoadHeader))
+	}
+	select {
+	case <-cancelled:
+	case <-time.After(5 * time.Second):
+		t.Fatal("upstream request not cancelled by Close")
+	}
+	if r := sc.get(t.Context(), "/"); r.status != http.StatusServiceUnavailable {
+		t.Errorf("request after Close: %d, want 503", r.status)
+	}
+	if r := sc.get(t.Context(), HealthPath); r.status != http.StatusServiceUnavailable {
+		t.Errorf("health after Close: %d, want 503", r.status)
+	}
 }
 
 // The load header counts the requests being forwarded, the answering one
