@@ -23,14 +23,26 @@ type errorBody struct {
 	Error string `json:"error"`
 }
 
-func (s *Server) control(w http.ResponseWriter, r *http.Request) {
+// controlled is what the control API acts on: a Server or a Sidecar.
+type controlled interface {
+	Fault() Fault
+	SetFault(Fault) error
+	ClearFault()
+	Stats() Stats
+	Reset()
+}
+
+func (s *Server) control(w http.ResponseWriter, r *http.Request) { serveControl(s, w, r) }
+
+// serveControl serves the control API of s.
+func serveControl(s controlled, w http.ResponseWriter, r *http.Request) {
 	switch r.URL.Path {
 	case FaultPath:
 		switch r.Method {
 		case http.MethodGet:
 			writeJSON(w, http.StatusOK, faultJSON(s.Fault()))
 		case http.MethodPut:
-			s.putFault(w, r)
+			putFault(s, w, r)
 		case http.MethodDelete:
 			s.ClearFault()
 			w.WriteHeader(http.StatusNoContent)
@@ -57,7 +69,7 @@ func (s *Server) control(w http.ResponseWriter, r *http.Request) {
 
 // putFault replaces the fault with the request body; on any error the
 // current fault is left as it was.
-func (s *Server) putFault(w http.ResponseWriter, r *http.Request) {
+func putFault(s controlled, w http.ResponseWriter, r *http.Request) {
 	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxControlBody))
 	if err != nil {
 		var tooBig *http.MaxBytesError

@@ -17,5 +17,8 @@
 // The fault model (the [Fault] interface and one file per mode) is declared
 // here once and is meant to be interpreted by other backends as well: a fault
 // only plans what happens to one request ([Fault.Plan]); the server carries
-// the plan out.
+// the plan out. A [Sidecar] carries the same plans out in front of a real
+// HTTP service (`lbchaos serve --upstream`), reading them through
+// [PlanProxy]: it forwards what the server would serve, scaling the
+// upstream's own time where a fault scales the service time.
 package faultyserver

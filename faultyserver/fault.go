@@ -63,11 +63,42 @@ func (k ActionKind) String() string {
 }
 
 // Action is the plan for one request.
+//
+// A proxy in front of a real service (see [Sidecar]) reads an ActionServe
+// from [PlanProxy] as: wait Service before forwarding, then hold the
+// upstream's answer until Scale times the upstream's own time has passed
+// since forwarding. The other kinds mean what they mean on the server.
 type Action struct {
 	Kind    ActionKind
-	Service time.Duration // ActionServe: time spent on a worker
+	Service time.Duration // ActionServe: time spent on a worker; on a proxy, added before forwarding
 	Delay   time.Duration // ActionFail: wait before answering, without a worker
 	Status  int           // ActionFail: status answered
+	Scale   float64       // ActionServe, proxies only: multiplies the upstream's time; <= 1 holds nothing
+}
+
+// A ProxyPlanner is a fault whose plan changes the service time, which a
+// proxy does not know until the upstream has answered. Every fault whose
+// Plan serves a request for anything but base itself implements it; the
+// others plan the same for a proxy as for the server.
+type ProxyPlanner interface {
+	Fault
+	// PlanProxy decides what happens to one request a proxy forwards under
+	// this fault, drawing every random choice from r exactly as Plan does.
+	PlanProxy(r *rand.Rand) Action
+}
+
+// PlanProxy is the plan for one request arriving at a proxy under fault f
+// (nil: none): f's own PlanProxy when it has one, else its Plan for a
+// service time of zero, so that a request the server would serve for its
+// service time is forwarded with nothing added.
+func PlanProxy(f Fault, r *rand.Rand) Action {
+	if f == nil {
+		return Action{Kind: ActionServe}
+	}
+	if p, ok := f.(ProxyPlanner); ok {
+		return p.PlanProxy(r)
+	}
+	return f.Plan(0, r)
 }
 
 // Health holds the health_status parameter every fault accepts; embed it in
@@ -83,6 +114,18 @@ func (h Health) HealthStatus() int {
 		return 200
 	}
 	return h.Status
+}
+
+// healthOverride returns the health_status set, if any.
+func (h Health) healthOverride() (int, bool) { return h.Status, h.Status != 0 }
+
+// HealthOverride reports the health_status f sets explicitly (nil: none).
+// Without one, a proxy leaves /healthz to its upstream.
+func HealthOverride(f Fault) (int, bool) {
+	if h, ok := f.(interface{ healthOverride() (int, bool) }); ok {
+		return h.healthOverride()
+	}
+	return 0, false
 }
 
 func (h Health) validate() error {

@@ -39,6 +39,15 @@ func (f Jitter) Validate() error {
 // Plan draws one uniform number from r and serves the request for base
 // times the factor it gives.
 func (f Jitter) Plan(base time.Duration, r *rand.Rand) Action {
-	factor := f.MinFactor + (f.MaxFactor-f.MinFactor)*r.Float64()
-	return Action{Kind: ActionServe, Service: clampDuration(float64(base) * factor)}
+	return Action{Kind: ActionServe, Service: clampDuration(float64(base) * f.factor(r))}
+}
+
+// PlanProxy draws the factor as Plan does and multiplies the upstream's
+// time by it.
+func (f Jitter) PlanProxy(r *rand.Rand) Action {
+	return Action{Kind: ActionServe, Scale: f.factor(r)}
+}
+
+func (f Jitter) factor(r *rand.Rand) float64 {
+	return f.MinFactor + (f.MaxFactor-f.MinFactor)*r.Float64()
 }

@@ -47,3 +47,12 @@ func (f Slow) Plan(base time.Duration, _ *rand.Rand) Action {
 	}
 	return Action{Kind: ActionServe, Service: clampDuration(float64(base) * f.Factor)}
 }
+
+// PlanProxy adds Latency before forwarding, or multiplies the upstream's
+// time by Factor.
+func (f Slow) PlanProxy(*rand.Rand) Action {
+	if f.Latency != 0 {
+		return Action{Kind: ActionServe, Service: time.Duration(f.Latency)}
+	}
+	return Action{Kind: ActionServe, Scale: f.Factor}
+}

@@ -2,6 +2,7 @@ package faultyserver
 
 import (
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"strconv"
@@ -21,10 +22,33 @@ type Flags struct {
 	Seed          uint64
 	KeepAbandoned bool
 	Fault         string // JSON as the control API takes it; "" = none
+	// Upstream, when set, runs a Sidecar in front of this http://host:port
+	// instead of a fake server; Workers, QueueLimit, Service and
+	// KeepAbandoned must then keep their defaults.
+	Upstream   string
+	HealthPath string // the upstream's health path; with Upstream only
 }
 
 // DefaultFlags are the command's defaults.
-var DefaultFlags = Flags{Listen: "127.0.0.1:8080", Workers: 8, Service: "fixed:10ms", Seed: 1}
+var DefaultFlags = Flags{Listen: "127.0.0.1:8080", Workers: 8, Service: "fixed:10ms", Seed: 1, HealthPath: "/"}
+
+// SidecarFlagsOf returns the command line that serves a Sidecar for cfg on
+// listen.
+func SidecarFlagsOf(cfg SidecarConfig, listen string) (Flags, error) {
+	f := DefaultFlags
+	f.ID, f.Listen, f.Seed, f.Upstream, f.HealthPath = cfg.ID, listen, cfg.Seed, cfg.Upstream, cfg.HealthPath
+	if f.HealthPath == "" {
+		f.HealthPath = DefaultFlags.HealthPath
+	}
+	if cfg.InitialFault != nil {
+		b, err := MarshalFault(cfg.InitialFault)
+		if err != nil {
+			return Flags{}, err
+		}
+		f.Fault = string(b)
+	}
+	return f, nil
+}
 
 // FlagsOf returns the command line that serves cfg on listen.
 func FlagsOf(cfg Config, listen string) (Flags, error) {
@@ -33,7 +57,7 @@ func FlagsOf(cfg Config, listen string) (Flags, error) {
 		return Flags{}, fmt.Errorf("service distribution: %w", err)
 	}
 	f := Flags{ID: cfg.ID, Listen: listen, Workers: cfg.Workers, QueueLimit: cfg.QueueLimit, Service: string(svc),
-		Seed: cfg.Seed, KeepAbandoned: cfg.KeepAbandoned}
+		Seed: cfg.Seed, KeepAbandoned: cfg.KeepAbandoned, HealthPath: DefaultFlags.HealthPath}
 	if cfg.InitialFault != nil {
 		b, err := MarshalFault(cfg.InitialFault)
 		if err != nil {
@@ -55,6 +79,8 @@ func (f *Flags) Bind(fs *flag.FlagSet) {
 	fs.Uint64Var(&f.Seed, "seed", f.Seed, "seed of the instance's random choices")
 	fs.BoolVar(&f.KeepAbandoned, "keep-abandoned", f.KeepAbandoned, "serve queued requests whose client went away instead of dropping them")
 	fs.StringVar(&f.Fault, "fault", f.Fault, `fault to start with, as the control API takes it, e.g. '{"mode":"fail","status":503}'`)
+	fs.StringVar(&f.Upstream, "upstream", f.Upstream, "run as a fault sidecar in front of this service (http://host:port) instead of a fake server")
+	fs.StringVar(&f.HealthPath, "health-path", f.HealthPath, "with --upstream: the upstream path /healthz is forwarded to")
 }
 
 // Args returns the arguments after `lbchaos serve` that Bind parses back
@@ -63,13 +89,18 @@ func (f Flags) Args() []string {
 	args := []string{
 		"--id", strconv.Itoa(f.ID),
 		"--listen", f.Listen,
-		"--workers", strconv.Itoa(f.Workers),
-		"--queue-limit", strconv.Itoa(f.QueueLimit),
-		"--service", f.Service,
 		"--seed", strconv.FormatUint(f.Seed, 10),
 	}
-	if f.KeepAbandoned {
-		args = append(args, "--keep-abandoned")
+	if f.Upstream != "" {
+		args = append(args, "--upstream", f.Upstream, "--health-path", f.HealthPath)
+	} else {
+		args = append(args,
+			"--workers", strconv.Itoa(f.Workers),
+			"--queue-limit", strconv.Itoa(f.QueueLimit),
+			"--service", f.Service)
+		if f.KeepAbandoned {
+			args = append(args, "--keep-abandoned")
+		}
 	}
 	if f.Fault != "" {
 		args = append(args, "--fault", f.Fault)
@@ -77,9 +108,15 @@ func (f Flags) Args() []string {
 	return args
 }
 
-// Config checks f and returns the server's configuration; each error names
-// its flag.
+// Config checks f and returns the fake server's configuration; each error
+// names its flag. f must not set Upstream (see SidecarConfig).
 func (f Flags) Config() (Config, error) {
+	if f.Upstream != "" {
+		return Config{}, errors.New("--upstream: runs a sidecar, which SidecarConfig configures")
+	}
+	if f.HealthPath != DefaultFlags.HealthPath {
+		return Config{}, errors.New("--health-path: applies only with --upstream (the fake server answers /healthz itself)")
+	}
 	dist, err := ParseDistFlag(f.Service)
 	if err != nil {
 		return Config{}, fmt.Errorf("--service: %w", err)
@@ -91,6 +128,45 @@ func (f Flags) Config() (Config, error) {
 			return Config{}, fmt.Errorf("--fault: %w", err)
 		}
 		cfg.InitialFault = fault
+	}
+	return cfg, nil
+}
+
+// SidecarConfig checks f, which sets Upstream, and returns the sidecar's
+// configuration; each error names its flag. The fake server's flags
+// (workers, queue, service time) do not apply to a sidecar and must keep
+// their defaults.
+func (f Flags) SidecarConfig() (SidecarConfig, error) {
+	if _, err := ParseUpstream(f.Upstream); err != nil {
+		return SidecarConfig{}, fmt.Errorf("--upstream: %w", err)
+	}
+	why := "a sidecar forwards every request at once; the upstream has its own"
+	switch d := DefaultFlags; {
+	case f.Workers != d.Workers:
+		return SidecarConfig{}, fmt.Errorf("--workers: does not apply with --upstream (%s workers)", why)
+	case f.QueueLimit != d.QueueLimit:
+		return SidecarConfig{}, fmt.Errorf("--queue-limit: does not apply with --upstream (%s queue)", why)
+	case f.Service != d.Service:
+		return SidecarConfig{}, errors.New("--service: does not apply with --upstream (the upstream's own time is the service time)")
+	case f.KeepAbandoned != d.KeepAbandoned:
+		return SidecarConfig{}, errors.New("--keep-abandoned: does not apply with --upstream (a client that goes away cancels its upstream request)")
+	}
+	if _, err := parseHealthPath(f.HealthPath); err != nil {
+		return SidecarConfig{}, fmt.Errorf("--health-path: %w", err)
+	}
+	cfg := SidecarConfig{ID: f.ID, Upstream: f.Upstream, HealthPath: f.HealthPath, Seed: f.Seed}
+	if f.Fault != "" {
+		fault, err := ParseFault([]byte(f.Fault))
+		if err == nil {
+			err = checkFault(fault)
+		}
+		if err != nil {
+			return SidecarConfig{}, fmt.Errorf("--fault: %w", err)
+		}
+		cfg.InitialFault = fault
+	}
+	if err := cfg.Validate(); err != nil {
+		return SidecarConfig{}, err
 	}
 	return cfg, nil
 }

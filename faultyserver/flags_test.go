@@ -70,3 +70,33 @@ func TestFlagsRoundTrip(t *testing.T) {
 		t.Errorf("config after the round trip %+v, want %+v", back, cfg)
 	}
 }
+
+// TestSidecarFlagsRoundTrip is TestFlagsRoundTrip for a sidecar: Args
+// leaves out the fake server's flags, which --upstream refuses.
+func TestSidecarFlagsRoundTrip(t *testing.T) {
+	cfg := SidecarConfig{ID: 4, Upstream: "http://127.0.0.1:8080", HealthPath: "/healthz?deep=1", Seed: 7,
+		InitialFault: Slow{Factor: 3}}
+	want, err := SidecarFlagsOf(cfg, "127.0.0.1:9002")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := DefaultFlags
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	got.Bind(fs)
+	if err := fs.Parse(want.Args()); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("parsed %+v, wrote %+v", got, want)
+	}
+	back, err := got.SidecarConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(back, cfg) {
+		t.Errorf("config after the round trip %+v, want %+v", back, cfg)
+	}
+	if _, err := got.Config(); err == nil {
+		t.Errorf("Config of sidecar flags: no error, want one naming --upstream")
+	}
+}

@@ -44,7 +44,40 @@ func ServeListener(ctx context.Context, cfg Config, ln net.Listener, logf func(f
 	return serve(ctx, s, ln, logf)
 }
 
-func serve(ctx context.Context, s *Server, ln net.Listener, logf func(format string, args ...any)) error {
+// ServeSidecar runs a Sidecar for cfg as its own HTTP server on addr
+// (host:port) until ctx is done, then shuts down as ServeListener does:
+// hanging requests end with 503, forwarded requests get up to ShutdownGrace
+// to finish, then the rest are cancelled.
+func ServeSidecar(ctx context.Context, cfg SidecarConfig, addr string, logf func(format string, args ...any)) error {
+	s, err := NewSidecar(cfg)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		s.Close()
+		return fmt.Errorf("faultyserver: %w", err)
+	}
+	return serve(ctx, s, ln, logf)
+}
+
+// instanceHandler is what serve runs: a Server or a Sidecar.
+type instanceHandler interface {
+	http.Handler
+	instanceID() int
+	describe() string // for the start line, e.g. "workers 8, service fixed 10ms"
+	beginDrain()
+	Close()
+}
+
+func (s *Server) instanceID() int { return s.cfg.ID }
+func (s *Server) describe() string {
+	return fmt.Sprintf("workers %d, service %s", s.cfg.Workers, s.cfg.Service)
+}
+func (s *Sidecar) instanceID() int  { return s.cfg.ID }
+func (s *Sidecar) describe() string { return "sidecar of " + s.upstream.String() }
+
+func serve(ctx context.Context, s instanceHandler, ln net.Listener, logf func(format string, args ...any)) error {
 	if logf == nil {
 		logf = func(string, ...any) {}
 	}
@@ -54,7 +87,8 @@ func serve(ctx context.Context, s *Server, ln net.Listener, logf func(format str
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          log.New(logWriter(logf), "", 0),
 	}
-	logf("faultyserver: instance %d listening on %s (workers %d, service %s)", s.cfg.ID, ln.Addr(), s.cfg.Workers, s.cfg.Service)
+	id := s.instanceID()
+	logf("faultyserver: instance %d listening on %s (%s)", id, ln.Addr(), s.describe())
 
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
@@ -62,11 +96,11 @@ func serve(ctx context.Context, s *Server, ln net.Listener, logf func(format str
 	select {
 	case err := <-errc:
 		s.Close()
-		return fmt.Errorf("faultyserver: instance %d: %w", s.cfg.ID, err)
+		return fmt.Errorf("faultyserver: instance %d: %w", id, err)
 	case <-ctx.Done():
 	}
 
-	logf("faultyserver: instance %d shutting down", s.cfg.ID)
+	logf("faultyserver: instance %d shutting down", id)
 	s.beginDrain()
 	sctx, cancel := context.WithTimeout(context.Background(), ShutdownGrace)
 	err := srv.Shutdown(sctx)
@@ -79,7 +113,7 @@ func serve(ctx context.Context, s *Server, ln net.Listener, logf func(format str
 		err = serr
 	}
 	if err != nil {
-		return fmt.Errorf("faultyserver: instance %d: shutdown: %w", s.cfg.ID, err)
+		return fmt.Errorf("faultyserver: instance %d: shutdown: %w", id, err)
 	}
 	return nil
 }

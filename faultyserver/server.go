@@ -163,13 +163,22 @@ func (s *Server) SetFault(f Fault) error {
 	if f == nil {
 		return errors.New("faultyserver: nil fault; use ClearFault")
 	}
+	if err := checkFault(f); err != nil {
+		return err
+	}
+	s.fault.Store(&faultBox{f})
+	return nil
+}
+
+// checkFault validates f and refuses container faults, which act on a
+// container rather than inside a server or sidecar.
+func checkFault(f Fault) error {
 	if err := f.Validate(); err != nil {
 		return err
 	}
 	if IsContainerFault(f) {
 		return errContainerFault(f)
 	}
-	s.fault.Store(&faultBox{f})
 	return nil
 }
 
@@ -360,10 +369,16 @@ func setLoad(h http.Header, load int) {
 // sleep waits d, accurately (see precise.go). It returns early with ctx.Err() when ctx is done and with
 // errClosed when the server closes.
 func (s *Server) sleep(ctx context.Context, d time.Duration) error {
+	return sleepUntil(ctx, time.Now().Add(d), s.closed())
+}
+
+// sleepUntil waits until deadline, accurately (see precise.go). It returns
+// early with ctx.Err() when ctx is done and with errClosed when closed is.
+func sleepUntil(ctx context.Context, deadline time.Time, closed <-chan struct{}) error {
+	d := time.Until(deadline)
 	if d <= 0 {
 		return nil
 	}
-	deadline := time.Now().Add(d)
 	if coarse := d - preciseSpan; coarse > 0 {
 		t := time.NewTimer(coarse)
 		select {
@@ -371,7 +386,7 @@ func (s *Server) sleep(ctx context.Context, d time.Duration) error {
 		case <-ctx.Done():
 			t.Stop()
 			return ctx.Err()
-		case <-s.closed():
+		case <-closed:
 			t.Stop()
 			return errClosed
 		}
@@ -381,7 +396,7 @@ func (s *Server) sleep(ctx context.Context, d time.Duration) error {
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
-	case <-s.closed():
+	case <-closed:
 		return errClosed
 	}
 }

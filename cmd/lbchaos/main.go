@@ -6,6 +6,7 @@
 //	lbchaos list
 //	lbchaos run NAME|FILE [--duration 10s] [--rate 2000] [--seed 7] [--strategies a,b] [--out DIR] [--backends auto|process|docker|external [--backend URL ...] [--sidecar URL ...]]
 //	lbchaos serve --id N --listen ADDR [--workers W] [--service fixed:10ms] ...
+//	lbchaos serve --upstream http://HOST:PORT [--listen ADDR] [--health-path /healthz] ...
 package main
 
 import (
@@ -24,7 +25,8 @@ const usage = `lbchaos: what a load-balancing strategy does when one backend goe
 Usage:
   lbchaos list                      the shipped experiments
   lbchaos run NAME|FILE [flags]     run an experiment (lbchaos run --help)
-  lbchaos serve [flags]             run one fake backend instance (lbchaos serve --help)
+  lbchaos serve [flags]             run one fake backend instance, or with --upstream URL a fault
+                                    sidecar in front of your own service (lbchaos serve --help)
   lbchaos proxy [flags]             serve a built-in strategy as a reverse proxy (lbchaos proxy --help)
   lbchaos report RUN                re-render a run's report and plots from its summary.json
   lbchaos compare [--fail-on-regression] RUN_A RUN_B

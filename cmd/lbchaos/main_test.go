@@ -143,6 +143,10 @@ func TestRunErrors(t *testing.T) {
 		{"backend with sim", []string{"run", "baseline", "--engine", "sim", "--backends", "external", "--backend", "http://127.0.0.1:1"}, 2, "--backend: external instances run with --engine real only (got --engine sim)"},
 		{"health path without external", []string{"run", "baseline", "--health-path", "/up"}, 2, "--health-path: applies to external instances"},
 		{"serve bad fault", []string{"serve", "--fault", `{"mode":"error-rate","p":2}`}, 2, "--fault: p: must be within [0,1]"},
+		{"sidecar with workers", []string{"serve", "--upstream", "http://127.0.0.1:1", "--workers", "4"}, 2, "--workers: does not apply with --upstream"},
+		{"sidecar with service", []string{"serve", "--upstream", "http://127.0.0.1:1", "--service", "fixed:1ms"}, 2, "--service: does not apply with --upstream"},
+		{"sidecar bad upstream", []string{"serve", "--upstream", "127.0.0.1:1"}, 2, `--upstream: want http://host:port, got "127.0.0.1:1"`},
+		{"health path without upstream", []string{"serve", "--health-path", "/up"}, 2, "--health-path: applies only with --upstream"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -378,6 +382,74 @@ func TestServeRunsAnInstanceUntilCancelled(t *testing.T) {
 	}
 	if code, _ := get(); code != 200 {
 		t.Errorf("after clearing: status %d", code)
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("serve returned %v after cancel", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("serve did not stop")
+	}
+}
+
+// serve --upstream runs a fault sidecar in front of a real service.
+func TestServeSidecarUntilCancelled(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/up" {
+			http.Error(w, "down", http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintf(w, "upstream %s", r.URL.Path)
+	}))
+	defer up.Close()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		var o, e bytes.Buffer
+		done <- run(ctx, []string{"serve", "--id", "6", "--listen", addr, "--upstream", up.URL,
+			"--health-path", "/up", "--fault", `{"mode":"fail","status":502}`}, &o, &e)
+	}()
+	ctl := &faultyserver.Client{BaseURL: "http://" + addr}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if _, err := ctl.Fault(ctx); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("serve --upstream did not come up")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	get := func(path string) (int, string, string) {
+		resp, err := http.Get("http://" + addr + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, resp.Header.Get(faultyserver.InstanceHeader), string(b)
+	}
+	if code, id, _ := get("/x"); code != 502 || id != "6" {
+		t.Errorf("with --fault: status %d instance %q, want 502 from 6", code, id)
+	}
+	if err := ctl.ClearFault(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, body := get("/x"); code != 200 || body != "upstream /x" {
+		t.Errorf("after clearing: %d %q, want the upstream's answer", code, body)
+	}
+	if code, _, _ := get("/healthz"); code != 503 {
+		t.Errorf("/healthz: %d, want the upstream's /up status 503", code)
 	}
 	cancel()
 	select {

@@ -15,7 +15,7 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 	f := faultyserver.DefaultFlags
 	f.Bind(fs)
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: lbchaos serve [flags]\n\nRuns one fake backend instance. Control API: GET/PUT/DELETE "+faultyserver.ControlPrefix+"fault, GET "+faultyserver.ControlPrefix+"stats, POST "+faultyserver.ControlPrefix+"reset; health: GET /healthz.\n\nFlags:")
+		fmt.Fprintln(stderr, "Usage: lbchaos serve [flags]\n\nRuns one fake backend instance, or with --upstream a fault sidecar in front of a real HTTP service. Control API: GET/PUT/DELETE "+faultyserver.ControlPrefix+"fault, GET "+faultyserver.ControlPrefix+"stats, POST "+faultyserver.ControlPrefix+"reset; health: GET /healthz.\n\nFlags:")
 		fs.PrintDefaults()
 	}
 	pos, err := splitPositional(fs, args)
@@ -25,10 +25,17 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 	if len(pos) > 0 {
 		return &exitError{2, fmt.Errorf("serve takes no arguments, got %q", pos)}
 	}
+	logf := func(format string, args ...any) { fmt.Fprintf(stderr, "lbchaos serve: "+format+"\n", args...) }
+	if f.Upstream != "" {
+		cfg, err := f.SidecarConfig()
+		if err != nil {
+			return &exitError{2, err}
+		}
+		return faultyserver.ServeSidecar(ctx, cfg, f.Listen, logf)
+	}
 	cfg, err := f.Config()
 	if err != nil {
 		return &exitError{2, err}
 	}
-	logf := func(format string, args ...any) { fmt.Fprintf(stderr, "lbchaos serve: "+format+"\n", args...) }
 	return faultyserver.Serve(ctx, cfg, f.Listen, logf)
 }

@@ -1,0 +1,510 @@
+package faultyserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// SidecarConfig configures a Sidecar.
+type SidecarConfig struct {
+	// ID identifies the instance in InstanceHeader and in Stats; >= 0.
+	ID int
+	// Upstream is the service forwarded to, as http://host:port.
+	Upstream string
+	// HealthPath is the upstream's health-check path (and query) that
+	// /healthz is forwarded to; "" means "/".
+	HealthPath string
+	// Seed seeds every random choice of the sidecar, as Config.Seed does
+	// for a Server.
+	Seed uint64
+	// InitialFault, when not nil, is in force from the first request.
+	InitialFault Fault
+}
+
+// Validate reports the first bad field of c.
+func (c SidecarConfig) Validate() error {
+	if c.ID < 0 {
+		return fmt.Errorf("id: must be >= 0, got %d", c.ID)
+	}
+	if _, err := ParseUpstream(c.Upstream); err != nil {
+		return fmt.Errorf("upstream: %w", err)
+	}
+	if _, err := parseHealthPath(c.HealthPath); err != nil {
+		return fmt.Errorf("health_path: %w", err)
+	}
+	return nil
+}
+
+// ParseUpstream reads an upstream address, which must be http://host:port
+// with no path beyond "/", query, fragment or user.
+func ParseUpstream(s string) (*url.URL, error) {
+	u, err := url.Parse(s)
+	bad := err != nil || u.Scheme != "http" || u.Host == "" || u.Port() == "" || u.Hostname() == "" ||
+		(u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" || u.User != nil
+	if bad {
+		return nil, fmt.Errorf("want http://host:port, got %q", s)
+	}
+	return &url.URL{Scheme: "http", Host: u.Host}, nil
+}
+
+// parseHealthPath reads a health path: "" (meaning "/") or an absolute path
+// with an optional query.
+func parseHealthPath(s string) (*url.URL, error) {
+	if s == "" {
+		s = "/"
+	}
+	u, err := url.Parse(s)
+	if err != nil || !strings.HasPrefix(s, "/") || strings.HasPrefix(s, "//") || u.Fragment != "" {
+		return nil, fmt.Errorf("want an absolute path such as /healthz, got %q", s)
+	}
+	return u, nil
+}
+
+// Sidecar runs the fault model in front of a real HTTP service: a reverse
+// proxy that forwards every service request to its upstream and carries out
+// the plan the current fault makes for it (see PlanProxy and Action). It
+// serves the same control API and /healthz as a Server and counts the same
+// Stats; it has no workers and no queue, so Stats.Queued is always 0 and
+// Stats.InFlight counts requests being forwarded (including a slow fault's
+// added wait and a held answer). It is an http.Handler; create it with
+// NewSidecar. All methods are safe for concurrent use.
+type Sidecar struct {
+	// Immutable after NewSidecar.
+	cfg       SidecarConfig
+	id        string
+	upstream  *url.URL
+	health    *url.URL
+	transport *http.Transport
+	errorLog  *log.Logger
+
+	randMu sync.Mutex // guards rng
+	src    *rand.PCG
+	rng    *rand.Rand
+
+	fault atomic.Pointer[faultBox] // nil when none
+
+	inFlight                atomic.Int64
+	served, failed, dropped atomic.Int64
+	busy                    atomic.Int64 // nanoseconds spent forwarding
+
+	closeOnce sync.Once
+	done      chan struct{}   // closed by Close
+	doneCtx   context.Context // cancelled by Close; cancels forwarded requests
+	cancel    context.CancelFunc
+	drainOnce sync.Once
+	drain     chan struct{} // closed when a graceful shutdown begins
+}
+
+var _ http.Handler = (*Sidecar)(nil)
+
+// NewSidecar validates cfg and returns a Sidecar for it.
+func NewSidecar(cfg SidecarConfig) (*Sidecar, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("faultyserver: sidecar config: %w", err)
+	}
+	up, _ := ParseUpstream(cfg.Upstream)
+	hp, _ := parseHealthPath(cfg.HealthPath)
+	src := NewSource(cfg.Seed)
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &Sidecar{
+		cfg:      cfg,
+		id:       strconv.Itoa(cfg.ID),
+		upstream: up,
+		health:   hp,
+		transport: &http.Transport{
+			DialContext:         (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+			MaxIdleConnsPerHost: 1024,
+			IdleConnTimeout:     90 * time.Second,
+			// Pass Accept-Encoding and encoded bodies through untouched.
+			DisableCompression: true,
+		},
+		errorLog: log.New(io.Discard, "", 0),
+		src:      src,
+		rng:      rand.New(src),
+		done:     make(chan struct{}),
+		doneCtx:  ctx,
+		cancel:   cancel,
+		drain:    make(chan struct{}),
+	}
+	if cfg.InitialFault != nil {
+		if err := s.SetFault(cfg.InitialFault); err != nil {
+			cancel()
+			return nil, fmt.Errorf("faultyserver: sidecar config: initial fault: %w", err)
+		}
+	}
+	return s, nil
+}
+
+// Config returns the configuration s was created with.
+func (s *Sidecar) Config() SidecarConfig { return s.cfg }
+
+// SetFault validates f and makes it the current fault; container faults are
+// refused, as by Server.SetFault.
+func (s *Sidecar) SetFault(f Fault) error {
+	if f == nil {
+		return errors.New("faultyserver: nil fault; use ClearFault")
+	}
+	if err := checkFault(f); err != nil {
+		return err
+	}
+	s.fault.Store(&faultBox{f})
+	return nil
+}
+
+// ClearFault removes the current fault, if any.
+func (s *Sidecar) ClearFault() { s.fault.Store(nil) }
+
+// Fault returns the current fault, or nil when there is none.
+func (s *Sidecar) Fault() Fault {
+	if b := s.fault.Load(); b != nil {
+		return b.f
+	}
+	return nil
+}
+
+// Stats returns a snapshot of the counters and the current fault. Served
+// counts answers below 400 (the upstream's own), Failed every answer of 400
+// or more: injected failures, resets, the upstream's errors and a 502 for
+// an unreachable upstream.
+func (s *Sidecar) Stats() Stats {
+	return Stats{
+		ID:       s.cfg.ID,
+		InFlight: s.inFlight.Load(),
+		Served:   s.served.Load(),
+		Failed:   s.failed.Load(),
+		Dropped:  s.dropped.Load(),
+		BusyS:    time.Duration(s.busy.Load()).Seconds(),
+		Fault:    faultStatsJSON(s.Fault()),
+	}
+}
+
+// faultStatsJSON is f for Stats.Fault: as MarshalFault writes it, or nil.
+func faultStatsJSON(f Fault) []byte {
+	if f == nil {
+		return nil
+	}
+	b, err := MarshalFault(f)
+	if err != nil {
+		return nil
+	}
+	return b
+}
+
+// Reset clears the fault, zeroes the counters (InFlight excepted) and
+// reseeds the random source from SidecarConfig.Seed.
+func (s *Sidecar) Reset() {
+	s.ClearFault()
+	s.served.Store(0)
+	s.failed.Store(0)
+	s.dropped.Store(0)
+	s.busy.Store(0)
+	s.randMu.Lock()
+	s.src.Seed(s.cfg.Seed, pcgStream)
+	s.randMu.Unlock()
+}
+
+// Close cancels every forwarded request, answering 503 where no answer has
+// begun, ends failing and hanging requests with 503 and answers every later
+// service request 503. It is idempotent and does not close any listener.
+func (s *Sidecar) Close() {
+	s.closeOnce.Do(func() {
+		close(s.done)
+		s.cancel()
+		s.transport.CloseIdleConnections()
+	})
+}
+
+// beginDrain ends hanging requests with 503 so a graceful shutdown need not
+// wait for their clients to give up.
+func (s *Sidecar) beginDrain() { s.drainOnce.Do(func() { close(s.drain) }) }
+
+// ServeHTTP serves the control API under ControlPrefix, the health check at
+// HealthPath and forwards every other path to the upstream.
+func (s *Sidecar) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	switch p := r.URL.Path; {
+	case strings.HasPrefix(p, ControlPrefix):
+		w.Header().Set(InstanceHeader, s.id)
+		serveControl(s, w, r)
+	case p == HealthPath:
+		s.serveHealth(w, r)
+	default:
+		s.service(w, r)
+	}
+}
+
+func (s *Sidecar) plan() Action {
+	f := s.Fault()
+	s.randMu.Lock()
+	defer s.randMu.Unlock()
+	return PlanProxy(f, s.rng)
+}
+
+// service carries out the current fault's plan for one service request.
+// Every answer it gives carries InstanceHeader and LoadHeader (the requests
+// being forwarded at the moment of the answer, itself not among them).
+func (s *Sidecar) service(w http.ResponseWriter, r *http.Request) {
+	select {
+	case <-s.done:
+		s.answerError(w, int(s.inFlight.Load()), http.StatusServiceUnavailable, "instance closed")
+		return
+	default:
+	}
+	a := s.plan()
+	ctx := r.Context()
+	switch a.Kind {
+	case ActionFail:
+		switch err := sleepUntil(ctx, time.Now().Add(a.Delay), s.done); err {
+		case nil:
+			s.answerError(w, int(s.inFlight.Load()), a.Status, "injected fault")
+		case errClosed:
+			s.answerError(w, int(s.inFlight.Load()), http.StatusServiceUnavailable, "instance closed")
+		default:
+			s.dropped.Add(1)
+		}
+	case ActionHang:
+		select {
+		case <-ctx.Done():
+			s.dropped.Add(1)
+		case <-s.done:
+			s.answerError(w, int(s.inFlight.Load()), http.StatusServiceUnavailable, "instance closed")
+		case <-s.drain:
+			s.answerError(w, int(s.inFlight.Load()), http.StatusServiceUnavailable, "instance shutting down")
+		}
+	case ActionReset:
+		s.failed.Add(1)
+		resetConn(w)
+	default:
+		s.forward(w, r, a)
+	}
+}
+
+// forward waits a.Service, forwards r and answers with the upstream's
+// answer, held so that it ends no sooner than a.Scale times the upstream's
+// time (see dilatedBody).
+func (s *Sidecar) forward(w http.ResponseWriter, r *http.Request, a Action) {
+	s.inFlight.Add(1)
+	began := time.Now()
+	defer func() {
+		s.busy.Add(int64(time.Since(began)))
+		s.inFlight.Add(-1)
+	}()
+	client := r.Context()
+	ctx, cancel := context.WithCancel(client)
+	defer cancel()
+	stop := context.AfterFunc(s.doneCtx, cancel)
+	defer stop()
+
+	if err := sleepUntil(ctx, began.Add(a.Service), s.done); err != nil {
+		s.forwardError(w, client, err)
+		return
+	}
+	var start time.Time
+	p := &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.SetURL(s.upstream)
+			pr.Out.Host = pr.In.Host
+			pr.SetXForwarded()
+			start = time.Now()
+		},
+		Transport:     s.transport,
+		FlushInterval: -1,
+		ErrorLog:      s.errorLog,
+		ModifyResponse: func(resp *http.Response) error {
+			if a.Scale > 1 && resp.StatusCode != http.StatusSwitchingProtocols {
+				// The body's clock starts before the headers are held, so
+				// that chunks arriving meanwhile keep their own times.
+				resp.Body = newDilatedBody(ctx, resp.Body, start, a.Scale, s.done)
+				at := start.Add(clampDuration(float64(time.Since(start)) * a.Scale))
+				if err := sleepUntil(ctx, at, s.done); err != nil {
+					return err
+				}
+			}
+			h := resp.Header
+			h[InstanceHeader] = []string{s.id}
+			setLoad(h, int(s.inFlight.Load())-1)
+			if resp.StatusCode >= 400 {
+				s.failed.Add(1)
+			} else {
+				s.served.Add(1)
+			}
+			return nil
+		},
+		ErrorHandler: func(w http.ResponseWriter, _ *http.Request, err error) {
+			s.forwardError(w, client, err)
+		},
+	}
+	p.ServeHTTP(w, r.WithContext(ctx))
+}
+
+// forwardError answers a request whose forwarding failed before an answer
+// began: dropped when its client went away, 503 when the sidecar closed,
+// else 502 naming the upstream's error.
+func (s *Sidecar) forwardError(w http.ResponseWriter, client context.Context, err error) {
+	load := int(s.inFlight.Load()) - 1
+	switch {
+	case client.Err() != nil:
+		s.dropped.Add(1)
+	case errors.Is(err, errClosed) || s.doneCtx.Err() != nil:
+		s.answerError(w, load, http.StatusServiceUnavailable, "instance closed")
+	default:
+		s.answerError(w, load, http.StatusBadGateway, "upstream: "+err.Error())
+	}
+}
+
+// answerError writes a plain-text error answer to a service request and
+// counts it as failed.
+func (s *Sidecar) answerError(w http.ResponseWriter, load, status int, msg string) {
+	s.failed.Add(1)
+	h := w.Header()
+	h[InstanceHeader] = []string{s.id}
+	setLoad(h, load)
+	http.Error(w, msg, status)
+}
+
+// serveHealth answers /healthz: 503 once closed, the current fault's
+// health_status when it sets one, else the upstream's answer to its health
+// path.
+func (s *Sidecar) serveHealth(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set(InstanceHeader, s.id)
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+		return
+	}
+	status, own := HealthOverride(s.Fault())
+	select {
+	case <-s.done:
+		status, own = http.StatusServiceUnavailable, true
+	default:
+	}
+	if own {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.WriteHeader(status)
+		if status == http.StatusOK {
+			_, _ = w.Write(okBody)
+		} else {
+			_, _ = w.Write([]byte("unhealthy\n"))
+		}
+		return
+	}
+	p := &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.SetURL(s.upstream)
+			pr.Out.URL.Path, pr.Out.URL.RawPath = s.health.Path, s.health.RawPath
+			pr.Out.URL.RawQuery = s.health.RawQuery
+		},
+		Transport: s.transport,
+		ErrorLog:  s.errorLog,
+		ModifyResponse: func(resp *http.Response) error {
+			resp.Header[InstanceHeader] = []string{s.id}
+			return nil
+		},
+		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			if r.Context().Err() == nil {
+				http.Error(w, "upstream health check: "+err.Error(), http.StatusBadGateway)
+			}
+		},
+	}
+	p.ServeHTTP(w, r)
+}
+
+// dilatedBody delivers an upstream body on a clock slowed down by scale:
+// a chunk that arrived t after start is delivered scale×t after start, so
+// a streamed answer keeps its shape and the whole answer ends at scale
+// times the upstream's time. A goroutine reads ahead, timestamping chunks
+// as they arrive, up to dilatedAhead chunks; an upstream faster than that
+// is held back by the ordinary flow control and its later chunks are
+// stamped late.
+type dilatedBody struct {
+	rc     io.ReadCloser
+	ctx    context.Context
+	start  time.Time
+	scale  float64
+	closed <-chan struct{}
+
+	chunks chan chunk
+	quit   chan struct{}
+	once   sync.Once
+
+	cur []byte // the undelivered rest of the current chunk
+	err error  // the error after cur
+}
+
+type chunk struct {
+	b   []byte
+	at  time.Time
+	err error
+}
+
+const (
+	dilatedAhead = 16
+	dilatedChunk = 16 << 10
+)
+
+func newDilatedBody(ctx context.Context, rc io.ReadCloser, start time.Time, scale float64, closed <-chan struct{}) *dilatedBody {
+	d := &dilatedBody{rc: rc, ctx: ctx, start: start, scale: scale, closed: closed,
+		chunks: make(chan chunk, dilatedAhead), quit: make(chan struct{})}
+	go d.pump()
+	return d
+}
+
+func (d *dilatedBody) pump() {
+	for {
+		buf := make([]byte, dilatedChunk)
+		n, err := d.rc.Read(buf)
+		select {
+		case d.chunks <- chunk{b: buf[:n], at: time.Now(), err: err}:
+		case <-d.quit:
+			return
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+func (d *dilatedBody) Read(p []byte) (int, error) {
+	for len(d.cur) == 0 {
+		if d.err != nil {
+			return 0, d.err
+		}
+		var c chunk
+		select {
+		case c = <-d.chunks:
+		case <-d.quit:
+			return 0, errors.New("faultyserver: read of a closed body")
+		}
+		at := d.start.Add(clampDuration(float64(c.at.Sub(d.start)) * d.scale))
+		if err := sleepUntil(d.ctx, at, d.closed); err != nil {
+			d.err = err
+			return 0, err
+		}
+		d.cur, d.err = c.b, c.err
+	}
+	n := copy(p, d.cur)
+	d.cur = d.cur[n:]
+	if len(d.cur) == 0 && d.err != nil {
+		return n, d.err
+	}
+	return n, nil
+}
+
+// Close stops the read-ahead and closes the upstream body, which ends any
+// read in progress.
+func (d *dilatedBody) Close() error {
+	d.once.Do(func() { close(d.quit) })
+	return d.rc.Close()
+}
