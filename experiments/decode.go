@@ -82,7 +82,7 @@ type fileFault struct {
 // build converts the decoded file into an Experiment with every default
 // filled in and validates it: Validate, then the expectations against the
 // file's strategies. Errors name the field; Parse prefixes the source.
-func (f *file) build(source string) (*Experiment, error) {
+func (f *file) build(source, dir string) (*Experiment, error) {
 	e := &Experiment{
 		Name:        f.Name,
 		Description: strings.TrimSpace(f.Description),
@@ -168,6 +168,9 @@ func (f *file) build(source string) (*Experiment, error) {
 	}
 	if f.KeyMetric != "" {
 		e.KeyMetric = f.KeyMetric
+	}
+	if e.ProxyFiles, err = resolveProxyFiles(e.Strategies, dir, nil, func(i int) string { return fmt.Sprintf("strategies[%d]", i) }); err != nil {
+		return nil, err
 	}
 	if err := e.Validate(); err != nil {
 		return nil, err

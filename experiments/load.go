@@ -8,6 +8,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -44,7 +45,7 @@ func Load(ref string) (*Experiment, error) {
 	if err != nil {
 		return nil, fmt.Errorf("unknown experiment %q (shipped: %s; or give a path to a .yaml file)", ref, strings.Join(Names(), ", "))
 	}
-	return Parse("experiments/"+ref+".yaml", data)
+	return parse("experiments/"+ref+".yaml", "", data)
 }
 
 // LoadFile reads and validates an experiment file from disk.
@@ -56,8 +57,20 @@ func LoadFile(path string) (*Experiment, error) {
 	return Parse(path, data)
 }
 
-// Parse decodes and validates an experiment. source names the file in errors.
+// Parse decodes and validates an experiment. source names the file in
+// errors, and its directory is where relative paths in the file's
+// strategies are resolved.
 func Parse(source string, data []byte) (*Experiment, error) {
+	dir, err := filepath.Abs(filepath.Dir(source))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", source, err)
+	}
+	return parse(source, dir, data)
+}
+
+// parse is Parse with the directory relative paths are resolved against;
+// "" for a shipped experiment, which has none.
+func parse(source, dir string, data []byte) (*Experiment, error) {
 	var f file
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
@@ -67,7 +80,7 @@ func Parse(source string, data []byte) (*Experiment, error) {
 		}
 		return nil, fmt.Errorf("%s: %s", source, yamlMessage(err))
 	}
-	e, err := f.build(source)
+	e, err := f.build(source, dir)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", source, err)
 	}

@@ -3,6 +3,7 @@ package real
 import (
 	"context"
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"github.com/lbchaos/lbchaos/harness"
 	"github.com/lbchaos/lbchaos/harness/internal/runtest"
 	"github.com/lbchaos/lbchaos/harness/proxies"
+	"github.com/lbchaos/lbchaos/reports"
 	"github.com/lbchaos/lbchaos/strategies"
 )
 
@@ -67,6 +69,58 @@ strategies:
 	}
 	if dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), "lbchaos-nginx-*")); len(dirs) > 0 {
 		t.Errorf("proxy directories left behind: %v", dirs)
+	}
+}
+
+// TestProxyFileReproducesBuiltIn: nginx:file with a team's upstream
+// section that says least_conn is nginx:least_conn, so on the fast-fail
+// shape it makes the same black hole of the instance that fails fast.
+func TestProxyFileReproducesBuiltIn(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real load through real proxies")
+	}
+	runtest.Need(t, proxies.Installed(strategies.ProxyNginx, "unused"))
+	file := filepath.Join(t.TempDir(), "upstream.conf")
+	if err := os.WriteFile(file, []byte("# our production upstream\nleast_conn;\n{{servers}}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	own := "nginx:file(path=" + file + ")"
+	exp := runtest.MustExperiment(t, "proxy-file-fast-fail", `
+seed: 1
+duration: 3s
+rate: 400
+timeout: 5s
+instances: {count: 5, workers: 8, service: {dist: fixed, value: 20ms}}
+faults:
+  - {instance: 0, at: 0s, fault: {mode: fail, status: 503, delay: 1ms}}
+strategies: [nginx:least_conn, "`+own+`"]
+`)
+	sum, err := run(context.Background(), exp, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	built, file0 := runtest.StrategyByName(t, sum, "nginx:least_conn"), runtest.StrategyByName(t, sum, own)
+	for _, st := range []reports.Strategy{built, file0} {
+		runtest.CheckAccounting(t, st)
+		if st.Requests < 900 || st.Unattributed != 0 {
+			t.Errorf("%s: %d requests, %d unattributed", st.Name, st.Requests, st.Unattributed)
+		}
+		t.Logf("%s: error ratio %.3f, faulty instance's share %.3f", st.Name, st.ErrorRatio, st.Instances[0].Share)
+	}
+	// Both are the black hole: the faulty instance takes far more than
+	// its fifth. Their ratios differ only by what varies between two runs
+	// of one configuration under real timing (nginx's two workers count
+	// connections apart): within 0.15 of each other, a third of either.
+	for _, st := range []reports.Strategy{built, file0} {
+		if st.ErrorRatio < 0.3 {
+			t.Errorf("%s: error ratio %.3f, want the black hole (> 0.3 with 5 instances)", st.Name, st.ErrorRatio)
+		}
+	}
+	if d := math.Abs(built.ErrorRatio - file0.ErrorRatio); d > 0.15 {
+		t.Errorf("error ratios %.3f (nginx:least_conn) and %.3f (%s) differ by %.3f, want <= 0.15", built.ErrorRatio, file0.ErrorRatio, own, d)
+	}
+	if left := runtest.ProxyLeftovers(t); len(left) > 0 {
+		t.Errorf("proxy processes left behind: %q", left)
 	}
 }
 

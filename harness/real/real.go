@@ -83,7 +83,8 @@ func (e *Engine) Check(exp *experiments.Experiment) ([]string, error) {
 // experiment cannot run: a proxy's configuration is written once per
 // strategy, so instances that join later or move (a killed container's new
 // port) would not reach it, and a proxy is one balancer, not replicas. It
-// also checks that each proxy is installed.
+// also checks that each proxy is installed and that a file spec's file
+// (nginx:file, haproxy:file) is a section lbchaos can complete.
 func checkProxies(exp *experiments.Experiment, lbchaos string) error {
 	for i, name := range exp.Strategies {
 		if !strategies.IsProxy(name) {
@@ -103,7 +104,7 @@ func checkProxies(exp *experiments.Experiment, lbchaos string) error {
 				return fmt.Errorf("strategy %s: mode %q brings the instance back on a new address, which a proxy's configuration does not follow; run it with built-in strategies", name, f.Spec.Mode())
 			}
 		}
-		if err := proxies.Check(name, lbchaos); err != nil {
+		if err := proxies.Check(name, exp.ProxyFiles[name], lbchaos); err != nil {
 			return fmt.Errorf("strategy %s: %w", name, err)
 		}
 	}
@@ -142,7 +143,7 @@ func (e *Engine) Measure(ctx context.Context, job engine.Job) (m *engine.Measure
 		proxy *proxies.Proxy
 	)
 	if strategies.IsProxy(name) {
-		if proxy, err = proxies.Start(ctx, name, targets, exp.Timeout, opts.LbchaosBinary, exp.Seed); err != nil {
+		if proxy, err = proxies.Start(ctx, name, exp.ProxyFiles[name], targets, exp.Timeout, opts.LbchaosBinary, exp.Seed); err != nil {
 			return nil, err
 		}
 		defer proxy.Close()
