@@ -118,46 +118,18 @@ func startProxy(ctx context.Context, cfg proxyConfig) (*proxyProcess, error) {
 		return nil, err
 	}
 	p := &proxyProcess{cfg: cfg, log: filepath.Join(cfg.dir, "access.log"), output: &tailBuffer{max: 16 << 10}, exited: make(chan struct{}), ids: map[string]int{}}
-	var args, check []string
-	var text string // the generated configuration
-	switch cfg.spec.Kind {
-	case strategies.ProxyNginx:
-		conf := filepath.Join(cfg.dir, "nginx.conf")
-		text = nginxConfig(cfg, p.log)
-		if err := os.WriteFile(conf, []byte(text), 0o644); err != nil {
-			return nil, err
-		}
-		args = []string{"-p", cfg.dir, "-c", conf, "-e", filepath.Join(cfg.dir, "error.log"), "-g", "daemon off;"}
-		check = []string{"-t", "-q", "-p", cfg.dir, "-c", conf, "-e", filepath.Join(cfg.dir, "error.log")}
-		for id, u := range cfg.backends {
-			p.ids[u.Host] = id
-		}
-	case strategies.ProxyHAProxy:
-		conf := filepath.Join(cfg.dir, "haproxy.cfg")
-		text = haproxyConfig(cfg)
-		if err := os.WriteFile(conf, []byte(text), 0o644); err != nil {
-			return nil, err
-		}
-		args = []string{"-db", "-f", conf}
-		check = []string{"-c", "-f", conf} // with -q it would not say why
-		for id := range cfg.backends {
-			p.ids["i"+strconv.Itoa(id)] = id
-		}
-	case strategies.ProxyLbchaos:
-		args = lbchaosArgs(cfg, p.log)
-		for id := range cfg.backends {
-			p.ids[strconv.Itoa(id)] = id
-		}
+	args, err := configure(ctx, bin, cfg, p.log)
+	if err != nil {
+		return nil, err
 	}
-	if check != nil {
-		out, err := exec.CommandContext(ctx, bin, check...).CombinedOutput()
-		if err != nil {
-			msg := checkMessage(out)
-			if t := cfg.file; t != nil {
-				return nil, fmt.Errorf("%s rejected the configuration generated from %s (its lines start at line %d of the generated file): %s",
-					cfg.spec.Kind, t.path, fileLine(text, t.path), msg)
-			}
-			return nil, fmt.Errorf("%s rejected its generated configuration (in %s): %s", cfg.spec.Kind, cfg.dir, msg)
+	for id, u := range cfg.backends {
+		switch cfg.spec.Kind {
+		case strategies.ProxyNginx:
+			p.ids[u.Host] = id
+		case strategies.ProxyHAProxy:
+			p.ids["i"+strconv.Itoa(id)] = id
+		case strategies.ProxyLbchaos:
+			p.ids[strconv.Itoa(id)] = id
 		}
 	}
 	logFile, err := os.Create(p.log)
@@ -197,6 +169,44 @@ func checkMessage(out []byte) string {
 		}
 	}
 	return strings.TrimSpace(strings.Join(lines, "\n"))
+}
+
+// configure writes cfg's configuration into cfg.dir, logging requests to
+// accessLog, and has the proxy (bin) check it: nginx -t, haproxy -c. It
+// returns the proxy's command line. A rejection quotes the proxy.
+func configure(ctx context.Context, bin string, cfg proxyConfig, accessLog string) ([]string, error) {
+	var args, check []string
+	var text string // the generated configuration
+	switch cfg.spec.Kind {
+	case strategies.ProxyNginx:
+		conf := filepath.Join(cfg.dir, "nginx.conf")
+		text = nginxConfig(cfg, accessLog)
+		if err := os.WriteFile(conf, []byte(text), 0o644); err != nil {
+			return nil, err
+		}
+		args = []string{"-p", cfg.dir, "-c", conf, "-e", filepath.Join(cfg.dir, "error.log"), "-g", "daemon off;"}
+		check = []string{"-t", "-q", "-p", cfg.dir, "-c", conf, "-e", filepath.Join(cfg.dir, "error.log")}
+	case strategies.ProxyHAProxy:
+		conf := filepath.Join(cfg.dir, "haproxy.cfg")
+		text = haproxyConfig(cfg)
+		if err := os.WriteFile(conf, []byte(text), 0o644); err != nil {
+			return nil, err
+		}
+		args = []string{"-db", "-f", conf}
+		check = []string{"-c", "-f", conf} // with -q it would not say why
+	case strategies.ProxyLbchaos:
+		return lbchaosArgs(cfg, accessLog), nil
+	}
+	out, err := exec.CommandContext(ctx, bin, check...).CombinedOutput()
+	if err != nil {
+		msg := checkMessage(out)
+		if t := cfg.file; t != nil {
+			return nil, fmt.Errorf("%s rejected the configuration generated from %s (its lines start at line %d of the generated file): %s",
+				cfg.spec.Kind, t.path, fileLine(text, t.path), msg)
+		}
+		return nil, fmt.Errorf("%s rejected its generated configuration (in %s): %s", cfg.spec.Kind, cfg.dir, msg)
+	}
+	return args, nil
 }
 
 // waitReady polls readyPath until the proxy answers, it exits, or 10 s pass.
@@ -388,15 +398,27 @@ func (x *Proxy) Close() {
 
 // Check returns an error when spec's proxy cannot run here: it is not
 // installed, (lbchaos:) no lbchaos binary was given, or (file specs) the
-// file, at the absolute path file, cannot be read or is not a section
-// lbchaos can complete. The proxy's own check of the whole configuration
-// is Start's.
+// file, at the absolute path file, cannot be read, is not a section
+// lbchaos can complete, or the proxy's own check rejects the configuration
+// made from it.
 func Check(spec, file, lbchaos string) error {
-	ps, _, err := parse(spec, file)
+	ps, tmpl, err := parse(spec, file)
 	if err != nil {
 		return err
 	}
-	_, err = proxyBinary(ps.Kind, lbchaos)
+	bin, err := proxyBinary(ps.Kind, lbchaos)
+	if err != nil || tmpl == nil {
+		return err
+	}
+	// A file is the team's text: have the proxy check it now, with one
+	// server, so that a rejection comes before any backend starts.
+	dir, err := os.MkdirTemp("", "lbchaos-"+ps.Kind+"-check-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	one := &url.URL{Scheme: "http", Host: "127.0.0.1:9"}
+	_, err = configure(context.Background(), bin, proxyConfig{spec: ps, listen: "127.0.0.1:9", backends: []*url.URL{one}, timeout: time.Second, dir: dir, file: tmpl}, filepath.Join(dir, "access.log"))
 	return err
 }
 

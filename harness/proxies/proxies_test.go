@@ -124,10 +124,18 @@ func TestProxyStartErrors(t *testing.T) {
 				t.Fatal(err)
 			}
 			_, err = startProxy(context.Background(), proxyConfig{spec: ps, listen: listen, backends: backends, timeout: time.Second, dir: t.TempDir(), file: tmpl})
+			// Check, which runs before any backend starts, says the same.
+			cerr := Check(tt.spec, path, "")
 			for _, w := range tt.want {
 				if err == nil || !strings.Contains(err.Error(), w) {
 					t.Errorf("error %v, want one containing %q", err, w)
 				}
+				if cerr == nil || !strings.Contains(cerr.Error(), w) {
+					t.Errorf("Check: error %v, want one containing %q", cerr, w)
+				}
+			}
+			if dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), "lbchaos-*-check-*")); len(dirs) > 0 {
+				t.Errorf("Check left directories behind: %v", dirs)
 			}
 			if left := runtest.ProxyLeftovers(t); len(left) > 0 {
 				t.Errorf("processes left behind: %q", left)

@@ -3,7 +3,6 @@ package real
 import (
 	"context"
 	"errors"
-	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -107,17 +106,19 @@ strategies: [nginx:least_conn, "`+own+`"]
 		}
 		t.Logf("%s: error ratio %.3f, faulty instance's share %.3f", st.Name, st.ErrorRatio, st.Instances[0].Share)
 	}
-	// Both are the black hole: the faulty instance takes far more than
-	// its fifth. Their ratios differ only by what varies between two runs
-	// of one configuration under real timing (nginx's two workers count
-	// connections apart): within 0.15 of each other, a third of either.
+	// Both are the black hole: the faulty instance takes far more than its
+	// fifth. Their ratios need only be of the same order, within a factor
+	// 1.5 of each other: two runs of one configuration under real timing
+	// on a shared machine vary that much over 3 s (0.40 to 0.52 seen for
+	// nginx:least_conn alone; nginx's two workers count connections
+	// apart), while a file that lost least_conn (round robin) gives 0.2.
 	for _, st := range []reports.Strategy{built, file0} {
 		if st.ErrorRatio < 0.3 {
 			t.Errorf("%s: error ratio %.3f, want the black hole (> 0.3 with 5 instances)", st.Name, st.ErrorRatio)
 		}
 	}
-	if d := math.Abs(built.ErrorRatio - file0.ErrorRatio); d > 0.15 {
-		t.Errorf("error ratios %.3f (nginx:least_conn) and %.3f (%s) differ by %.3f, want <= 0.15", built.ErrorRatio, file0.ErrorRatio, own, d)
+	if r := max(built.ErrorRatio, file0.ErrorRatio) / min(built.ErrorRatio, file0.ErrorRatio); r > 1.5 {
+		t.Errorf("error ratios %.3f (nginx:least_conn) and %.3f (%s) are %.2f times apart, want within 1.5", built.ErrorRatio, file0.ErrorRatio, own, r)
 	}
 	if left := runtest.ProxyLeftovers(t); len(left) > 0 {
 		t.Errorf("proxy processes left behind: %q", left)
@@ -170,6 +171,23 @@ strategies: [haproxy:leastconn]
 		_, err := run(context.Background(), exp, Options{})
 		if err == nil || !strings.Contains(err.Error(), "replicas (2) apply to built-in strategies") {
 			t.Errorf("error %v", err)
+		}
+	})
+	t.Run("file without placeholder", func(t *testing.T) {
+		file := filepath.Join(t.TempDir(), "upstream.conf")
+		if err := os.WriteFile(file, []byte("least_conn;\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		exp := runtest.MustExperiment(t, "proxy-file", `
+duration: 1s
+rate: 10
+instances: {count: 1, service: {dist: fixed, value: 1ms}}
+strategies: ["p2c", "nginx:file(path=`+file+`)"]
+`)
+		sum, err := run(context.Background(), exp, Options{})
+		want := "strategy nginx:file(path=" + file + "): nginx:file: " + file + " has no {{servers}} line"
+		if err == nil || !strings.Contains(err.Error(), want) || sum != nil {
+			t.Errorf("error %v (summary %v), want one containing %q before anything runs", err, sum != nil, want)
 		}
 	})
 }
