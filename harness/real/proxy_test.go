@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -97,6 +98,9 @@ strategies: [nginx:least_conn, "`+own+`"]
 	sum, err := run(context.Background(), exp, Options{})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if note := own + ": the balancing section is " + file + ", with the servers written at {{servers}}."; !slices.Contains(sum.Notes, note) {
+		t.Errorf("notes %q lack %q", sum.Notes, note)
 	}
 	built, file0 := runtest.StrategyByName(t, sum, "nginx:least_conn"), runtest.StrategyByName(t, sum, own)
 	for _, st := range []reports.Strategy{built, file0} {

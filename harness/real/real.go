@@ -71,12 +71,22 @@ func (e *Engine) Info() engine.Info {
 }
 
 // Check implements engine.Engine: the provider must take exp's faults, and
-// every proxy strategy must be runnable.
+// every proxy strategy must be runnable. Its notes name the file each file
+// strategy (nginx:file, haproxy:file) was resolved to.
 func (e *Engine) Check(exp *experiments.Experiment) ([]string, error) {
 	if err := fleet.Check(exp, e.opts.Provider); err != nil {
 		return nil, err
 	}
-	return nil, checkProxies(exp, e.opts.LbchaosBinary)
+	if err := checkProxies(exp, e.opts.LbchaosBinary); err != nil {
+		return nil, err
+	}
+	var notes []string
+	for _, name := range exp.Strategies {
+		if file, ok := exp.ProxyFiles[name]; ok {
+			notes = append(notes, fmt.Sprintf("%s: the balancing section is %s, with the servers written at %s.", name, file, proxies.Placeholder))
+		}
+	}
+	return notes, nil
 }
 
 // checkProxies rejects, before anything starts, proxy strategies the
