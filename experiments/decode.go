@@ -101,8 +101,9 @@ type fileFault struct {
 // filled in and validates it: Validate, then the expectations against the
 // file's strategies. Errors name the field; Parse prefixes the source.
 //
-// dir is the directory a targets file is relative to; "" for an experiment
-// built into the binary, which has none.
+// dir is the directory relative paths in the file (a targets file, a proxy
+// strategy's file) are resolved against; "" for an experiment built into
+// the binary, which has none.
 func (f *file) build(source, dir string) (*Experiment, error) {
 	e := &Experiment{
 		Name:        f.Name,
@@ -197,6 +198,9 @@ func (f *file) build(source, dir string) (*Experiment, error) {
 	}
 	if f.KeyMetric != "" {
 		e.KeyMetric = f.KeyMetric
+	}
+	if e.ProxyFiles, err = resolveProxyFiles(e.Strategies, dir, nil, func(i int) string { return fmt.Sprintf("strategies[%d]", i) }); err != nil {
+		return nil, err
 	}
 	if err := e.Validate(); err != nil {
 		return nil, err

@@ -57,14 +57,19 @@ func LoadFile(path string) (*Experiment, error) {
 	return Parse(path, data)
 }
 
-// Parse decodes and validates an experiment. source names the file in errors;
-// a targets file it names is relative to source's directory.
+// Parse decodes and validates an experiment. source names the file in
+// errors, and its directory is where relative paths in the file (a targets
+// file, a proxy strategy's file) are resolved.
 func Parse(source string, data []byte) (*Experiment, error) {
-	return parse(source, filepath.Dir(source), data)
+	dir, err := filepath.Abs(filepath.Dir(source))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", source, err)
+	}
+	return parse(source, dir, data)
 }
 
-// parse is Parse with the directory of targets files given: "" for a
-// shipped experiment.
+// parse is Parse with the directory relative paths are resolved against;
+// "" for a shipped experiment, which has none.
 func parse(source, dir string, data []byte) (*Experiment, error) {
 	var f file
 	dec := yaml.NewDecoder(bytes.NewReader(data))

@@ -50,6 +50,13 @@ type Experiment struct {
 	Instances     Instances
 	Faults        []Fault
 	Strategies    []string // strategy specs as written, e.g. "least-inflight+eject(consecutive=5,duration=5s)"
+	// ProxyFiles holds, for each strategy that names a file of its own
+	// (nginx:file(path=...), haproxy:file(path=...)), the file's absolute
+	// path: a relative path is resolved against the experiment file's
+	// directory, or, for a strategy given by Apply that the file does not
+	// list, against the current directory. A shipped experiment has no
+	// directory: its file strategies need absolute paths.
+	ProxyFiles map[string]string
 	// Keys, when set, makes the load generator give every request an
 	// affinity key drawn from this distribution (see KeySpec).
 	Keys *KeySpec

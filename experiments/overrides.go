@@ -2,6 +2,7 @@ package experiments
 
 import (
 	"fmt"
+	"os"
 	"slices"
 	"time"
 )
@@ -53,6 +54,15 @@ func (e *Experiment) Apply(o Overrides) (*Experiment, error) {
 	}
 	if len(o.Strategies) > 0 {
 		c.Strategies = o.Strategies
+		// A strategy the file lists keeps its file; another one's path is
+		// the command line's, relative to the current directory.
+		cwd, err := os.Getwd()
+		if err != nil {
+			return nil, fmt.Errorf("--strategies: %w", err)
+		}
+		if c.ProxyFiles, err = resolveProxyFiles(c.Strategies, cwd, e.ProxyFiles, func(int) string { return "--strategies" }); err != nil {
+			return nil, err
+		}
 	}
 	if len(o.External) > 0 {
 		if len(o.External) != c.Instances.Count {

@@ -123,8 +123,14 @@ func (e *Experiment) Validate() error {
 	for i, s := range e.Strategies {
 		name := fmt.Sprintf("strategies[%d]", i)
 		if strategies.IsProxy(s) {
-			if _, err := strategies.ParseProxy(s); err != nil {
+			ps, err := strategies.ParseProxy(s)
+			if err != nil {
 				return fieldErr(name, "%v", err)
+			}
+			if ps.Algorithm == strategies.ProxyFile {
+				if err := e.checkProxyFile(name, s, ps); err != nil {
+					return err
+				}
 			}
 		} else if _, err := strategies.Parse(s); err != nil {
 			return fieldErr(name, "%v", err)

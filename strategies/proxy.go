@@ -17,6 +17,8 @@ import (
 //	nginx:least_conn(max_fails=3,fail_timeout=10s,next_upstream=error|timeout|http_503)
 //	haproxy:random(2)+observe(error_limit=10,on_error=mark-down)+check(inter=2s)
 //	lbchaos:p2c+eject(consecutive=5)
+//	nginx:file(path=upstream.conf)
+//	haproxy:file(path=backend.cfg)
 //
 // The harness writes its configuration, starts it, and measures it like a
 // built-in strategy. ProxySpec is the parsed form; the algorithms and
@@ -48,11 +50,13 @@ var proxyAlgorithms = map[string]map[string][]string{
 		"least_conn":  {"max_fails", "fail_timeout", "next_upstream"},
 		"random_two":  {"max_fails", "fail_timeout", "next_upstream"}, // random two least_conn
 		"hash":        {"max_fails", "fail_timeout", "next_upstream"}, // hash $http_x_lbchaos_key consistent
+		ProxyFile:     {"path"},
 	},
 	ProxyHAProxy: {
 		"roundrobin": nil,
 		"leastconn":  nil,
 		"random":     {"draws"},
+		ProxyFile:    {"path"},
 	},
 }
 
@@ -64,6 +68,19 @@ var proxyOptions = map[string]map[string][]string{
 		"check":   {"inter", "fall", "rise"},
 	},
 }
+
+// ProxyFile is the algorithm of a proxy whose balancing section is the
+// team's own file: nginx:file(path=upstream.conf) holds the body of an
+// upstream block, haproxy:file(path=backend.cfg) that of a backend section.
+// A relative path is resolved by the experiment (see
+// experiments.Experiment.ProxyFiles); the harness writes the servers into
+// the file's placeholder.
+const ProxyFile = "file"
+
+// ProxyPathForbidden are the characters a file's path cannot contain: the
+// spec grammar separates parameters with ",", encloses them in "(" ")",
+// joins options with "+" and splits key from value at "=".
+const ProxyPathForbidden = ",()+="
 
 // HAProxyOnError are the values of HAProxy's on-error.
 var HAProxyOnError = []string{"fastinter", "fail-check", "sudden-death", "mark-down"}
@@ -97,6 +114,9 @@ func ParseProxy(spec string) (ProxySpec, error) {
 	}
 	segs, err := splitSpec(rest)
 	if err != nil {
+		if ferr := checkFilePath(kind, rest); ferr != nil {
+			return ProxySpec{}, ferr
+		}
 		return ProxySpec{}, fmt.Errorf("%s: %w", kind, err)
 	}
 	algos := proxyAlgorithms[kind]
@@ -112,6 +132,14 @@ func ParseProxy(spec string) (ProxySpec, error) {
 		return ProxySpec{}, fmt.Errorf("%s:%s: %w", kind, algo.name, err)
 	}
 	ps := ProxySpec{Kind: kind, Algorithm: algo.name, Params: algo.params}
+	if algo.name == ProxyFile {
+		if _, ok := algo.params["path"]; !ok {
+			return ProxySpec{}, fmt.Errorf("%s:file: path is required: the file with your own %s section, e.g. %s:file(path=%s)", kind, fileSection[kind], kind, fileExample[kind])
+		}
+		if len(segs) > 1 {
+			return ProxySpec{}, fmt.Errorf("%s:file: takes no options (%q): write them in the file", kind, "+"+segs[1].name)
+		}
+	}
 	opts := proxyOptions[kind]
 	for _, o := range segs[1:] {
 		allowed, known := opts[o.name]
@@ -148,6 +176,29 @@ func (p ProxySpec) Option(name string) (map[string]string, bool) {
 	return nil, false
 }
 
+var (
+	fileSection = map[string]string{ProxyNginx: "upstream", ProxyHAProxy: "backend"}
+	fileExample = map[string]string{ProxyNginx: "upstream.conf", ProxyHAProxy: "backend.cfg"}
+	// filePath is the path parameter of a file spec, to the spec's last ")"
+	// (or its end), before the grammar splits it.
+	filePath = regexp.MustCompile(`^file\s*\(\s*path\s*=(.*?)\)?\s*$`)
+)
+
+// checkFilePath explains a file spec the grammar could not split: when its
+// path holds a character of ProxyPathForbidden, the error says so rather
+// than what the grammar made of it.
+func checkFilePath(kind, rest string) error {
+	m := filePath.FindStringSubmatch(rest)
+	if m == nil {
+		return nil
+	}
+	path := strings.TrimSpace(m[1])
+	if i := strings.IndexAny(path, ProxyPathForbidden); i >= 0 {
+		return fmt.Errorf("%s:file: path %q contains %q, which a strategy spec cannot carry (it cannot hold any of , ( ) + =): rename the file or link it under a plain name", kind, path, path[i:i+1])
+	}
+	return nil
+}
+
 func validateProxyParams(name string, params map[string]string) error {
 	for _, k := range slices.Sorted(maps.Keys(params)) {
 		v := params[k]
@@ -180,6 +231,13 @@ func validateProxyParams(name string, params map[string]string) error {
 				if !slices.Contains(NginxNextUpstream, c) {
 					return fmt.Errorf("next_upstream: %q is not a proxy_next_upstream condition (want some of %s, joined by \"|\")", c, strings.Join(NginxNextUpstream, ", "))
 				}
+			}
+		case "path":
+			// Of ProxyPathForbidden only "+" passes the grammar (inside
+			// the parentheses); that the file exists is the experiment's
+			// to check.
+			if strings.Contains(v, "+") {
+				return fmt.Errorf("path %q contains \"+\", which a strategy spec cannot carry (it cannot hold any of , ( ) + =): rename the file or link it under a plain name", v)
 			}
 		case "on_error":
 			if !slices.Contains(HAProxyOnError, v) {

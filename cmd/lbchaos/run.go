@@ -46,7 +46,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		duration = fs.Duration("duration", 0, "attack duration per strategy (default: the experiment's)")
 		rate     = fs.Float64("rate", 0, "requests per second (default: the experiment's)")
 		seed     = fs.Uint64("seed", 0, "seed for every random choice (default: the experiment's)")
-		strats   = fs.String("strategies", "", "comma-separated strategies to run instead of the experiment's, e.g. round-robin,p2c")
+		strats   = fs.String("strategies", "", "comma-separated strategies to run instead of the experiment's, e.g. round-robin,p2c; a file strategy's path, as in nginx:file(path=upstream.conf), is relative to the current directory unless the experiment lists that strategy")
 		out      = fs.String("out", "", "output directory (default: RESULTS/NAME/<UTC timestamp>, with RESULTS/NAME/latest pointing at it)")
 		results  = fs.String("results", "results", "parent directory of timestamped outputs when --out is not given")
 		backends = fs.String("backends", "auto", "where backends run: process (in this process, on 127.0.0.1), docker (one container each), external (instances already running: --backend or instances.external), or auto (external when the file lists instances.external, else docker when a daemon answers, else process)")

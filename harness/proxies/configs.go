@@ -48,15 +48,29 @@ http {
     uwsgi_temp_path %s;
     scgi_temp_path %s;
     upstream lbchaos_backends {
-        %s
-`, ps.Kind+":"+ps.Algorithm, filepath.Join(cfg.dir, "nginx.pid"), accessLog,
+`, generatedFor(cfg), filepath.Join(cfg.dir, "nginx.pid"), accessLog,
 		filepath.Join(cfg.dir, "tmp-body"), filepath.Join(cfg.dir, "tmp-proxy"), filepath.Join(cfg.dir, "tmp-fastcgi"),
-		filepath.Join(cfg.dir, "tmp-uwsgi"), filepath.Join(cfg.dir, "tmp-scgi"), algo)
-	for _, u := range cfg.backends {
-		fmt.Fprintf(&b, "        server %s max_fails=%d fail_timeout=%s;\n", u.Host, maxFails, failTimeout)
+		filepath.Join(cfg.dir, "tmp-uwsgi"), filepath.Join(cfg.dir, "tmp-scgi"))
+	if t := cfg.file; t != nil {
+		// The file's section verbatim, the servers at its placeholder with
+		// its options; nginx's own defaults (max_fails=1,
+		// fail_timeout=10s) are those of the built-in algorithms.
+		fmt.Fprintf(&b, "%s\n%s", fileMarker(t.path), t.before)
+		for _, u := range cfg.backends {
+			fmt.Fprintf(&b, "        server %s%s;\n", u.Host, prefixSpace(t.options))
+		}
+		b.WriteString(t.after)
+		if !t.keepalive {
+			b.WriteString("        keepalive 1024;\n")
+		}
+	} else {
+		fmt.Fprintf(&b, "        %s\n", algo)
+		for _, u := range cfg.backends {
+			fmt.Fprintf(&b, "        server %s max_fails=%d fail_timeout=%s;\n", u.Host, maxFails, failTimeout)
+		}
+		b.WriteString("        keepalive 1024;\n")
 	}
-	fmt.Fprintf(&b, `        keepalive 1024;
-    }
+	fmt.Fprintf(&b, `    }
     server {
         listen %s;
         keepalive_requests 1000000;
@@ -145,11 +159,37 @@ frontend lbchaos
     http-after-response set-header %s %%s
     default_backend lbchaos_backends
 backend lbchaos_backends
-    balance %s
-    option httpchk GET %s
-`, ps.Kind+":"+ps.Algorithm, long, long, long, cfg.listen, readyPath, UpstreamHeader, balance, "/healthz")
+`, generatedFor(cfg), long, long, long, cfg.listen, readyPath, UpstreamHeader)
+	if t := cfg.file; t != nil {
+		// The file's section verbatim, the servers at its placeholder
+		// with its options.
+		fmt.Fprintf(&b, "%s\n%s", fileMarker(t.path), t.before)
+		for id, u := range cfg.backends {
+			fmt.Fprintf(&b, "    server i%d %s%s\n", id, u.Host, prefixSpace(t.options))
+		}
+		b.WriteString(t.after)
+		return b.String()
+	}
+	fmt.Fprintf(&b, "    balance %s\n    option httpchk GET %s\n", balance, "/healthz")
 	for id, u := range cfg.backends {
 		fmt.Fprintf(&b, "    server i%d %s%s\n", id, u.Host, server.String())
 	}
 	return b.String()
+}
+
+// generatedFor names what a configuration was generated for: the spec,
+// and the file of a file spec.
+func generatedFor(cfg proxyConfig) string {
+	s := cfg.spec.Kind + ":" + cfg.spec.Algorithm
+	if cfg.file != nil {
+		s += " from " + cfg.file.path
+	}
+	return s
+}
+
+func prefixSpace(s string) string {
+	if s == "" {
+		return ""
+	}
+	return " " + s
 }

@@ -50,9 +50,10 @@ type proxyConfig struct {
 	listen   string     // 127.0.0.1:port
 	backends []*url.URL // indexed by instance id
 	timeout  time.Duration
-	dir      string // a private directory for the configuration, logs and pid
-	lbchaos  string // the lbchaos binary, for ProxyLbchaos
-	seed     uint64 // ProxyLbchaos: of the strategy's random choices
+	dir      string        // a private directory for the configuration, logs and pid
+	lbchaos  string        // the lbchaos binary, for ProxyLbchaos
+	seed     uint64        // ProxyLbchaos: of the strategy's random choices
+	file     *fileTemplate // a file spec's balancing section; nil otherwise
 }
 
 // proxyProcess is a running proxy under test.
@@ -117,38 +118,18 @@ func startProxy(ctx context.Context, cfg proxyConfig) (*proxyProcess, error) {
 		return nil, err
 	}
 	p := &proxyProcess{cfg: cfg, log: filepath.Join(cfg.dir, "access.log"), output: &tailBuffer{max: 16 << 10}, exited: make(chan struct{}), ids: map[string]int{}}
-	var args, check []string
-	switch cfg.spec.Kind {
-	case strategies.ProxyNginx:
-		conf := filepath.Join(cfg.dir, "nginx.conf")
-		if err := os.WriteFile(conf, []byte(nginxConfig(cfg, p.log)), 0o644); err != nil {
-			return nil, err
-		}
-		args = []string{"-p", cfg.dir, "-c", conf, "-e", filepath.Join(cfg.dir, "error.log"), "-g", "daemon off;"}
-		check = []string{"-t", "-q", "-p", cfg.dir, "-c", conf, "-e", filepath.Join(cfg.dir, "error.log")}
-		for id, u := range cfg.backends {
-			p.ids[u.Host] = id
-		}
-	case strategies.ProxyHAProxy:
-		conf := filepath.Join(cfg.dir, "haproxy.cfg")
-		if err := os.WriteFile(conf, []byte(haproxyConfig(cfg)), 0o644); err != nil {
-			return nil, err
-		}
-		args = []string{"-db", "-f", conf}
-		check = []string{"-c", "-q", "-f", conf}
-		for id := range cfg.backends {
-			p.ids["i"+strconv.Itoa(id)] = id
-		}
-	case strategies.ProxyLbchaos:
-		args = lbchaosArgs(cfg, p.log)
-		for id := range cfg.backends {
-			p.ids[strconv.Itoa(id)] = id
-		}
+	args, err := configure(ctx, bin, cfg, p.log)
+	if err != nil {
+		return nil, err
 	}
-	if check != nil {
-		out, err := exec.CommandContext(ctx, bin, check...).CombinedOutput()
-		if err != nil {
-			return nil, fmt.Errorf("%s rejected its generated configuration (in %s): %s", cfg.spec.Kind, cfg.dir, strings.TrimSpace(string(out)))
+	for id, u := range cfg.backends {
+		switch cfg.spec.Kind {
+		case strategies.ProxyNginx:
+			p.ids[u.Host] = id
+		case strategies.ProxyHAProxy:
+			p.ids["i"+strconv.Itoa(id)] = id
+		case strategies.ProxyLbchaos:
+			p.ids[strconv.Itoa(id)] = id
 		}
 	}
 	logFile, err := os.Create(p.log)
@@ -176,6 +157,56 @@ func startProxy(ctx context.Context, cfg proxyConfig) (*proxyProcess, error) {
 		return nil, err
 	}
 	return p, nil
+}
+
+// checkMessage is what a proxy's check of its configuration said, without
+// HAProxy's notices (its version and path).
+func checkMessage(out []byte) string {
+	var lines []string
+	for l := range strings.Lines(string(out)) {
+		if !strings.Contains(l, "[NOTICE]") {
+			lines = append(lines, strings.TrimRight(l, "\n"))
+		}
+	}
+	return strings.TrimSpace(strings.Join(lines, "\n"))
+}
+
+// configure writes cfg's configuration into cfg.dir, logging requests to
+// accessLog, and has the proxy (bin) check it: nginx -t, haproxy -c. It
+// returns the proxy's command line. A rejection quotes the proxy.
+func configure(ctx context.Context, bin string, cfg proxyConfig, accessLog string) ([]string, error) {
+	var args, check []string
+	var text string // the generated configuration
+	switch cfg.spec.Kind {
+	case strategies.ProxyNginx:
+		conf := filepath.Join(cfg.dir, "nginx.conf")
+		text = nginxConfig(cfg, accessLog)
+		if err := os.WriteFile(conf, []byte(text), 0o644); err != nil {
+			return nil, err
+		}
+		args = []string{"-p", cfg.dir, "-c", conf, "-e", filepath.Join(cfg.dir, "error.log"), "-g", "daemon off;"}
+		check = []string{"-t", "-q", "-p", cfg.dir, "-c", conf, "-e", filepath.Join(cfg.dir, "error.log")}
+	case strategies.ProxyHAProxy:
+		conf := filepath.Join(cfg.dir, "haproxy.cfg")
+		text = haproxyConfig(cfg)
+		if err := os.WriteFile(conf, []byte(text), 0o644); err != nil {
+			return nil, err
+		}
+		args = []string{"-db", "-f", conf}
+		check = []string{"-c", "-f", conf} // with -q it would not say why
+	case strategies.ProxyLbchaos:
+		return lbchaosArgs(cfg, accessLog), nil
+	}
+	out, err := exec.CommandContext(ctx, bin, check...).CombinedOutput()
+	if err != nil {
+		msg := checkMessage(out)
+		if t := cfg.file; t != nil {
+			return nil, fmt.Errorf("%s rejected the configuration generated from %s (its lines start at line %d of the generated file): %s",
+				cfg.spec.Kind, t.path, fileLine(text, t.path), msg)
+		}
+		return nil, fmt.Errorf("%s rejected its generated configuration (in %s): %s", cfg.spec.Kind, cfg.dir, msg)
+	}
+	return args, nil
 }
 
 // waitReady polls readyPath until the proxy answers, it exits, or 10 s pass.
@@ -311,12 +342,15 @@ type Proxy struct{ p *proxyProcess }
 
 // Start starts proxy strategy spec (e.g. "nginx:least_conn") on a free
 // loopback port in front of backends (base URLs indexed by instance id),
-// for a client whose requests time out after timeout. lbchaos is the
-// lbchaos binary (for lbchaos: strategies) and seed the experiment's seed,
-// which their strategy's random choices start from.
-// It returns once the proxy answers; on error nothing is left running.
-func Start(ctx context.Context, spec string, backends []*url.URL, timeout time.Duration, lbchaos string, seed uint64) (*Proxy, error) {
-	ps, err := strategies.ParseProxy(spec)
+// for a client whose requests time out after timeout. file is the absolute
+// path of a file spec's section (nginx:file, haproxy:file), as the
+// experiment resolved it, and "" for other specs; the file is read and
+// checked here. lbchaos is the lbchaos binary (for lbchaos: strategies) and
+// seed the experiment's seed, which their strategy's random choices start
+// from. It returns once the proxy answers; on error nothing is left
+// running.
+func Start(ctx context.Context, spec, file string, backends []*url.URL, timeout time.Duration, lbchaos string, seed uint64) (*Proxy, error) {
+	ps, tmpl, err := parse(spec, file)
 	if err != nil {
 		return nil, err
 	}
@@ -329,7 +363,7 @@ func Start(ctx context.Context, spec string, backends []*url.URL, timeout time.D
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("find a free port for %s: %w", ps.Kind, err)
 	}
-	p, err := startProxy(ctx, proxyConfig{spec: ps, listen: listen, backends: backends, timeout: timeout, dir: dir, lbchaos: lbchaos, seed: seed})
+	p, err := startProxy(ctx, proxyConfig{spec: ps, listen: listen, backends: backends, timeout: timeout, dir: dir, lbchaos: lbchaos, seed: seed, file: tmpl})
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, err
@@ -363,14 +397,39 @@ func (x *Proxy) Close() {
 }
 
 // Check returns an error when spec's proxy cannot run here: it is not
-// installed, or (lbchaos:) no lbchaos binary was given.
-func Check(spec, lbchaos string) error {
-	ps, err := strategies.ParseProxy(spec)
+// installed, (lbchaos:) no lbchaos binary was given, or (file specs) the
+// file, at the absolute path file, cannot be read, is not a section
+// lbchaos can complete, or the proxy's own check rejects the configuration
+// made from it.
+func Check(spec, file, lbchaos string) error {
+	ps, tmpl, err := parse(spec, file)
 	if err != nil {
 		return err
 	}
-	_, err = proxyBinary(ps.Kind, lbchaos)
+	bin, err := proxyBinary(ps.Kind, lbchaos)
+	if err != nil || tmpl == nil {
+		return err
+	}
+	// A file is the team's text: have the proxy check it now, with one
+	// server, so that a rejection comes before any backend starts.
+	dir, err := os.MkdirTemp("", "lbchaos-"+ps.Kind+"-check-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	one := &url.URL{Scheme: "http", Host: "127.0.0.1:9"}
+	_, err = configure(context.Background(), bin, proxyConfig{spec: ps, listen: "127.0.0.1:9", backends: []*url.URL{one}, timeout: time.Second, dir: dir, file: tmpl}, filepath.Join(dir, "access.log"))
 	return err
+}
+
+// parse parses spec and, for a file spec, reads and checks its file.
+func parse(spec, file string) (strategies.ProxySpec, *fileTemplate, error) {
+	ps, err := strategies.ParseProxy(spec)
+	if err != nil || ps.Algorithm != strategies.ProxyFile {
+		return ps, nil, err
+	}
+	t, err := readTemplate(ps.Kind, file)
+	return ps, t, err
 }
 
 // Installed returns an error saying how to install proxy kind when it is

@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -93,12 +95,60 @@ func TestProxyStartErrors(t *testing.T) {
 		})
 	}
 
+	// A file the proxy's own check rejects: its message is quoted, with
+	// the file and where its lines are in the generated configuration.
+	for _, tt := range []struct {
+		name, spec, text string
+		want             []string
+	}{
+		{"nginx rejects a file", "nginx:file(path=u.conf)", "least_conn;\nleast_connections;\n{{servers}}\n",
+			[]string{"nginx rejected the configuration generated from ", "u.conf (its lines start at line 16 of the generated file)", `unknown directive "least_connections"`}},
+		{"haproxy rejects a file", "haproxy:file(path=b.cfg)", "balance leastconnections\n{{servers}}\n",
+			[]string{"haproxy rejected the configuration generated from ", "b.cfg (its lines start at line 30 of the generated file)", ".cfg:30] : balance only supports"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ps, err := strategies.ParseProxy(tt.spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			path := filepath.Join(t.TempDir(), ps.Params["path"])
+			if err := os.WriteFile(path, []byte(tt.text), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			tmpl, err := readTemplate(ps.Kind, path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			listen, err := freeLoopbackAddr()
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = startProxy(context.Background(), proxyConfig{spec: ps, listen: listen, backends: backends, timeout: time.Second, dir: t.TempDir(), file: tmpl})
+			// Check, which runs before any backend starts, says the same.
+			cerr := Check(tt.spec, path, "")
+			for _, w := range tt.want {
+				if err == nil || !strings.Contains(err.Error(), w) {
+					t.Errorf("error %v, want one containing %q", err, w)
+				}
+				if cerr == nil || !strings.Contains(cerr.Error(), w) {
+					t.Errorf("Check: error %v, want one containing %q", cerr, w)
+				}
+			}
+			if dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), "lbchaos-*-check-*")); len(dirs) > 0 {
+				t.Errorf("Check left directories behind: %v", dirs)
+			}
+			if left := runtest.ProxyLeftovers(t); len(left) > 0 {
+				t.Errorf("processes left behind: %q", left)
+			}
+		})
+	}
+
 	t.Run("not installed", func(t *testing.T) {
 		t.Setenv("PATH", t.TempDir())
 		old := sbinDir
 		sbinDir = t.TempDir()
 		defer func() { sbinDir = old }()
-		err := Check("nginx:least_conn", "")
+		err := Check("nginx:least_conn", "", "")
 		if err == nil || !strings.Contains(err.Error(), "nginx is not installed: run `make deps`") {
 			t.Errorf("error %v, want one saying how to install nginx", err)
 		}
@@ -129,5 +179,108 @@ func TestLbchaosProxyCommandLine(t *testing.T) {
 		Timeout: OwnTimeout(time.Second), AccessLog: "/d/access.log", Seed: 42, Procs: 1}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("parsed %+v\nwant   %+v", got, want)
+	}
+}
+
+func TestFileTemplates(t *testing.T) {
+	for _, tt := range []struct {
+		name, kind, text string
+		want             fileTemplate // path is "f"
+		err              string
+	}{
+		{name: "nginx", kind: "nginx", text: "least_conn;\n{{servers}}\n",
+			want: fileTemplate{path: "f", before: "least_conn;\n"}},
+		{name: "nginx options and keepalive", kind: "nginx", text: "  # ours\n  least_conn;\n  {{servers}} max_fails=3 fail_timeout=10s;  # each\n  keepalive 32;",
+			want: fileTemplate{path: "f", before: "  # ours\n  least_conn;\n", options: "max_fails=3 fail_timeout=10s", after: "  keepalive 32;\n", keepalive: true}},
+		{name: "haproxy", kind: "haproxy", text: "balance leastconn\noption httpchk GET /healthz\ndefault-server inter 1s\n{{servers}} check\n",
+			want: fileTemplate{path: "f", before: "balance leastconn\noption httpchk GET /healthz\ndefault-server inter 1s\n", options: "check"}},
+		{name: "no placeholder", kind: "nginx", text: "least_conn;\n", err: "nginx:file: f has no {{servers}} line: put {{servers}} on a line of its own"},
+		{name: "placeholder only in a comment", kind: "haproxy", text: "balance leastconn # {{servers}}\n", err: "haproxy:file: f has no {{servers}} line"},
+		{name: "placeholder twice", kind: "nginx", text: "{{servers}}\nleast_conn;\n{{servers}}\n", err: "nginx:file: f:3: {{servers}} again (first on line 1); it must appear once"},
+		{name: "placeholder mid-line", kind: "haproxy", text: "balance leastconn\n  x {{servers}}\n", err: "haproxy:file: f:2: {{servers}} must start its line"},
+		{name: "nginx server of its own", kind: "nginx", text: "least_conn;\nserver 10.0.0.1:80;\n{{servers}}\n", err: "nginx:file: f:2: a server line of its own: lbchaos writes the servers at {{servers}}"},
+		{name: "nginx server after a directive on the line", kind: "nginx", text: "{{servers}}\nleast_conn; server 10.0.0.1:80;\n", err: "f:2: a server line of its own"},
+		{name: "nginx brace", kind: "nginx", text: "{{servers}}\n}\nserver { listen 80; }\n", err: `nginx:file: f:2: "}": the file is the body of one upstream block`},
+		{name: "nginx directives after the options", kind: "nginx", text: "{{servers}} max_fails=3; least_conn;\n", err: "f:1: the server options after {{servers}} end at the line's end"},
+		{name: "haproxy server of its own", kind: "haproxy", text: "{{servers}}\nserver extra 10.0.0.1:80\n", err: "haproxy:file: f:2: a server line of its own"},
+		{name: "haproxy server-template", kind: "haproxy", text: "{{servers}}\nserver-template web 3 _web._tcp.local\n", err: "f:2: a server-template line of its own"},
+		{name: "haproxy new section", kind: "haproxy", text: "{{servers}}\nfrontend other\n", err: `haproxy:file: f:2: "frontend" starts a new section`},
+		{name: "attribution header", kind: "haproxy", text: "{{servers}}\nhttp-response del-header X-Lbchaos-Upstream\n", err: "f:2: mentions X-Lbchaos-Upstream, the header lbchaos attributes responses by"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := parseTemplate(tt.kind, "f", tt.text)
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.err) {
+					t.Fatalf("error %v, want one containing %q", err, tt.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if *got != tt.want {
+				t.Errorf("got  %+v\nwant %+v", *got, tt.want)
+			}
+		})
+	}
+	t.Run("missing file", func(t *testing.T) {
+		p := filepath.Join(t.TempDir(), "upstream.conf")
+		_, err := readTemplate("nginx", p)
+		if want := "nginx:file: cannot read " + p + ": no such file or directory"; err == nil || err.Error() != want {
+			t.Errorf("error %v, want %q", err, want)
+		}
+	})
+}
+
+// TestGeneratedFileConfigs: a file spec's configuration holds the file's
+// section verbatim, the servers at its placeholder with its options, and
+// everything of lbchaos's own around it.
+func TestGeneratedFileConfigs(t *testing.T) {
+	b0, _ := url.Parse("http://127.0.0.1:9001")
+	b1, _ := url.Parse("http://127.0.0.1:9002")
+	attribution := map[string][]string{
+		"nginx":   {"listen 127.0.0.1:8000;", "log_format lbchaos '$http_x_vegeta_seq $upstream_addr $status';", "add_header X-Lbchaos-Upstream $upstream_addr always;", "location = /_lbchaos/ready", "proxy_read_timeout 35000ms;"},
+		"haproxy": {"bind 127.0.0.1:8000", "capture request header X-Vegeta-Seq len 20", "http-after-response set-header X-Lbchaos-Upstream %s", "http-request return status 204 if { path /_lbchaos/ready }", "timeout server 35000ms"},
+	}
+	for _, tt := range []struct {
+		name, spec, text string
+		want, not        []string
+	}{
+		{"nginx least_conn", "nginx:file(path=u.conf)", "least_conn;\n{{servers}}\n",
+			[]string{"least_conn;\n        server 127.0.0.1:9001;\n        server 127.0.0.1:9002;\n        keepalive 1024;\n    }"}, nil},
+		{"nginx options and own keepalive", "nginx:file(path=u.conf)", "    hash $http_x_lbchaos_key consistent;\n    {{servers}} max_fails=3 fail_timeout=5s;\n    keepalive 32;\n",
+			[]string{"    hash $http_x_lbchaos_key consistent;\n        server 127.0.0.1:9001 max_fails=3 fail_timeout=5s;\n        server 127.0.0.1:9002 max_fails=3 fail_timeout=5s;\n    keepalive 32;\n    }"},
+			[]string{"keepalive 1024;"}},
+		{"haproxy leastconn", "haproxy:file(path=b.cfg)", "balance leastconn\noption httpchk GET /healthz\n{{servers}} check inter 1s\n",
+			[]string{"backend lbchaos_backends\n# lbchaos: from /d/f ({{servers}} replaced by the servers)\nbalance leastconn\noption httpchk GET /healthz\n    server i0 127.0.0.1:9001 check inter 1s\n    server i1 127.0.0.1:9002 check inter 1s\n"},
+			[]string{"balance roundrobin"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ps, err := strategies.ParseProxy(tt.spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tmpl, err := parseTemplate(ps.Kind, "/d/f", tt.text)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := proxyConfig{spec: ps, listen: "127.0.0.1:8000", backends: []*url.URL{b0, b1}, timeout: 30 * time.Second, dir: "/d", file: tmpl}
+			var text string
+			if ps.Kind == strategies.ProxyNginx {
+				text = nginxConfig(c, "/d/access.log")
+			} else {
+				text = haproxyConfig(c)
+			}
+			for _, w := range append(tt.want, attribution[ps.Kind]...) {
+				if !strings.Contains(text, w) {
+					t.Errorf("config lacks %q:\n%s", w, text)
+				}
+			}
+			for _, w := range tt.not {
+				if strings.Contains(text, w) {
+					t.Errorf("config has %q:\n%s", w, text)
+				}
+			}
+		})
 	}
 }

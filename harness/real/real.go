@@ -71,9 +71,13 @@ func (e *Engine) Info() engine.Info {
 }
 
 // Check implements engine.Engine: the provider must take exp's faults, and
-// every proxy strategy must be runnable. External instances get a note.
+// every proxy strategy must be runnable. External instances get a note,
+// and each file strategy (nginx:file, haproxy:file) one naming its file.
 func (e *Engine) Check(exp *experiments.Experiment) ([]string, error) {
 	if err := fleet.Check(exp, e.opts.Provider); err != nil {
+		return nil, err
+	}
+	if err := checkProxies(exp, e.opts.LbchaosBinary); err != nil {
 		return nil, err
 	}
 	var notes []string
@@ -81,14 +85,20 @@ func (e *Engine) Check(exp *experiments.Experiment) ([]string, error) {
 		notes = append(notes, "The instances are external: they serve load as they are, and the experiment's workers, queue limit and service time "+
 			"(if given) describe only the simulator's model of them; no utilization is measured.")
 	}
-	return notes, checkProxies(exp, e.opts.LbchaosBinary)
+	for _, name := range exp.Strategies {
+		if file, ok := exp.ProxyFiles[name]; ok {
+			notes = append(notes, fmt.Sprintf("%s: the balancing section is %s, with the servers written at %s.", name, file, proxies.Placeholder))
+		}
+	}
+	return notes, nil
 }
 
 // checkProxies rejects, before anything starts, proxy strategies the
 // experiment cannot run: a proxy's configuration is written once per
 // strategy, so instances that join later or move (a killed container's new
 // port) would not reach it, and a proxy is one balancer, not replicas. It
-// also checks that each proxy is installed.
+// also checks that each proxy is installed and that a file spec's file
+// (nginx:file, haproxy:file) is a section lbchaos can complete.
 func checkProxies(exp *experiments.Experiment, lbchaos string) error {
 	for i, name := range exp.Strategies {
 		if !strategies.IsProxy(name) {
@@ -108,7 +118,7 @@ func checkProxies(exp *experiments.Experiment, lbchaos string) error {
 				return fmt.Errorf("strategy %s: mode %q brings the instance back on a new address, which a proxy's configuration does not follow; run it with built-in strategies", name, f.Spec.Mode())
 			}
 		}
-		if err := proxies.Check(name, lbchaos); err != nil {
+		if err := proxies.Check(name, exp.ProxyFiles[name], lbchaos); err != nil {
 			return fmt.Errorf("strategy %s: %w", name, err)
 		}
 	}
@@ -147,7 +157,7 @@ func (e *Engine) Measure(ctx context.Context, job engine.Job) (m *engine.Measure
 		proxy *proxies.Proxy
 	)
 	if strategies.IsProxy(name) {
-		if proxy, err = proxies.Start(ctx, name, targets, exp.Timeout, opts.LbchaosBinary, exp.Seed); err != nil {
+		if proxy, err = proxies.Start(ctx, name, exp.ProxyFiles[name], targets, exp.Timeout, opts.LbchaosBinary, exp.Seed); err != nil {
 			return nil, err
 		}
 		defer proxy.Close()
