@@ -40,8 +40,13 @@ func SidecarFlagsOf(cfg SidecarConfig, listen string) (Flags, error) {
 	if f.HealthPath == "" {
 		f.HealthPath = DefaultFlags.HealthPath
 	}
-	if cfg.InitialFault != nil {
-		b, err := MarshalFault(cfg.InitialFault)
+	return f.withFault(cfg.InitialFault)
+}
+
+// withFault returns f starting with fault (nil: none), in --fault's JSON.
+func (f Flags) withFault(fault Fault) (Flags, error) {
+	if fault != nil {
+		b, err := MarshalFault(fault)
 		if err != nil {
 			return Flags{}, err
 		}
@@ -58,14 +63,7 @@ func FlagsOf(cfg Config, listen string) (Flags, error) {
 	}
 	f := Flags{ID: cfg.ID, Listen: listen, Workers: cfg.Workers, QueueLimit: cfg.QueueLimit, Service: string(svc),
 		Seed: cfg.Seed, KeepAbandoned: cfg.KeepAbandoned, HealthPath: DefaultFlags.HealthPath}
-	if cfg.InitialFault != nil {
-		b, err := MarshalFault(cfg.InitialFault)
-		if err != nil {
-			return Flags{}, err
-		}
-		f.Fault = string(b)
-	}
-	return f, nil
+	return f.withFault(cfg.InitialFault)
 }
 
 // Bind defines the command's flags on fs, with f's values as defaults,

@@ -103,7 +103,7 @@ type Server struct {
 	rng     *rand.Rand
 	sampler *Sampler
 
-	fault atomic.Pointer[faultBox] // nil when none
+	faultSlot // the current fault
 
 	served, failed, dropped atomic.Int64
 	busy                    atomic.Int64 // nanoseconds of worker time
@@ -112,7 +112,38 @@ type Server struct {
 	drain     chan struct{} // closed when Serve begins shutting down
 }
 
+// faultSlot holds an instance's current fault, for the fake server and the
+// sidecar alike; safe for concurrent use.
+type faultSlot struct {
+	fault atomic.Pointer[faultBox] // nil when none
+}
+
 type faultBox struct{ f Fault }
+
+// SetFault validates f and makes it the current fault; container faults are
+// refused. It applies to requests that arrive after it; requests already
+// in the instance keep the plan they arrived with.
+func (s *faultSlot) SetFault(f Fault) error {
+	if f == nil {
+		return errors.New("faultyserver: nil fault; use ClearFault")
+	}
+	if err := checkFault(f); err != nil {
+		return err
+	}
+	s.fault.Store(&faultBox{f})
+	return nil
+}
+
+// ClearFault removes the current fault, if any.
+func (s *faultSlot) ClearFault() { s.fault.Store(nil) }
+
+// Fault returns the current fault, or nil when there is none.
+func (s *faultSlot) Fault() Fault {
+	if b := s.fault.Load(); b != nil {
+		return b.f
+	}
+	return nil
+}
 
 var _ http.Handler = (*Server)(nil)
 
@@ -156,20 +187,6 @@ func New(cfg Config) (*Server, error) {
 // Config returns the configuration s was created with.
 func (s *Server) Config() Config { return s.cfg }
 
-// SetFault validates f and makes it the current fault. It applies to
-// requests that arrive after it; requests already in the server keep the
-// plan they arrived with.
-func (s *Server) SetFault(f Fault) error {
-	if f == nil {
-		return errors.New("faultyserver: nil fault; use ClearFault")
-	}
-	if err := checkFault(f); err != nil {
-		return err
-	}
-	s.fault.Store(&faultBox{f})
-	return nil
-}
-
 // checkFault validates f and refuses container faults, which act on a
 // container rather than inside a server or sidecar.
 func checkFault(f Fault) error {
@@ -178,17 +195,6 @@ func checkFault(f Fault) error {
 	}
 	if IsContainerFault(f) {
 		return errContainerFault(f)
-	}
-	return nil
-}
-
-// ClearFault removes the current fault, if any.
-func (s *Server) ClearFault() { s.fault.Store(nil) }
-
-// Fault returns the current fault, or nil when there is none.
-func (s *Server) Fault() Fault {
-	if b := s.fault.Load(); b != nil {
-		return b.f
 	}
 	return nil
 }

@@ -94,7 +94,7 @@ type Sidecar struct {
 	src    *rand.PCG
 	rng    *rand.Rand
 
-	fault atomic.Pointer[faultBox] // nil when none
+	faultSlot // the current fault
 
 	inFlight                atomic.Int64
 	served, failed, dropped atomic.Int64
@@ -150,30 +150,6 @@ func NewSidecar(cfg SidecarConfig) (*Sidecar, error) {
 
 // Config returns the configuration s was created with.
 func (s *Sidecar) Config() SidecarConfig { return s.cfg }
-
-// SetFault validates f and makes it the current fault; container faults are
-// refused, as by Server.SetFault.
-func (s *Sidecar) SetFault(f Fault) error {
-	if f == nil {
-		return errors.New("faultyserver: nil fault; use ClearFault")
-	}
-	if err := checkFault(f); err != nil {
-		return err
-	}
-	s.fault.Store(&faultBox{f})
-	return nil
-}
-
-// ClearFault removes the current fault, if any.
-func (s *Sidecar) ClearFault() { s.fault.Store(nil) }
-
-// Fault returns the current fault, or nil when there is none.
-func (s *Sidecar) Fault() Fault {
-	if b := s.fault.Load(); b != nil {
-		return b.f
-	}
-	return nil
-}
 
 // Stats returns a snapshot of the counters and the current fault. Served
 // counts answers below 400 (the upstream's own), Failed every answer of 400
