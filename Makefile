@@ -5,7 +5,7 @@ NAME    ?=
 ARGS    ?=
 PKGS    := ./...
 
-.PHONY: all build image experiment list test vet fmt-check bench bench-strategies bench-harness bench-proxy deps clean
+.PHONY: all build image example-image experiment list test vet fmt-check bench bench-strategies bench-harness bench-proxy deps clean
 
 all: build
 
@@ -16,6 +16,12 @@ build:
 # The backend image (FROM scratch + this binary), tagged by content hash.
 image: build
 	./$(BIN) image
+
+# The example service (experiments/exampleservice) as an image of its own,
+# lbchaos-example:<hash>, for instances.app.
+example-image: build
+	CGO_ENABLED=0 $(GO) build -o bin/exampleservice ./experiments/exampleservice
+	./$(BIN) image --binary bin/exampleservice --repo lbchaos-example
 
 list: build
 	@./$(BIN) list

@@ -40,12 +40,24 @@ type file struct {
 type fileFleet struct {
 	Count         int            `yaml:"count"`
 	Workers       *int           `yaml:"workers"`
-	QueueLimit    int            `yaml:"queue_limit"`
-	KeepAbandoned bool           `yaml:"keep_abandoned"`
+	QueueLimit    *int           `yaml:"queue_limit"`
+	KeepAbandoned *bool          `yaml:"keep_abandoned"`
 	Service       yaml.Node      `yaml:"service"`
 	Groups        []fileGroup    `yaml:"groups"`
 	External      []fileExternal `yaml:"external"`
 	Health        string         `yaml:"health"`
+	App           *fileApp       `yaml:"app"`
+}
+
+// fileApp is instances.app: the user's own image as every instance.
+type fileApp struct {
+	Image   string            `yaml:"image"`
+	Port    int               `yaml:"port"`
+	PortEnv string            `yaml:"port_env"`
+	Health  string            `yaml:"health"`
+	Env     map[string]string `yaml:"env"`
+	Args    []string          `yaml:"args"`
+	Restart bool              `yaml:"restart"`
 }
 
 // fileExternal is one entry of instances.external: a URL, or
@@ -144,19 +156,26 @@ func (f *file) build(source, dir string) (*Experiment, error) {
 		return nil, fieldErr("instances", "is required")
 	}
 	e.Instances = Instances{
-		Count:         f.Instances.Count,
-		Workers:       DefaultWorkers,
-		QueueLimit:    f.Instances.QueueLimit,
-		KeepAbandoned: f.Instances.KeepAbandoned,
+		Count:   f.Instances.Count,
+		Workers: DefaultWorkers,
 	}
 	if f.Instances.Workers != nil {
 		e.Instances.Workers = *f.Instances.Workers
+	}
+	if f.Instances.QueueLimit != nil {
+		e.Instances.QueueLimit = *f.Instances.QueueLimit
+	}
+	if f.Instances.KeepAbandoned != nil {
+		e.Instances.KeepAbandoned = *f.Instances.KeepAbandoned
+	}
+	if err := f.Instances.buildApp(&e.Instances); err != nil {
+		return nil, err
 	}
 	if f.Instances.Service.Kind != 0 {
 		if err := decodeJSONNode(&f.Instances.Service, &e.Instances.Service); err != nil {
 			return nil, fieldErr("instances.service", "%v", err)
 		}
-	} else if len(f.Instances.Groups) == 0 && len(f.Instances.External) == 0 {
+	} else if len(f.Instances.Groups) == 0 && len(f.Instances.External) == 0 && f.Instances.App == nil {
 		return nil, fieldErr("instances.service", "is required, e.g. {dist: fixed, value: 10ms}")
 	}
 	if err := f.Instances.buildExternal(&e.Instances); err != nil {
@@ -257,6 +276,37 @@ func buildFaults(ffs []fileFault) ([]Fault, error) {
 	return faults, nil
 }
 
+// buildApp fills in.App. The service has its own workers and queue, so
+// the fake server's settings are refused beside it; service stays allowed
+// as the simulator's model.
+func (f *fileFleet) buildApp(in *Instances) error {
+	if f.App == nil {
+		return nil
+	}
+	a := f.App
+	why := "instances.app runs your own service, which has its own"
+	switch {
+	case len(f.External) > 0:
+		return fieldErr("instances.app", "and instances.external both say where the instances come from; keep one: app starts your image, external points at instances that already run")
+	case f.Workers != nil:
+		return fieldErr("instances.workers", "does not apply with instances.app (%s workers); leave it out", why)
+	case f.QueueLimit != nil:
+		return fieldErr("instances.queue_limit", "does not apply with instances.app (%s queue); leave it out", why)
+	case f.KeepAbandoned != nil:
+		return fieldErr("instances.keep_abandoned", "does not apply with instances.app (a client that goes away cancels its request through the sidecar); leave it out")
+	}
+	for i, g := range f.Groups {
+		if g.Workers != nil {
+			return fieldErr(fmt.Sprintf("instances.groups[%d].workers", i), "does not apply with instances.app (%s workers); leave it out", why)
+		}
+	}
+	in.App = &App{Image: a.Image, Port: a.Port, PortEnv: a.PortEnv, Health: a.Health, Env: a.Env, Args: a.Args, Restart: a.Restart}
+	if in.App.Health == "" {
+		in.App.Health = DefaultHealthPath
+	}
+	return nil
+}
+
 // buildExternal fills in.External and in.HealthPath; the fleet has one
 // instance per URL.
 func (f *fileFleet) buildExternal(in *Instances) error {
@@ -313,7 +363,7 @@ func (f *fileFleet) buildGroups(in *Instances) error {
 			if err := decodeJSONNode(&g.Service, &c.Service); err != nil {
 				return fieldErr(name+".service", "%v", err)
 			}
-		} else if f.Service.Kind == 0 {
+		} else if f.Service.Kind == 0 && f.App == nil {
 			return fieldErr(name+".service", "is required when instances.service gives no default, e.g. {dist: fixed, value: 10ms}")
 		}
 		if g.Weight != nil {

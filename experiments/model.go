@@ -11,6 +11,7 @@
 package experiments
 
 import (
+	"maps"
 	"slices"
 	"time"
 
@@ -96,6 +97,49 @@ type Instances struct {
 	// HealthPath is the path whose GET tells that an external instance
 	// without a sidecar answers (default DefaultHealthPath).
 	HealthPath string
+	// App, when set, makes every instance a container of the user's own
+	// image with an lbchaos sidecar in front of it. Workers, QueueLimit
+	// and KeepAbandoned keep their defaults (the service has its own) and
+	// Service, if given, is only the simulator's model of it.
+	App *App
+}
+
+// App is the user's own service, run from a local image as every
+// instance, each behind an lbchaos sidecar (lbchaos serve --upstream).
+type App struct {
+	// Image is the image reference; it must exist on the engine (lbchaos
+	// never pulls).
+	Image string
+	// Port is the service's HTTP port.
+	Port int
+	// PortEnv, when set, is the environment variable through which the
+	// service takes its port: lbchaos then assigns each instance its own.
+	PortEnv string
+	// Health is the path answered 2xx when the service is ready (default
+	// DefaultHealthPath).
+	Health string
+	// Env and Args are the container's environment and arguments.
+	Env  map[string]string
+	Args []string
+	// Restart restarts the service's containers before each strategy;
+	// false keeps them running from one strategy to the next.
+	Restart bool
+}
+
+// Equal reports whether a and b describe the same app (both nil included).
+func (a *App) Equal(b *App) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.Image == b.Image && a.Port == b.Port && a.PortEnv == b.PortEnv && a.Health == b.Health &&
+		maps.Equal(a.Env, b.Env) && slices.Equal(a.Args, b.Args) && a.Restart == b.Restart
+}
+
+// Foreign reports whether the instances are a service lbchaos does not
+// implement (external instances, or the user's own image): their workers,
+// queue and service time are then only the simulator's model of them.
+func (in Instances) Foreign() bool {
+	return len(in.External) > 0 || in.App != nil
 }
 
 // DefaultHealthPath is the health path of external instances.
@@ -112,10 +156,10 @@ type External struct {
 }
 
 // Modeled reports whether the simulator can model the instances: always
-// for the fake servers, and for external ones only when a service time is
-// given for them.
+// for the fake servers, and for external ones or the user's own image only
+// when a service time is given for them.
 func (in Instances) Modeled() bool {
-	if len(in.External) == 0 {
+	if !in.Foreign() {
 		return true
 	}
 	for id := range in.Count {

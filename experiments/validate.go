@@ -3,6 +3,7 @@ package experiments
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"net/url"
 	"slices"
@@ -47,7 +48,10 @@ func (e *Experiment) Validate() error {
 	if err := e.Instances.validateExternal(); err != nil {
 		return err
 	}
-	modeled := len(e.Instances.External) == 0 || e.Instances.Service != (faultyserver.Dist{})
+	if err := e.Instances.validateApp(); err != nil {
+		return err
+	}
+	modeled := !e.Instances.Foreign() || e.Instances.Service != (faultyserver.Dist{})
 	usesDefault := modeled && (len(e.Instances.Each) == 0 || slices.ContainsFunc(e.Instances.Each, func(in Instance) bool { return in.Service == e.Instances.Service }))
 	if usesDefault {
 		if err := e.Instances.Service.Validate(); err != nil {
@@ -71,7 +75,7 @@ func (e *Experiment) Validate() error {
 		case in.Warmup > 0 && !(in.WarmupFactor > 0):
 			return fieldErr(name+".warmup.factor", "must be > 0, got %v", in.WarmupFactor)
 		}
-		if in.Service == e.Instances.Service || len(e.Instances.External) > 0 && in.Service == (faultyserver.Dist{}) {
+		if in.Service == e.Instances.Service || e.Instances.Foreign() && in.Service == (faultyserver.Dist{}) {
 			continue
 		}
 		if err := in.Service.Validate(); err != nil {
@@ -178,6 +182,49 @@ func (in Instances) validateExternal() error {
 		return fieldErr("instances.health", "must be a path starting with /, got %q", in.HealthPath)
 	}
 	return nil
+}
+
+// validateApp checks instances.app: an image, a port, a variable name
+// for port_env, a health path, environment variable names.
+func (in Instances) validateApp() error {
+	a := in.App
+	if a == nil {
+		return nil
+	}
+	switch {
+	case len(in.External) > 0:
+		return fieldErr("instances.app", "and instances.external (or --backend) both say where the instances come from; keep one: app starts your image, external points at instances that already run")
+	case strings.TrimSpace(a.Image) == "":
+		return fieldErr("instances.app.image", "is required: a local image such as myteam/api:1.4 (lbchaos never pulls)")
+	case a.Port < 1 || a.Port > 65535:
+		return fieldErr("instances.app.port", "is required: the service's HTTP port, 1..65535, got %d", a.Port)
+	case a.PortEnv != "" && !envName(a.PortEnv):
+		return fieldErr("instances.app.port_env", "%q is not an environment variable name (letters, digits, _; not starting with a digit)", a.PortEnv)
+	case !strings.HasPrefix(a.Health, "/") || strings.HasPrefix(a.Health, "//"):
+		return fieldErr("instances.app.health", "must be a path starting with /, got %q", a.Health)
+	}
+	for _, k := range slices.Sorted(maps.Keys(a.Env)) {
+		switch {
+		case !envName(k):
+			return fieldErr("instances.app.env", "%q is not an environment variable name (letters, digits, _; not starting with a digit)", k)
+		case k == a.PortEnv:
+			return fieldErr("instances.app.env."+k, "is port_env, whose value lbchaos assigns to each instance; leave it out of env")
+		}
+	}
+	return nil
+}
+
+// envName reports whether s is a portable environment variable name.
+func envName(s string) bool {
+	if s == "" || s[0] >= '0' && s[0] <= '9' {
+		return false
+	}
+	for _, r := range s {
+		if !(r == '_' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9') {
+			return false
+		}
+	}
+	return true
 }
 
 // CheckBaseURL reports whether s is an instance's base URL: http or https,

@@ -44,6 +44,25 @@ func chooseProvider(ctx context.Context, choice string, exp *experiments.Experim
 			return nil, nop, &exitError{2, fmt.Errorf("--backends %s: %s lists instances.external, instances that already run, and %s backends would start instances of their own; use --backends external (or auto)", choice, exp.Source, choice)}
 		}
 	}
+	if app := exp.Instances.App; app != nil {
+		switch choice {
+		case "process", "external":
+			return nil, nop, &exitError{2, fmt.Errorf("--backends %s: %s gives instances.app, your image %s, which lbchaos runs in containers beside its sidecars: it needs docker; use --backends docker (or auto with a Docker daemon)", choice, exp.Source, app.Image)}
+		case "docker", "auto":
+			p, err := docker.New(ctx, dopts)
+			if err != nil {
+				return nil, nop, fmt.Errorf("--backends %s: %s gives instances.app (your image %s), which needs Docker: %w", choice, exp.Source, app.Image, err)
+			}
+			// Up front: a missing image stops the run before anything is
+			// written or started.
+			if err := p.CheckApp(ctx, app); err != nil {
+				closer(p, logw)()
+				return nil, nop, fmt.Errorf("%s: %w", exp.Source, err)
+			}
+			fmt.Fprintf(logw, "lbchaos: backends: docker (your image %s behind lbchaos sidecars, host network)\n", app.Image)
+			return p, closer(p, logw), nil
+		}
+	}
 	switch choice {
 	case "external":
 		return nil, nop, &exitError{2, errors.New("--backends external: give the instances' URLs with --backend URL (repeat, one per instance) or instances.external in the experiment file")}

@@ -15,6 +15,7 @@ func cmdImage(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs := flag.NewFlagSet("lbchaos image", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	binary := fs.String("binary", "", "static linux lbchaos binary to put in the image (default: this executable)")
+	repo := fs.String("repo", docker.BackendImageRepo, "image repository; another than "+docker.BackendImageRepo+" puts --binary (any static linux binary, e.g. your own service) in a FROM scratch image as its entry point, tagged REPO:<hash>")
 	if err := fs.Parse(args); err != nil {
 		return &exitError{2, err}
 	}
@@ -22,6 +23,9 @@ func cmdImage(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return &exitError{2, fmt.Errorf("image takes no arguments, got %q", fs.Args())}
 	}
 	bin := *binary
+	if *repo != docker.BackendImageRepo && bin == "" {
+		return &exitError{2, fmt.Errorf("--repo %s: give the binary to put in the image with --binary", *repo)}
+	}
 	if bin == "" {
 		exe, err := os.Executable()
 		if err != nil {
@@ -32,7 +36,7 @@ func cmdImage(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := docker.Available(ctx); err != nil {
 		return err
 	}
-	ref, err := docker.BuildImage(ctx, bin, stderr)
+	ref, err := docker.BuildBinaryImage(ctx, bin, *repo, stderr)
 	if err != nil {
 		return err
 	}

@@ -31,7 +31,9 @@ Usage:
   lbchaos report RUN                re-render a run's report and plots from its summary.json
   lbchaos compare [--fail-on-regression] RUN_A RUN_B
                                     headline metrics of two runs side by side (directories or summary.json files)
-  lbchaos image [--binary PATH]     build the backend container image (Docker)
+  lbchaos image [--binary PATH] [--repo R]
+                                    build the backend container image, or with --repo any static
+                                    binary's image (make example-image) (Docker)
   lbchaos clean                     remove every container and network lbchaos created (Docker)
   lbchaos version
 `

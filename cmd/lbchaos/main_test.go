@@ -808,3 +808,63 @@ func TestProxyCommandServesUntilCancelled(t *testing.T) {
 		t.Errorf("access log %q, want \"5 0 200\\n\"", b)
 	}
 }
+
+// TestRunAppRefused: a file with instances.app runs only on Docker, in the
+// simulator only with a model, and never with --backend.
+func TestRunAppRefused(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		path := filepath.Join(dir, name+".yaml")
+		if err := os.WriteFile(path, []byte("name: "+name+"\n"+body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	app := write("app", `
+duration: 1s
+rate: 100
+instances: {count: 2, app: {image: 'lbchaos-test/none:0', port: 8080, port_env: PORT}}
+strategies: [round-robin]
+`)
+	tests := []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"process", []string{"run", app, "--backends", "process"}, 2,
+			"--backends process: " + app + " gives instances.app, your image lbchaos-test/none:0, which lbchaos runs in containers beside its sidecars: it needs docker"},
+		{"external", []string{"run", app, "--backends", "external", "--backend", "http://127.0.0.1:1", "--backend", "http://127.0.0.1:2"}, 2,
+			"instances.app: and instances.external (or --backend) both say where the instances come from"},
+		{"sim without a model", []string{"run", app, "--engine", "sim"}, 1,
+			app + ": instances.app: the simulator cannot model a service it does not know (lbchaos-test/none:0); give instances.service"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out := filepath.Join(dir, "refused")
+			_, _, err := runCLI(t, context.Background(), append(tt.args, "--out", out)...)
+			if got := exitCode(err); got != tt.code || err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("exit code %d, error %v\nwant %d, %q", got, err, tt.code, tt.want)
+			}
+			if _, err := os.Stat(out); err == nil {
+				t.Error("a refused run wrote its output directory")
+			}
+		})
+	}
+	t.Run("image missing", func(t *testing.T) {
+		if testing.Short() {
+			t.Skip("builds the binary")
+		}
+		requireDocker(t)
+		out := filepath.Join(dir, "missing")
+		cmd := exec.Command(buildStatic(t), "run", app, "--backends", "docker", "--docker-network", "host", "--out", out)
+		b, err := cmd.CombinedOutput()
+		want := app + ": instances.app.image: image lbchaos-test/none:0 is not present locally: build it (docker build -t lbchaos-test/none:0 ...) or load it (docker load -i ...); lbchaos never pulls"
+		if err == nil || !strings.Contains(string(b), want) {
+			t.Errorf("error %v, output:\n%s\nwant %q", err, b, want)
+		}
+		if _, err := os.Stat(out); err == nil {
+			t.Error("a refused run wrote its output directory")
+		}
+	})
+}

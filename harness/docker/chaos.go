@@ -145,7 +145,8 @@ func (f *dockerFleet) resetAll(ctx context.Context, reset func(context.Context, 
 }
 
 // resetInstance brings in back to a new container's state: it thaws it,
-// lifts its CPU limit, starts it again if it was killed, resets its server
+// lifts its CPU limit, starts it again if it was killed (with
+// instances.app.restart, restarts the app anyway), resets its server (or sidecar)
 // through the control API (fault cleared, counters zeroed) and waits until
 // no request of the previous fleet is left in it.
 func (f *dockerFleet) resetInstance(ctx context.Context, in *dockerInstance) error {
@@ -161,6 +162,10 @@ func (f *dockerFleet) resetInstance(ctx context.Context, in *dockerInstance) err
 	}
 	if in.killed {
 		if err := f.start(ctx, in); err != nil {
+			return err
+		}
+	} else if f.spec.App != nil && f.spec.App.Restart {
+		if err := f.restartApp(ctx, in); err != nil {
 			return err
 		}
 	}

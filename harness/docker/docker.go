@@ -138,8 +138,11 @@ func newTCProvider(ctx context.Context) (*testcontainers.DockerProvider, error) 
 }
 
 // Provider runs every backend in its own container of the image
-// BuildImage makes, published on 127.0.0.1. Its fleets implement
-// faultyserver.Containers. Create it with New and Close it when done.
+// BuildImage makes, published on 127.0.0.1. For a spec with
+// Instances.App it runs instead the user's image as every instance, each
+// with a sidecar container of the backend image in front of it (see
+// CheckApp). Its fleets implement faultyserver.Containers. Create it with
+// New and Close it when done.
 type Provider struct {
 	opts  Options
 	runID string

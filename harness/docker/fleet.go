@@ -46,8 +46,12 @@ const maxLogTail = 4 << 10
 // operations on it; the flags record what must be undone before reuse.
 type dockerInstance struct {
 	id   int
-	ctr  testcontainers.Container
-	port int // host-network mode: the 127.0.0.1 port the server listens on
+	ctr  testcontainers.Container // the server, or with instances.app the app
+	port int                      // host-network mode: the 127.0.0.1 port the server (or sidecar) listens on
+	// side is the sidecar in front of an app (instances.app), listening on
+	// port; nil for a fake server. appPort is the app's own port.
+	side    testcontainers.Container
+	appPort int
 
 	mu         sync.Mutex
 	paused     bool
@@ -162,6 +166,9 @@ func (p *Provider) startFleet(ctx context.Context, spec fleet.Spec, seq int) (*d
 	if spec.Count <= 0 {
 		return nil, fmt.Errorf("docker backends: %d instances", spec.Count)
 	}
+	if spec.App != nil {
+		return p.startAppFleet(ctx, spec, seq)
+	}
 	f := &dockerFleet{
 		p:        p,
 		spec:     spec,
@@ -216,7 +223,13 @@ func (p *Provider) backendOf(ctx context.Context, in *dockerInstance) (fleet.Bac
 	var u *url.URL
 	if p.opts.HostNetwork {
 		u = &url.URL{Scheme: "http", Host: "127.0.0.1:" + strconv.Itoa(in.port)}
-		if err := waitHealthy(ctx, u.String(), p.opts.StartTimeout); err != nil {
+		wait := waitHealthy
+		if in.side != nil {
+			wait = func(ctx context.Context, base string, timeout time.Duration) error {
+				return waitApp(ctx, in, base, timeout)
+			}
+		}
+		if err := wait(ctx, u.String(), p.opts.StartTimeout); err != nil {
 			return fleet.Backend{}, err
 		}
 	} else {
@@ -339,9 +352,12 @@ func (f *dockerFleet) closeQuiet() {
 
 // terminate removes f's containers.
 func (f *dockerFleet) terminate() {
-	ctrs := make([]testcontainers.Container, len(f.insts))
-	for i, in := range f.insts {
-		ctrs[i] = in.ctr
+	ctrs := make([]testcontainers.Container, 0, 2*len(f.insts))
+	for _, in := range f.insts {
+		ctrs = append(ctrs, in.ctr)
+		if in.side != nil {
+			ctrs = append(ctrs, in.side)
+		}
 	}
 	terminateAll(f.p.cli, ctrs)
 }

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -50,35 +51,72 @@ func BuildImage(ctx context.Context, binary string, log io.Writer) (ref string, 
 }
 
 func buildImage(ctx context.Context, tc *testcontainers.DockerProvider, binary string, log io.Writer) (string, error) {
+	return buildBinaryImage(ctx, tc, binary, BackendImageRepo, log)
+}
+
+// BuildBinaryImage returns the reference "<repo>:<tag>" of a FROM scratch
+// image holding binary as /<its file name>, run as the entry point, where
+// tag is the first 12 hex digits of the SHA-256 of the binary (and the
+// image's layout). It builds the image unless the engine already has it.
+// binary must be statically linked for the engine (CGO_ENABLED=0); the
+// image has nothing else, no shell. With repo BackendImageRepo it makes
+// the backend image (entry point "/lbchaos serve"), as BuildImage does.
+func BuildBinaryImage(ctx context.Context, binary, repo string, log io.Writer) (string, error) {
+	if log == nil {
+		log = io.Discard
+	}
+	tc, err := newTCProvider(ctx)
+	if err != nil {
+		return "", err
+	}
+	defer tc.Close()
+	return buildBinaryImage(ctx, tc, binary, repo, log)
+}
+
+func buildBinaryImage(ctx context.Context, tc *testcontainers.DockerProvider, binary, repo string, log io.Writer) (string, error) {
+	what := "backend image"
+	name, dockerfile := "lbchaos", backendDockerfile
+	if repo != BackendImageRepo {
+		what = "image " + repo
+		name = filepath.Base(binary)
+		dockerfile = fmt.Sprintf("FROM scratch\nCOPY %s /%s\nENTRYPOINT [%q]\n", name, name, "/"+name)
+	}
 	cli := tc.Client()
 	info, err := cli.Info(ctx, client.InfoOptions{})
 	if err != nil {
-		return "", fmt.Errorf("backend image: engine info: %w", err)
+		return "", fmt.Errorf("%s: engine info: %w", what, err)
 	}
 	if info.Info.OSType != "" && info.Info.OSType != "linux" {
-		return "", fmt.Errorf("backend image: the engine runs %s containers; lbchaos needs linux", info.Info.OSType)
+		return "", fmt.Errorf("%s: the engine runs %s containers; lbchaos needs linux", what, info.Info.OSType)
 	}
 	data, err := os.ReadFile(binary)
 	if err != nil {
-		return "", fmt.Errorf("backend image: %w", err)
+		return "", fmt.Errorf("%s: %w", what, err)
 	}
 	if err := checkStaticELF(binary, data, info.Info.Architecture); err != nil {
-		return "", fmt.Errorf("backend image: %w", err)
+		if repo != BackendImageRepo {
+			err = fmt.Errorf("%s: build it with CGO_ENABLED=0 go build", strings.TrimSuffix(err.Error(), ": "+errNotStatic.Error()))
+		}
+		return "", fmt.Errorf("%s: %w", what, err)
 	}
-	sum := sha256.Sum256(data)
-	tag := hex.EncodeToString(sum[:])[:12]
-	ref := BackendImageRepo + ":" + tag
+	h := sha256.New()
+	h.Write(data)
+	if repo != BackendImageRepo {
+		h.Write([]byte(dockerfile))
+	}
+	tag := hex.EncodeToString(h.Sum(nil))[:12]
+	ref := repo + ":" + tag
 
 	if _, err := cli.ImageInspect(ctx, ref); err == nil {
 		fmt.Fprintf(log, "docker: reusing image %s\n", ref)
 		return ref, nil
 	} else if !cerrdefs.IsNotFound(err) {
-		return "", fmt.Errorf("backend image: inspect %s: %w", ref, err)
+		return "", fmt.Errorf("%s: inspect %s: %w", what, ref, err)
 	}
 
-	archive, err := buildContext(data)
+	archive, err := buildContext(dockerfile, name, data)
 	if err != nil {
-		return "", fmt.Errorf("backend image: %w", err)
+		return "", fmt.Errorf("%s: %w", what, err)
 	}
 	var out bytes.Buffer
 	bctx, cancel := context.WithTimeout(ctx, imageBuildTimeout)
@@ -87,7 +125,7 @@ func buildImage(ctx context.Context, tc *testcontainers.DockerProvider, binary s
 	_, err = tc.BuildImage(bctx, &testcontainers.ContainerRequest{
 		FromDockerfile: testcontainers.FromDockerfile{
 			ContextArchive: bytes.NewReader(archive),
-			Repo:           BackendImageRepo,
+			Repo:           repo,
 			Tag:            tag,
 			KeepImage:      true,
 			BuildLogWriter: &out,
@@ -98,15 +136,15 @@ func buildImage(ctx context.Context, tc *testcontainers.DockerProvider, binary s
 		if msg == "" {
 			msg = "(no output)"
 		}
-		return "", fmt.Errorf("backend image: building %s: %w; builder output:\n%s", ref, err, msg)
+		return "", fmt.Errorf("%s: building %s: %w; builder output:\n%s", what, ref, err, msg)
 	}
 	fmt.Fprintf(log, "docker: built image %s from %s in %v\n", ref, binary, time.Since(t0).Round(time.Millisecond))
 	return ref, nil
 }
 
 // buildContext returns the tar build context: the Dockerfile and the
-// binary.
-func buildContext(binary []byte) ([]byte, error) {
+// binary, as name.
+func buildContext(dockerfile, name string, binary []byte) ([]byte, error) {
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
 	files := []struct {
@@ -114,8 +152,8 @@ func buildContext(binary []byte) ([]byte, error) {
 		mode int64
 		data []byte
 	}{
-		{"Dockerfile", 0o644, []byte(backendDockerfile)},
-		{"lbchaos", 0o755, binary},
+		{"Dockerfile", 0o644, []byte(dockerfile)},
+		{name, 0o755, binary},
 	}
 	for _, f := range files {
 		hdr := &tar.Header{Name: f.name, Mode: f.mode, Size: int64(len(f.data)), Typeflag: tar.TypeReg}

@@ -36,7 +36,7 @@ func (f Spec) Equal(g Spec) bool {
 	a, b := f.Instances, g.Instances
 	return f.Seed == g.Seed && a.Count == b.Count && a.Workers == b.Workers && a.QueueLimit == b.QueueLimit &&
 		a.KeepAbandoned == b.KeepAbandoned && a.Service == b.Service && slices.Equal(a.Each, b.Each) &&
-		slices.Equal(a.External, b.External) && a.HealthPath == b.HealthPath
+		slices.Equal(a.External, b.External) && a.HealthPath == b.HealthPath && a.App.Equal(b.App)
 }
 
 // ServerConfig is the faultyserver configuration of instance id.
@@ -117,6 +117,14 @@ type ContainerProvider interface {
 	ContainerFaults() bool
 }
 
+// AppProvider is implemented by providers that can run the user's own
+// image as the instances (experiments.Instances.App), each behind an
+// lbchaos sidecar.
+type AppProvider interface {
+	Provider
+	RunsApps() bool
+}
+
 // InProcess is implemented by providers whose backends run inside this
 // process: each client connection then costs two of its file descriptors,
 // which bounds the connections a run may open.
@@ -129,6 +137,12 @@ type InProcess interface {
 // containers; on external instances, any container fault, and a server
 // fault on one without a sidecar). Engines check it before any work.
 func Check(exp *experiments.Experiment, p Provider) error {
+	if app := exp.Instances.App; app != nil {
+		if ap, ok := p.(AppProvider); !ok || !ap.RunsApps() {
+			return fmt.Errorf("%s: instances.app runs your image %s in containers, which %s backends cannot start; run with --backends docker (or auto with a Docker daemon)",
+				exp.Source, app.Image, p.Name())
+		}
+	}
 	if ext := exp.Instances.External; len(ext) > 0 {
 		for i, f := range exp.Faults {
 			x := ext[f.Instance]

@@ -85,6 +85,14 @@ func (e *Engine) Check(exp *experiments.Experiment) ([]string, error) {
 		notes = append(notes, "The instances are external: they serve load as they are, and the experiment's workers, queue limit and service time "+
 			"(if given) describe only the simulator's model of them; no utilization is measured.")
 	}
+	if app := exp.Instances.App; app != nil {
+		fresh := "kept running from one strategy to the next (only the sidecar is reset, and paused, throttled or killed containers are brought back)"
+		if app.Restart {
+			fresh = "restarted before each strategy"
+		}
+		notes = append(notes, fmt.Sprintf("The instances are your image %s, each behind an lbchaos sidecar that applies the server faults; its containers are %s. "+
+			"The experiment's service time (if given) is only the simulator's model of it; no utilization is measured.", app.Image, fresh))
+	}
 	for _, name := range exp.Strategies {
 		if file, ok := exp.ProxyFiles[name]; ok {
 			notes = append(notes, fmt.Sprintf("%s: the balancing section is %s, with the servers written at %s.", name, file, proxies.Placeholder))
@@ -326,9 +334,9 @@ func (e *Engine) Measure(ctx context.Context, job engine.Job) (m *engine.Measure
 	m.Ejections = engine.Ejections(lbs)
 	m.Events, m.EventDrops = events.Sorted()
 	m.Aborted, m.Unattributed = coll.Aborted(), coll.Unattributed()
-	// External instances' workers are the simulator's model, not theirs:
-	// no utilization.
-	if interrupted < 0 && len(exp.Instances.External) == 0 {
+	// External instances' and an app's workers are the simulator's model,
+	// not theirs: no utilization.
+	if interrupted < 0 && !exp.Instances.Foreign() {
 		for _, b := range fl.Backends() {
 			if b.Control == nil {
 				continue

@@ -58,9 +58,16 @@ func (Engine) Info() engine.Info {
 // external instances and no model of them (instances.service); one with
 // container faults gets a note on how they are approximated.
 func (Engine) Check(exp *experiments.Experiment) ([]string, error) {
+	if !exp.Instances.Modeled() && exp.Instances.App != nil {
+		return nil, fmt.Errorf("%s: instances.app: the simulator cannot model a service it does not know (%s); "+
+			"give instances.service (a model of its service time) to simulate it, or run it with --engine real", exp.Source, exp.Instances.App.Image)
+	}
 	if !exp.Instances.Modeled() {
 		return nil, fmt.Errorf("%s: instances.external: the simulator cannot model instances it did not start; "+
 			"give instances.service (a model of their service time) to simulate them, or run them with --engine real", exp.Source)
+	}
+	if exp.Instances.App != nil {
+		return []string{fmt.Sprintf("The instances are your image %s; the simulator runs the experiment's model of it (instances.service, and the default workers), not the service itself.", exp.Instances.App.Image)}, nil
 	}
 	if len(exp.Instances.External) > 0 {
 		return []string{"The instances are external; the simulator runs the experiment's model of them (instances.service, workers, queue_limit), not the instances themselves."}, nil

@@ -1,0 +1,224 @@
+package docker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"strconv"
+	"time"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/client"
+	"github.com/testcontainers/testcontainers-go"
+	tclog "github.com/testcontainers/testcontainers-go/log"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/lbchaos/lbchaos/experiments"
+	"github.com/lbchaos/lbchaos/faultyserver"
+	"github.com/lbchaos/lbchaos/harness/fleet"
+)
+
+// The user's own image as the instances (experiments.Instances.App): each
+// instance is the app's container and an lbchaos sidecar container (the
+// backend image running `lbchaos serve --upstream`) in front of it, both in
+// the host's network namespace, each on its own 127.0.0.1 port. Load and
+// the control API go to the sidecar; container faults act on the app's
+// container.
+
+var _ fleet.AppProvider = (*Provider)(nil)
+
+// RunsApps implements fleet.AppProvider.
+func (p *Provider) RunsApps() bool { return true }
+
+// labelRole tells an app's container ("app") from its sidecar ("sidecar").
+const labelRole = "io.lbchaos.role"
+
+// CheckApp reports, before anything starts, why app cannot run on this
+// provider: its image is not on the engine (lbchaos never pulls), or it
+// needs what the provider does not do (a port of its own per instance).
+func (p *Provider) CheckApp(ctx context.Context, app *experiments.App) error {
+	if !p.opts.HostNetwork {
+		return errors.New("instances.app: lbchaos runs your service and its sidecars in the host's network namespace, which needs a local Linux engine (--docker-network host, or auto); with published ports it cannot run them yet")
+	}
+	if app.PortEnv == "" {
+		return fmt.Errorf("instances.app.port_env: is required: every instance runs in the host's network namespace, where only one can listen on port %d; "+
+			"give the environment variable through which your service takes its port (e.g. port_env: PORT) and lbchaos assigns each instance its own", app.Port)
+	}
+	_, err := p.cli.ImageInspect(ctx, app.Image)
+	switch {
+	case err == nil:
+		return nil
+	case cerrdefs.IsNotFound(err):
+		return fmt.Errorf("instances.app.image: image %s is not present locally: build it (docker build -t %s ...) or load it (docker load -i ...); lbchaos never pulls", app.Image, app.Image)
+	default:
+		return fmt.Errorf("instances.app.image: inspect %s: %w", app.Image, err)
+	}
+}
+
+// appEnv is the app container's environment: app.Env and its port.
+func appEnv(app *experiments.App, port int) map[string]string {
+	env := maps.Clone(app.Env)
+	if env == nil {
+		env = map[string]string{}
+	}
+	env[app.PortEnv] = strconv.Itoa(port)
+	return env
+}
+
+// appRequests are the container requests of instance id's app and sidecar.
+func (p *Provider) appRequests(spec fleet.Spec, seq, id, appPort, sidePort int) (app, side testcontainers.GenericContainerRequest, err error) {
+	a := spec.App
+	labels := func(role string) map[string]string {
+		return map[string]string{LabelRun: p.runID, LabelOwner: p.owner, labelFleet: strconv.Itoa(seq), labelRole: role}
+	}
+	host := func(hc *container.HostConfig) { hc.NetworkMode = "host" }
+	app = testcontainers.GenericContainerRequest{
+		ContainerRequest: testcontainers.ContainerRequest{
+			Image:              a.Image,
+			Name:               fmt.Sprintf("lbchaos-%s-%d-%d-app", p.runID, seq, id),
+			Cmd:                a.Args,
+			Env:                appEnv(a, appPort),
+			Labels:             labels("app"),
+			HostConfigModifier: host,
+		},
+		Started: true,
+		Logger:  tclog.NewNoopLogger(),
+	}
+	flags, err := faultyserver.SidecarFlagsOf(faultyserver.SidecarConfig{
+		ID:         id,
+		Upstream:   "http://127.0.0.1:" + strconv.Itoa(appPort),
+		HealthPath: a.Health,
+		Seed:       fleet.InstanceSeed(spec.Seed, id),
+	}, "127.0.0.1:"+strconv.Itoa(sidePort))
+	if err != nil {
+		return app, side, err
+	}
+	side = testcontainers.GenericContainerRequest{
+		ContainerRequest: testcontainers.ContainerRequest{
+			Image:              p.image,
+			Name:               fmt.Sprintf("lbchaos-%s-%d-%d-sidecar", p.runID, seq, id),
+			Cmd:                flags.Args(),
+			Labels:             labels("sidecar"),
+			HostConfigModifier: host,
+		},
+		Started: true,
+		Logger:  tclog.NewNoopLogger(),
+	}
+	return app, side, nil
+}
+
+// startAppFleet starts spec.Count instances of spec.App, each with its
+// sidecar, concurrently, and returns when every sidecar answers its health
+// check, which it forwards to the app's health path. On error every
+// container created is removed.
+func (p *Provider) startAppFleet(ctx context.Context, spec fleet.Spec, seq int) (*dockerFleet, error) {
+	if err := p.CheckApp(ctx, spec.App); err != nil {
+		return nil, fmt.Errorf("docker backends: %w", err)
+	}
+	f := &dockerFleet{
+		p:        p,
+		spec:     spec,
+		insts:    make([]*dockerInstance, spec.Count),
+		backends: make([]fleet.Backend, spec.Count),
+	}
+	ctx, cancel := context.WithTimeout(ctx, p.opts.StartTimeout+startMargin)
+	defer cancel()
+	ctrs := make([]testcontainers.Container, 2*spec.Count)
+	g, gctx := errgroup.WithContext(ctx)
+	for id := range spec.Count {
+		g.Go(func() error {
+			appPort, err := freePort()
+			if err != nil {
+				return fmt.Errorf("instance %d: a free port on 127.0.0.1: %w", id, err)
+			}
+			sidePort, err := freePort()
+			if err != nil {
+				return fmt.Errorf("instance %d: a free port on 127.0.0.1: %w", id, err)
+			}
+			areq, sreq, err := p.appRequests(spec, seq, id, appPort, sidePort)
+			if err != nil {
+				return fmt.Errorf("instance %d: %w", id, err)
+			}
+			a, err := testcontainers.GenericContainer(gctx, areq)
+			ctrs[2*id] = a
+			if err != nil {
+				return fmt.Errorf("instance %d: starting image %s: %w%s", id, spec.App.Image, err, p.logTail(a))
+			}
+			s, err := testcontainers.GenericContainer(gctx, sreq)
+			ctrs[2*id+1] = s
+			if err != nil {
+				return fmt.Errorf("instance %d: starting its sidecar: %w%s", id, err, p.logTail(s))
+			}
+			in := &dockerInstance{id: id, ctr: a, side: s, port: sidePort, appPort: appPort}
+			b, err := p.backendOf(gctx, in)
+			if err != nil {
+				return p.appNotHealthy(in, spec.App, err)
+			}
+			f.insts[id] = in
+			f.backends[id] = b
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		terminateAll(p.cli, ctrs)
+		p.removeFleet(seq)
+		return nil, fmt.Errorf("docker backends: %w", err)
+	}
+	return f, nil
+}
+
+// appNotHealthy is the error of an app instance whose sidecar's health
+// check (forwarded to the app) did not pass: it quotes the end of the
+// app's log, and the sidecar's when the sidecar itself stopped.
+func (p *Provider) appNotHealthy(in *dockerInstance, app *experiments.App, err error) error {
+	msg := fmt.Errorf("instance %d: image %s did not become healthy (GET http://127.0.0.1:%d%s through its sidecar on 127.0.0.1:%d): %w%s",
+		in.id, app.Image, in.appPort, app.Health, in.port, err, p.logTail(in.ctr))
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if st, serr := in.side.State(ctx); serr == nil && !st.Running {
+		msg = fmt.Errorf("%w\nits sidecar stopped (exit code %d)%s", msg, st.ExitCode, p.logTail(in.side))
+	}
+	return msg
+}
+
+// restartApp restarts in's app container (instances.app.restart) and
+// waits until it answers through its sidecar again.
+func (f *dockerFleet) restartApp(ctx context.Context, in *dockerInstance) error {
+	zero := 0
+	if _, err := f.p.cli.ContainerRestart(ctx, in.ctr.GetContainerID(), client.ContainerRestartOptions{Timeout: &zero}); err != nil {
+		return fmt.Errorf("docker backends: restart instance %d's app: %w", in.id, err)
+	}
+	if err := f.republish(ctx, in); err != nil {
+		return f.p.appNotHealthy(in, f.spec.App, err)
+	}
+	return nil
+}
+
+// waitApp polls the health check of in's sidecar at base, which forwards it
+// to the app, until it answers or timeout passes. It gives up early when
+// the app's or the sidecar's container stops.
+func waitApp(ctx context.Context, in *dockerInstance, base string, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	ctl := &faultyserver.Client{BaseURL: base}
+	for i := 0; ; i++ {
+		err := ctl.Healthy(ctx)
+		if err == nil {
+			return nil
+		}
+		if i%10 == 9 {
+			for what, c := range map[string]testcontainers.Container{"the app": in.ctr, "the sidecar": in.side} {
+				if st, serr := c.State(ctx); serr == nil && !st.Running && !st.Paused {
+					return fmt.Errorf("%s exited (code %d) before answering: %w", what, st.ExitCode, err)
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("not healthy within %v: %w", timeout, err)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
