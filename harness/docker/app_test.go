@@ -294,3 +294,42 @@ func TestDockerAppFleet(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestDockerAppRestart: with app.restart the app's containers are restarted
+// when a released fleet is reset for the next strategy; without it they
+// keep running.
+func TestDockerAppRestart(t *testing.T) {
+	p := newAppProvider(t)
+	img := exampleImage(t)
+	ctx := t.Context()
+	cli := testClient(t)
+	for _, restart := range []bool{false, true} {
+		app := experiments.App{Image: img, Port: 8080, PortEnv: "PORT", Health: "/healthz", Restart: restart}
+		spec := fleet.Spec{Instances: experiments.Instances{Count: 1, App: &app}, Seed: 1}
+		startedAt := func(f *dockerFleet) string {
+			insp, err := cli.ContainerInspect(ctx, f.insts[0].ctr.GetContainerID(), client.ContainerInspectOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return insp.Container.State.StartedAt
+		}
+		fl, err := p.Start(ctx, spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		first := startedAt(fl.(*dockerFleet))
+		fl.Close()
+		fl, err = p.Start(ctx, spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := fl.(*dockerFleet)
+		if again := startedAt(f); (again != first) != restart {
+			t.Errorf("restart %v: the app started at %s, then at %s", restart, first, again)
+		}
+		if code, _, err := get(ctx, f.Backends()[0], 2*time.Second); err != nil || code != 200 {
+			t.Errorf("restart %v: status %d, err %v", restart, code, err)
+		}
+		fl.Close()
+	}
+}

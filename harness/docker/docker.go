@@ -266,7 +266,11 @@ func (p *Provider) Start(ctx context.Context, spec fleet.Spec) (fleet.Fleet, err
 					f.terminate()
 					return nil, errors.New("docker backends: provider closed")
 				}
-				fmt.Fprintf(p.opts.Log, "docker: reset %d containers of run %s in %v\n", len(f.insts), p.runID, time.Since(t0).Round(time.Millisecond))
+				what := "containers"
+				if spec.App != nil {
+					what = "instances"
+				}
+				fmt.Fprintf(p.opts.Log, "docker: reset %d %s of run %s in %v\n", len(f.insts), what, p.runID, time.Since(t0).Round(time.Millisecond))
 				return f, nil
 			}
 			fmt.Fprintf(p.opts.Log, "docker: reusing containers failed, starting new ones: %v\n", err)
@@ -283,7 +287,11 @@ func (p *Provider) Start(ctx context.Context, spec fleet.Spec) (fleet.Fleet, err
 		f.terminate()
 		return nil, errors.New("docker backends: provider closed")
 	}
-	fmt.Fprintf(p.opts.Log, "docker: started %d containers of run %s in %v\n", len(f.insts), p.runID, time.Since(t0).Round(time.Millisecond))
+	if spec.App != nil {
+		fmt.Fprintf(p.opts.Log, "docker: started %d instances of %s, each with its sidecar, of run %s in %v\n", len(f.insts), spec.App.Image, p.runID, time.Since(t0).Round(time.Millisecond))
+	} else {
+		fmt.Fprintf(p.opts.Log, "docker: started %d containers of run %s in %v\n", len(f.insts), p.runID, time.Since(t0).Round(time.Millisecond))
+	}
 	return f, nil
 }
 
