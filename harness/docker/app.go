@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net/netip"
 	"strconv"
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/api/types/network"
 	"github.com/moby/moby/client"
 	"github.com/testcontainers/testcontainers-go"
 	tclog "github.com/testcontainers/testcontainers-go/log"
@@ -36,15 +38,18 @@ func (p *Provider) RunsApps() bool { return true }
 const labelRole = "io.lbchaos.role"
 
 // CheckApp reports, before anything starts, why app cannot run on this
-// provider: its image is not on the engine (lbchaos never pulls), or it
-// needs what the provider does not do (a port of its own per instance).
+// provider: its image is not on the engine (lbchaos never pulls), or the
+// sidecars cannot run in the host's network namespace.
+//
+// An app with PortEnv runs in the host's network namespace too, on a port
+// lbchaos assigns. One without (a fixed port, which N instances cannot
+// share there) runs on the engine's default bridge network, its port
+// published on a 127.0.0.1 port lbchaos picks, which the binding keeps
+// across a restart; the sidecar reaches it through the engine's port
+// forwarding (the userland docker-proxy, where the engine uses it).
 func (p *Provider) CheckApp(ctx context.Context, app *experiments.App) error {
 	if !p.opts.HostNetwork {
 		return errors.New("instances.app: lbchaos runs your service and its sidecars in the host's network namespace, which needs a local Linux engine (--docker-network host, or auto); with published ports it cannot run them yet")
-	}
-	if app.PortEnv == "" {
-		return fmt.Errorf("instances.app.port_env: is required: every instance runs in the host's network namespace, where only one can listen on port %d; "+
-			"give the environment variable through which your service takes its port (e.g. port_env: PORT) and lbchaos assigns each instance its own", app.Port)
 	}
 	_, err := p.cli.ImageInspect(ctx, app.Image)
 	switch {
@@ -63,7 +68,9 @@ func appEnv(app *experiments.App, port int) map[string]string {
 	if env == nil {
 		env = map[string]string{}
 	}
-	env[app.PortEnv] = strconv.Itoa(port)
+	if app.PortEnv != "" {
+		env[app.PortEnv] = strconv.Itoa(port)
+	}
 	return env
 }
 
@@ -85,6 +92,17 @@ func (p *Provider) appRequests(spec fleet.Spec, seq, id, appPort, sidePort int) 
 		},
 		Started: true,
 		Logger:  tclog.NewNoopLogger(),
+	}
+	if a.PortEnv == "" {
+		// A fixed port: the app's own network namespace on the bridge,
+		// the port published on appPort of 127.0.0.1.
+		port := network.MustParsePort(strconv.Itoa(a.Port) + "/tcp")
+		app.ExposedPorts = []string{port.String()}
+		app.HostConfigModifier = func(hc *container.HostConfig) {
+			hc.PortBindings = network.PortMap{
+				port: {{HostIP: netip.AddrFrom4([4]byte{127, 0, 0, 1}), HostPort: strconv.Itoa(appPort)}},
+			}
+		}
 	}
 	flags, err := faultyserver.SidecarFlagsOf(faultyserver.SidecarConfig{
 		ID:         id,

@@ -86,7 +86,7 @@ func newAppProvider(t *testing.T) *Provider {
 func appSpec(image string, n int, extra string) string {
 	return fmt.Sprintf(`
   count: %d
-  app: {image: %q, port: 8080, port_env: PORT, health: /healthz, args: [--workers, "8", --service, 5ms]%s}`, n, image, extra)
+  app: {image: %q, port: 8080, health: /healthz, args: [--workers, "8", --service, 5ms]%s}`, n, image, extra)
 }
 
 func runApp(t *testing.T, p *Provider, exp *experiments.Experiment) *reports.Summary {
@@ -117,7 +117,7 @@ func TestDockerAppFastFail(t *testing.T) {
 duration: 4s
 rate: 300
 timeout: 2s
-instances:`+appSpec(img, n, "")+`
+instances:`+appSpec(img, n, ", port_env: PORT")+`
 faults:
   - {instance: 0, at: 0s, fault: {mode: fail, status: 503}}
 strategies:
@@ -164,7 +164,7 @@ func TestDockerAppPause(t *testing.T) {
 duration: 4s
 rate: 200
 timeout: 500ms
-instances:`+appSpec(img, 3, "")+`
+instances:`+appSpec(img, 3, ", port_env: PORT")+`
 faults:
   - {instance: 0, at: 1s, until: 2500ms, fault: {mode: pause}}
 strategies: [round-robin]
@@ -216,12 +216,6 @@ func TestDockerAppErrors(t *testing.T) {
 			t.Fatalf("err = %v\nwant it to contain %q", err, want)
 		}
 	})
-	t.Run("fixed port", func(t *testing.T) {
-		_, err := p.Start(ctx, spec(experiments.App{Image: img, Port: 8080}))
-		if want := "instances.app.port_env: is required"; err == nil || !strings.Contains(err.Error(), want) {
-			t.Fatalf("err = %v\nwant it to contain %q", err, want)
-		}
-	})
 	t.Run("never healthy", func(t *testing.T) {
 		q, err := New(ctx, Options{Binary: runtest.Binary(t), StartTimeout: 2 * time.Second, Log: testLog{t}, HostNetwork: true})
 		if err != nil {
@@ -248,12 +242,19 @@ func TestDockerAppErrors(t *testing.T) {
 
 // TestDockerAppFleet: each instance is the app and its sidecar, both
 // labelled; the backend is the sidecar; kill acts on the app, and a
-// restarted app answers again through the same sidecar.
+// restarted app answers again through the same sidecar, with port_env
+// (host network) and without (a published fixed port).
 func TestDockerAppFleet(t *testing.T) {
 	p := newAppProvider(t)
 	img := exampleImage(t)
+	for _, portEnv := range []string{"PORT", ""} {
+		t.Run("port_env="+portEnv, func(t *testing.T) { testAppFleet(t, p, img, portEnv) })
+	}
+}
+
+func testAppFleet(t *testing.T, p *Provider, img, portEnv string) {
 	ctx := t.Context()
-	app := experiments.App{Image: img, Port: 8080, PortEnv: "PORT", Health: "/healthz", Env: map[string]string{"X": "1"}}
+	app := experiments.App{Image: img, Port: 8080, PortEnv: portEnv, Health: "/healthz", Env: map[string]string{"X": "1"}}
 	fl, err := p.Start(ctx, fleet.Spec{Instances: experiments.Instances{Count: 2, App: &app}, Seed: 1})
 	if err != nil {
 		t.Fatal(err)
@@ -332,4 +333,43 @@ func TestDockerAppRestart(t *testing.T) {
 		}
 		fl.Close()
 	}
+}
+
+// TestDockerAppFixedPort: an app without port_env runs on the bridge with
+// its port published on 127.0.0.1; the sidecar reaches it through the
+// engine's forwarding. The same load on apps with port_env (host network)
+// shows what that forwarding costs; the summary says so in a note.
+func TestDockerAppFixedPort(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real load on containers")
+	}
+	p := newAppProvider(t)
+	img := exampleImage(t)
+	var p50 [2]float64
+	for i, extra := range []string{", port_env: PORT", ""} {
+		exp := runtest.MustExperiment(t, "app-fixed-port", `
+duration: 3s
+rate: 300
+timeout: 2s
+instances:`+appSpec(img, 3, extra)+`
+faults:
+  - {instance: 0, at: 0s, fault: {mode: fail, status: 503}}
+strategies: [round-robin]
+`)
+		sum := runApp(t, p, exp)
+		st := runtest.StrategyByName(t, sum, "round-robin")
+		runtest.CheckAccounting(t, st)
+		in1 := st.Instances[1]
+		p50[i] = in1.LatencyMs.P50
+		t.Logf("port_env %v: healthy instance 1: p50 %.2f ms, p99 %.2f ms, %d errors; faulty instance 0: %d of %d failed",
+			extra != "", in1.LatencyMs.P50, in1.LatencyMs.P99, in1.Errors, st.Instances[0].Errors, st.Instances[0].Requests)
+		if in1.Errors != 0 || st.Instances[0].Errors != st.Instances[0].Requests || st.Instances[0].Requests == 0 {
+			t.Errorf("port_env %v: instance 1 had %d errors, instance 0 %d of %d; want none, and every one", extra != "", in1.Errors, st.Instances[0].Errors, st.Instances[0].Requests)
+		}
+		noted := strings.Contains(strings.Join(sum.Notes, "\n"), "userland proxy (docker-proxy) adds latency")
+		if noted != (extra == "") {
+			t.Errorf("port_env %v: the docker-proxy note is there: %v; notes %q", extra != "", noted, sum.Notes)
+		}
+	}
+	t.Logf("p50 added by the engine's port forwarding: %.2f ms", p50[1]-p50[0])
 }

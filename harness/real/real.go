@@ -92,6 +92,11 @@ func (e *Engine) Check(exp *experiments.Experiment) ([]string, error) {
 		}
 		notes = append(notes, fmt.Sprintf("The instances are your image %s, each behind an lbchaos sidecar that applies the server faults; its containers are %s. "+
 			"The experiment's service time (if given) is only the simulator's model of it; no utilization is measured.", app.Image, fresh))
+		if app.PortEnv == "" {
+			notes = append(notes, fmt.Sprintf("instances.app has a fixed port (%d) and no port_env: each app runs on the engine's bridge network with that port published on 127.0.0.1, "+
+				"and its sidecar reaches it through the engine's port forwarding, whose userland proxy (docker-proxy) adds latency and CPU to every request; "+
+				"give port_env to run the apps in the host's network namespace instead.", app.Port))
+		}
 	}
 	for _, name := range exp.Strategies {
 		if file, ok := exp.ProxyFiles[name]; ok {
