@@ -21,7 +21,8 @@ image: build
 # lbchaos-example:<hash>, for instances.app.
 example-image: build
 	CGO_ENABLED=0 $(GO) build -o bin/exampleservice ./experiments/exampleservice
-	./$(BIN) image --binary bin/exampleservice --repo lbchaos-example
+	@ref=$$(./$(BIN) image --binary bin/exampleservice --repo lbchaos-example) && \
+		docker tag "$$ref" lbchaos-example:latest && echo "$$ref, tagged lbchaos-example:latest"
 
 list: build
 	@./$(BIN) list
@@ -29,6 +30,7 @@ list: build
 # make experiment NAME=fast-fail [ENGINE=sim] [ARGS="--duration 10s --rate 2000"]
 experiment: build deps
 	@if [ -z "$(NAME)" ]; then echo "usage: make experiment NAME=<experiment> [ENGINE=real|sim] [ARGS=...]; experiments:"; ./$(BIN) list; exit 2; fi
+	$(if $(filter app-%,$(NAME)),$(if $(filter sim,$(ENGINE)),,$(MAKE) example-image))
 	./$(BIN) run $(NAME) $(if $(ENGINE),--engine $(ENGINE)) $(ARGS)
 
 fmt-check:
