@@ -43,12 +43,7 @@ func BenchmarkProxyOverhead(b *testing.B) {
 	// Latency: rounds of direct, then each proxy, back to back, so that
 	// every proxy is compared with a direct run made moments before; the
 	// medians over the rounds are reported, as this VM's timing drifts.
-	rounds := 3
-	if v := os.Getenv("LBCHAOS_BENCH_ROUNDS"); v != "" {
-		if n, err := strconv.Atoi(v); err == nil && n > 0 {
-			rounds = n
-		}
-	}
+	rounds := benchRounds()
 	added50, added99 := map[string][]float64{}, map[string][]float64{}
 	measure := func(name string) reports.Latency {
 		e, err := base.Apply(experiments.Overrides{Duration: d, Strategies: []string{name}})
@@ -122,4 +117,13 @@ func median(xs []float64) float64 {
 		return xs[n/2]
 	}
 	return (xs[n/2-1] + xs[n/2]) / 2
+}
+
+// benchRounds is LBCHAOS_BENCH_ROUNDS, the rounds a comparing benchmark
+// takes the median of (default 3).
+func benchRounds() int {
+	if n, err := strconv.Atoi(os.Getenv("LBCHAOS_BENCH_ROUNDS")); err == nil && n > 0 {
+		return n
+	}
+	return 3
 }
