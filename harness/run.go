@@ -44,6 +44,10 @@ type Options struct {
 	// or rate was overridden), so its expectations are shown but do not
 	// fail the run.
 	Advisory bool
+	// Ready, when set, is called once the engine has accepted the
+	// experiment, before the first strategy (the command creates its
+	// output directory there); its error ends the run with a nil summary.
+	Ready func() error
 }
 
 // ErrInterrupted is returned (wrapped) with a partial summary when the run's
@@ -63,7 +67,8 @@ func (e *ExpectationsFailed) Error() string {
 // expectations and notes.
 //
 // The error contract is one for every engine. An experiment the engine
-// cannot run fails before anything starts, with a nil summary. When ctx is
+// cannot run (or a Ready that fails) ends the run before anything starts,
+// with a nil summary. When ctx is
 // cancelled the strategy in progress stops (whatever it was doing: starting
 // backends, attacking, draining), and Run returns what was measured so far
 // with Partial set and an error wrapping ErrInterrupted. On
@@ -81,6 +86,11 @@ func Run(ctx context.Context, exp *experiments.Experiment, opts Options) (*repor
 	notes, err := opts.Engine.Check(exp)
 	if err != nil {
 		return nil, err
+	}
+	if opts.Ready != nil {
+		if err := opts.Ready(); err != nil {
+			return nil, err
+		}
 	}
 	info := opts.Engine.Info()
 	sum := newSummary(exp, info)

@@ -26,11 +26,9 @@ func chooseProvider(ctx context.Context, choice string, exp *experiments.Experim
 		switch choice {
 		case "external", "auto":
 			// Up front, so that an instance that does not answer stops the
-			// run before anything is written.
+			// run before anything is written (what the instances can take
+			// is the engine's Check).
 			p := external.Provider{}
-			if err := fleet.Check(exp, p); err != nil {
-				return nil, nop, err
-			}
 			fl, err := p.Start(ctx, fleet.Spec{Instances: exp.Instances, Seed: exp.Seed})
 			if err != nil {
 				return nil, nop, fmt.Errorf("--backends %s: %w", choice, err)

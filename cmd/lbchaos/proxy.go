@@ -29,15 +29,13 @@ func cmdProxy(ctx context.Context, args []string, stderr io.Writer) error {
 	if len(pos) > 0 {
 		return &exitError{2, fmt.Errorf("proxy takes no arguments, got %q", pos)}
 	}
-	if _, err := f.Config(); err != nil {
-		return &exitError{2, err}
-	}
 	// A proxy's heap is small and its garbage per request steady: collect
 	// less often, so that less of its CPU goes to the collector.
 	debug.SetGCPercent(400)
 	if f.Procs > 0 {
 		runtime.GOMAXPROCS(f.Procs)
 	}
+	// Serve checks the flags first: a bad one is a *lbproxy.ConfigError.
 	if err := lbproxy.Serve(ctx, f, stderr); err != nil {
 		var ce *lbproxy.ConfigError
 		if errors.As(err, &ce) {

@@ -104,7 +104,6 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		pp := newProgressPrinter(stderr)
 		logw, progress = pp, pp.update
 	}
-	// Created once the run is known to be possible.
 	dir, latest := *out, ""
 	if dir == "" {
 		stamp := time.Now().UTC().Format("20060102T150405Z")
@@ -137,15 +136,15 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	default:
 		return &exitError{2, fmt.Errorf("--engine: unknown value %q (real or sim)", *engine)}
 	}
-	if _, err := opts.Engine.Check(exp); err != nil {
-		return err
+	// The output directory is created once the engine has accepted the
+	// experiment, so a run that cannot start leaves nothing behind.
+	opts.Ready = func() error {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return fmt.Errorf("--out: %w", err)
+		}
+		fmt.Fprintf(logw, "lbchaos: running %s (%s), seed %d, writing to %s\n", exp.Name, exp.Source, exp.Seed, dir)
+		return nil
 	}
-
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("--out: %w", err)
-	}
-
-	fmt.Fprintf(logw, "lbchaos: running %s (%s), seed %d, writing to %s\n", exp.Name, exp.Source, exp.Seed, dir)
 	sum, runErr := harness.Run(ctx, exp, opts)
 	if sum == nil {
 		return runErr

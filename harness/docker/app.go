@@ -15,7 +15,6 @@ import (
 	"github.com/moby/moby/client"
 	"github.com/testcontainers/testcontainers-go"
 	tclog "github.com/testcontainers/testcontainers-go/log"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/lbchaos/lbchaos/experiments"
 	"github.com/lbchaos/lbchaos/faultyserver"
@@ -135,56 +134,37 @@ func (p *Provider) startAppFleet(ctx context.Context, spec fleet.Spec, seq int) 
 	if err := p.CheckApp(ctx, spec.App); err != nil {
 		return nil, fmt.Errorf("docker backends: %w", err)
 	}
-	f := &dockerFleet{
-		p:        p,
-		spec:     spec,
-		insts:    make([]*dockerInstance, spec.Count),
-		backends: make([]fleet.Backend, spec.Count),
-	}
-	ctx, cancel := context.WithTimeout(ctx, p.opts.StartTimeout+startMargin)
-	defer cancel()
-	ctrs := make([]testcontainers.Container, 2*spec.Count)
-	g, gctx := errgroup.WithContext(ctx)
-	for id := range spec.Count {
-		g.Go(func() error {
-			appPort, err := freePort()
-			if err != nil {
-				return fmt.Errorf("instance %d: a free port on 127.0.0.1: %w", id, err)
-			}
-			sidePort, err := freePort()
-			if err != nil {
-				return fmt.Errorf("instance %d: a free port on 127.0.0.1: %w", id, err)
-			}
-			areq, sreq, err := p.appRequests(spec, seq, id, appPort, sidePort)
-			if err != nil {
-				return fmt.Errorf("instance %d: %w", id, err)
-			}
-			a, err := testcontainers.GenericContainer(gctx, areq)
-			ctrs[2*id] = a
-			if err != nil {
-				return fmt.Errorf("instance %d: starting image %s: %w%s", id, spec.App.Image, err, p.logTail(a))
-			}
-			s, err := testcontainers.GenericContainer(gctx, sreq)
-			ctrs[2*id+1] = s
-			if err != nil {
-				return fmt.Errorf("instance %d: starting its sidecar: %w%s", id, err, p.logTail(s))
-			}
-			in := &dockerInstance{id: id, ctr: a, side: s, port: sidePort, appPort: appPort}
-			b, err := p.backendOf(gctx, in)
-			if err != nil {
-				return p.appNotHealthy(in, spec.App, err)
-			}
-			f.insts[id] = in
-			f.backends[id] = b
-			return nil
-		})
-	}
-	if err := g.Wait(); err != nil {
-		terminateAll(p.cli, ctrs)
-		p.removeFleet(seq)
-		return nil, fmt.Errorf("docker backends: %w", err)
-	}
-	return f, nil
+	return p.startEach(ctx, spec, seq, 2, func(ctx context.Context, id int, ctrs []testcontainers.Container) (*dockerInstance, fleet.Backend, error) {
+		fail := func(err error) (*dockerInstance, fleet.Backend, error) { return nil, fleet.Backend{}, err }
+		appPort, err := freePort()
+		if err != nil {
+			return fail(fmt.Errorf("instance %d: a free port on 127.0.0.1: %w", id, err))
+		}
+		sidePort, err := freePort()
+		if err != nil {
+			return fail(fmt.Errorf("instance %d: a free port on 127.0.0.1: %w", id, err))
+		}
+		areq, sreq, err := p.appRequests(spec, seq, id, appPort, sidePort)
+		if err != nil {
+			return fail(fmt.Errorf("instance %d: %w", id, err))
+		}
+		a, err := testcontainers.GenericContainer(ctx, areq)
+		ctrs[0] = a
+		if err != nil {
+			return fail(fmt.Errorf("instance %d: starting image %s: %w%s", id, spec.App.Image, err, p.logTail(a)))
+		}
+		sc, err := testcontainers.GenericContainer(ctx, sreq)
+		ctrs[1] = sc
+		if err != nil {
+			return fail(fmt.Errorf("instance %d: starting its sidecar: %w%s", id, err, p.logTail(sc)))
+		}
+		in := &dockerInstance{id: id, ctr: a, side: sc, port: sidePort, appPort: appPort}
+		b, err := p.backendOf(ctx, in)
+		if err != nil {
+			return fail(p.appNotHealthy(in, spec.App, err))
+		}
+		return in, b, nil
+	})
 }
 
 // appNotHealthy is the error of an app instance whose sidecar's health

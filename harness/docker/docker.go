@@ -220,7 +220,7 @@ func New(ctx context.Context, opts Options) (*Provider, error) {
 		// tries again.
 		fmt.Fprintf(p.opts.Log, "docker: warning: leftovers of dead runs not all removed: %v\n", err)
 	}
-	if p.image, err = buildImage(ctx, tc, opts.Binary, opts.Log); err != nil {
+	if p.image, err = buildBinaryImage(ctx, tc, opts.Binary, BackendImageRepo, opts.Log); err != nil {
 		return nil, err
 	}
 	ok = true

@@ -169,40 +169,55 @@ func (p *Provider) startFleet(ctx context.Context, spec fleet.Spec, seq int) (*d
 	if spec.App != nil {
 		return p.startAppFleet(ctx, spec, seq)
 	}
+	return p.startEach(ctx, spec, seq, 1, func(ctx context.Context, id int, ctrs []testcontainers.Container) (*dockerInstance, fleet.Backend, error) {
+		port := 0
+		if p.opts.HostNetwork {
+			var err error
+			if port, err = freePort(); err != nil {
+				return nil, fleet.Backend{}, fmt.Errorf("instance %d: a free port on 127.0.0.1: %w", id, err)
+			}
+		}
+		req, err := p.request(spec, seq, id, port)
+		if err != nil {
+			return nil, fleet.Backend{}, fmt.Errorf("instance %d: %w", id, err)
+		}
+		c, err := testcontainers.GenericContainer(ctx, req)
+		ctrs[0] = c
+		if err != nil {
+			return nil, fleet.Backend{}, fmt.Errorf("instance %d: %w%s", id, err, p.logTail(c))
+		}
+		in := &dockerInstance{id: id, ctr: c, port: port}
+		b, err := p.backendOf(ctx, in)
+		if err != nil {
+			return nil, fleet.Backend{}, fmt.Errorf("instance %d: %w%s", id, err, p.logTail(c))
+		}
+		return in, b, nil
+	})
+}
+
+// startEach starts spec.Count instances at once, each by start, which
+// records the containers it creates in ctrs (perInstance of them) and
+// returns the instance with its address. It bounds the whole by the start
+// timeout; on any error it removes every container created.
+func (p *Provider) startEach(ctx context.Context, spec fleet.Spec, seq, perInstance int,
+	start func(ctx context.Context, id int, ctrs []testcontainers.Container) (*dockerInstance, fleet.Backend, error)) (*dockerFleet, error) {
 	f := &dockerFleet{
 		p:        p,
 		spec:     spec,
 		insts:    make([]*dockerInstance, spec.Count),
 		backends: make([]fleet.Backend, spec.Count),
 	}
-	// The image is local: nothing here may wait on a pull, which the
+	// The images are local: nothing here may wait on a pull, which the
 	// library retries for minutes.
 	ctx, cancel := context.WithTimeout(ctx, p.opts.StartTimeout+startMargin)
 	defer cancel()
-	ctrs := make([]testcontainers.Container, spec.Count)
+	ctrs := make([]testcontainers.Container, perInstance*spec.Count)
 	g, gctx := errgroup.WithContext(ctx)
 	for id := range spec.Count {
 		g.Go(func() error {
-			port := 0
-			if p.opts.HostNetwork {
-				var err error
-				if port, err = freePort(); err != nil {
-					return fmt.Errorf("instance %d: a free port on 127.0.0.1: %w", id, err)
-				}
-			}
-			req, err := p.request(spec, seq, id, port)
+			in, b, err := start(gctx, id, ctrs[id*perInstance:(id+1)*perInstance])
 			if err != nil {
-				return fmt.Errorf("instance %d: %w", id, err)
-			}
-			c, err := testcontainers.GenericContainer(gctx, req)
-			ctrs[id] = c
-			if err != nil {
-				return fmt.Errorf("instance %d: %w%s", id, err, p.logTail(c))
-			}
-			in := &dockerInstance{id: id, ctr: c, port: port}
-			b, err := p.backendOf(gctx, in)
-			if err != nil {
-				return fmt.Errorf("instance %d: %w%s", id, err, p.logTail(c))
+				return err
 			}
 			f.insts[id] = in
 			f.backends[id] = b

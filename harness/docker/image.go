@@ -39,19 +39,7 @@ ENTRYPOINT ["/lbchaos", "serve"]
 // architecture (built with CGO_ENABLED=0). A failed build's error includes
 // the builder's output.
 func BuildImage(ctx context.Context, binary string, log io.Writer) (ref string, err error) {
-	if log == nil {
-		log = io.Discard
-	}
-	tc, err := newTCProvider(ctx)
-	if err != nil {
-		return "", err
-	}
-	defer tc.Close()
-	return buildImage(ctx, tc, binary, log)
-}
-
-func buildImage(ctx context.Context, tc *testcontainers.DockerProvider, binary string, log io.Writer) (string, error) {
-	return buildBinaryImage(ctx, tc, binary, BackendImageRepo, log)
+	return BuildBinaryImage(ctx, binary, BackendImageRepo, log)
 }
 
 // BuildBinaryImage returns the reference "<repo>:<tag>" of a FROM scratch

@@ -49,12 +49,15 @@ type Options struct {
 }
 
 // Engine is the real engine.
-type Engine struct{ opts Options }
+type Engine struct {
+	opts      Options
+	fileLimit uint64 // the open-file limit, raised once by New
+}
 
 var _ engine.Engine = (*Engine)(nil)
 
-// New returns a real engine with opts. Measure raises the process's
-// open-file limit as far as it may.
+// New returns a real engine with opts. It raises the process's open-file
+// limit as far as it may.
 func New(opts Options) *Engine {
 	if opts.Provider == nil {
 		opts.Provider = process.Provider{}
@@ -62,7 +65,7 @@ func New(opts Options) *Engine {
 	if opts.ProgressEvery <= 0 {
 		opts.ProgressEvery = 5 * time.Second
 	}
-	return &Engine{opts: opts}
+	return &Engine{opts: opts, fileLimit: RaiseFileLimit()}
 }
 
 // Info implements engine.Engine.
@@ -141,10 +144,9 @@ func checkProxies(exp *experiments.Experiment, lbchaos string) error {
 // Measure implements engine.Engine: one strategy against a fresh fleet.
 func (e *Engine) Measure(ctx context.Context, job engine.Job) (m *engine.Measurement, err error) {
 	exp, name, opts := job.Exp, job.Name(), e.opts
-	limit := RaiseFileLimit()
 	conns := opts.MaxConnsPerInstance
 	if conns == 0 {
-		conns = connsPerInstance(limit, exp.Instances.Count, opts.Provider)
+		conns = connsPerInstance(e.fileLimit, exp.Instances.Count, opts.Provider)
 	}
 	fl, err := opts.Provider.Start(ctx, fleet.Spec{Instances: exp.Instances, Seed: exp.Seed})
 	if err != nil {

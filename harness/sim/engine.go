@@ -19,9 +19,6 @@ import (
 // summary.
 var Epoch = time.Unix(0, 0).UTC()
 
-// simEpoch is Epoch under the name the model uses.
-var simEpoch = Epoch
-
 // errSimReset is the transport error of a request whose connection the
 // simulated instance reset (fault modes reset and kill).
 var errSimReset = errors.New("simulated connection reset by peer")
@@ -91,7 +88,7 @@ func (Engine) Measure(ctx context.Context, job engine.Job) (*engine.Measurement,
 
 // simStrategy simulates one strategy from a fresh state.
 func simStrategy(ctx context.Context, exp *experiments.Experiment, name string, hooks simHooks) (*engine.Measurement, error) {
-	events := engine.NewEventLog(simEpoch)
+	events := engine.NewEventLog(Epoch)
 	s, err := newSim(exp, name, hooks, events)
 	if err != nil {
 		return nil, err
@@ -124,11 +121,11 @@ func simStrategy(ctx context.Context, exp *experiments.Experiment, name string, 
 	return m, nil
 }
 
-// simClock is the strategies' clock in a simulation: simEpoch plus the
+// simClock is the strategies' clock in a simulation: Epoch plus the
 // virtual time elapsed since the start of the attack.
 type simClock struct{ now time.Duration }
 
-func (c *simClock) Now() time.Time { return simEpoch.Add(c.now) }
+func (c *simClock) Now() time.Time { return Epoch.Add(c.now) }
 
 // simHooks let tests observe the engine; the zero value observes nothing.
 type simHooks struct {

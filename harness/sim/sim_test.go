@@ -116,7 +116,7 @@ func TestSimIsDeterministic(t *testing.T) {
 		return sum
 	}
 	first := run(exp)
-	if first.Engine != "sim" || first.Backends != "sim" || !first.Started.Equal(simEpoch) ||
+	if first.Engine != "sim" || first.Backends != "sim" || !first.Started.Equal(Epoch) ||
 		first.GoVersion != "" || first.CPUs != 0 || first.Partial || len(first.Strategies) != builtinStrategies(exp) {
 		t.Fatalf("engine %q, backends %q, started %v, go %q, cpus %d, partial %v, %d strategies",
 			first.Engine, first.Backends, first.Started, first.GoVersion, first.CPUs, first.Partial, len(first.Strategies))
