@@ -1,57 +1,67 @@
 package faultyserver
 
 import (
+	"os"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
 )
 
-// wakeFD is an eventfd that interrupts waitFor early; -1 when it could not
-// be created, and waitFor then waits in short slices instead.
-var (
-	wakeOnce sync.Once
-	wakeFD   = -1
-)
+// alarm is a timerfd in the Go runtime's network poller: a goroutine
+// waiting for it parks like one waiting for a socket, so its thread and
+// processor go back to other work, and the poller wakes it when the
+// kernel's high-resolution timer expires (timerfd timers carry no timer
+// slack). Where no timerfd can be made, wait sleeps its thread in short
+// slices instead.
+type alarm struct {
+	once   sync.Once
+	f      *os.File // nil: no timerfd
+	fd     int
+	broken atomic.Bool // a timerfd_settime failed; wait sleeps in slices
+}
 
-// waitSlice bounds a wait when there is no eventfd to end it early.
+// waitSlice bounds a wait that nothing can end early.
 const waitSlice = 200 * time.Microsecond
 
-func wakeInit() {
-	wakeOnce.Do(func() {
-		if fd, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC); err == nil {
-			wakeFD = fd
+func (a *alarm) init() {
+	a.once.Do(func() {
+		fd, err := unix.TimerfdCreate(unix.CLOCK_MONOTONIC, unix.TFD_NONBLOCK|unix.TFD_CLOEXEC)
+		if err != nil {
+			return
 		}
+		a.fd = fd
+		a.f = os.NewFile(uintptr(fd), "lbchaos-alarm") // non-blocking: in the poller
 	})
 }
 
-// waitFor blocks the calling thread for d, with the kernel's timer
-// resolution rather than the Go runtime poller's, or until wake is called.
-func waitFor(d time.Duration) {
-	wakeInit()
-	if wakeFD < 0 {
+// set makes the alarm go off d from now, replacing any earlier setting.
+// Calls of set are serialized by the caller; wait may run beside them.
+func (a *alarm) set(d time.Duration) {
+	a.init()
+	if a.f == nil || a.broken.Load() {
+		return
+	}
+	spec := unix.ItimerSpec{Value: unix.NsecToTimespec(int64(max(d, 1)))} // 0 would disarm it
+	if err := unix.TimerfdSettime(a.fd, 0, &spec, nil); err != nil {
+		a.broken.Store(true)
+	}
+}
+
+// wait parks the caller until the alarm goes off (d is when it was set to,
+// for the fallback). A set for a nearer time meanwhile ends it then.
+func (a *alarm) wait(d time.Duration) {
+	if a.f == nil || a.broken.Load() {
+		tightenTimerSlack()
 		ts := unix.NsecToTimespec(int64(min(d, waitSlice)))
 		for unix.Nanosleep(&ts, &ts) == unix.EINTR {
 		}
 		return
 	}
-	ts := unix.NsecToTimespec(int64(d))
-	fds := []unix.PollFd{{Fd: int32(wakeFD), Events: unix.POLLIN}}
-	n, err := unix.Ppoll(fds, &ts, nil)
-	if err == nil && n > 0 {
-		var buf [8]byte
-		_, _ = unix.Read(wakeFD, buf[:]) // reset the counter
-	}
-}
-
-// wake ends a waitFor in progress, or the next one, at once.
-func wake() {
-	wakeInit()
-	if wakeFD >= 0 {
-		one := [8]byte{1}
-		_, _ = unix.Write(wakeFD, one[:])
-	}
+	var buf [8]byte
+	_, _ = a.f.Read(buf[:]) // the expirations since the last read
 }
 
 // prSetTimerSlack is PR_SET_TIMERSLACK from linux/prctl.h.

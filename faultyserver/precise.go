@@ -2,7 +2,6 @@ package faultyserver
 
 import (
 	"container/heap"
-	"runtime"
 	"sync"
 	"time"
 )
@@ -15,12 +14,17 @@ import (
 // fires up to 1 ms late, 0.5 ms on average.
 //
 // precise therefore finishes the last preciseSpan of every sleep on one
-// goroutine per process, which waits for the earliest deadline with a
-// nanosecond timeout (ppoll(2) on Linux) and is woken early through an
-// eventfd when a nearer deadline arrives. It wakes once per deadline, not on
-// a polling tick, so its cost follows the request rate. The coarse part of
-// a sleep stays on ordinary timers, so the goroutine only runs while some
-// deadline is near.
+// goroutine per process, which waits for the earliest deadline on an alarm
+// (a timerfd on Linux) that the runtime's poller watches like a socket: the
+// kernel's high-resolution timer wakes the poller, so the wake-up is as
+// accurate as the kernel's, and while it waits the goroutine holds neither
+// a thread nor a processor. (An earlier version waited in ppoll(2) on its
+// own thread; that held one of the process's processors in a system call
+// for most of every busy second, and on two cores every other goroutine of
+// the process waited for the one left.) A nearer deadline re-arms the
+// alarm. The goroutine wakes once per deadline, not on a polling tick, so
+// its cost follows the request rate, and the coarse part of a sleep stays
+// on ordinary timers, so it only runs while some deadline is near.
 const preciseSpan = 2 * time.Millisecond
 
 // sleeper is shared by every server of the process. Its goroutine runs only
@@ -31,7 +35,8 @@ type precise struct {
 	mu      sync.Mutex
 	h       deadlineHeap
 	running bool      // a loop goroutine is serving h
-	until   time.Time // the deadline the loop is waiting for; zero when not waiting
+	until   time.Time // the deadline the alarm is set for; zero when not waiting
+	alarm   alarm     // set and waited on under the rules of alarm (mu serializes set)
 }
 
 type deadlineEntry struct {
@@ -59,13 +64,13 @@ func (p *precise) at(t time.Time) <-chan struct{} {
 	heap.Push(&p.h, deadlineEntry{at: t, ch: ch})
 	start := !p.running
 	p.running = true
-	nearer := !p.until.IsZero() && t.Before(p.until)
+	if !p.until.IsZero() && t.Before(p.until) {
+		p.until = t
+		p.alarm.set(time.Until(t))
+	}
 	p.mu.Unlock()
 	if start {
 		go p.loop()
-	}
-	if nearer {
-		wake()
 	}
 	return ch
 }
@@ -73,31 +78,20 @@ func (p *precise) at(t time.Time) <-chan struct{} {
 func (p *precise) loop() {
 	for {
 		p.mu.Lock()
-		p.until = time.Time{}
 		now := time.Now()
-		fired := false
 		for len(p.h) > 0 && !p.h[0].at.After(now) {
 			close(heap.Pop(&p.h).(deadlineEntry).ch)
-			fired = true
 		}
 		if len(p.h) == 0 {
 			p.running = false
+			p.until = time.Time{}
 			p.mu.Unlock()
 			return
 		}
-		if fired {
-			// Let the woken handlers run on this P now: while waiting in a
-			// system call the loop holds its P until the runtime retakes it.
-			p.mu.Unlock()
-			runtime.Gosched()
-			continue
-		}
 		p.until = p.h[0].at
 		wait := p.until.Sub(now)
+		p.alarm.set(wait)
 		p.mu.Unlock()
-		// The default timer slack of 50 µs would be added to every wake-up.
-		// The goroutine may have moved threads, so set it each time.
-		tightenTimerSlack()
-		waitFor(wait)
+		p.alarm.wait(wait)
 	}
 }

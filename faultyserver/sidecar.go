@@ -85,8 +85,10 @@ type Sidecar struct {
 	// Immutable after NewSidecar.
 	cfg       SidecarConfig
 	id        string
+	idHeader  []string // {id}, shared by every answer's header map; never modified
 	upstream  *url.URL
 	health    *url.URL
+	client    *upstreamClient // forwards requests; upgrades go through transport
 	transport *http.Transport
 	errorLog  *log.Logger
 
@@ -122,8 +124,10 @@ func NewSidecar(cfg SidecarConfig) (*Sidecar, error) {
 	s := &Sidecar{
 		cfg:      cfg,
 		id:       strconv.Itoa(cfg.ID),
+		idHeader: []string{strconv.Itoa(cfg.ID)},
 		upstream: up,
 		health:   hp,
+		client:   newUpstreamClient(up.Host),
 		transport: &http.Transport{
 			DialContext:         (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
 			MaxIdleConnsPerHost: 1024,
@@ -199,6 +203,7 @@ func (s *Sidecar) Close() {
 	s.closeOnce.Do(func() {
 		close(s.done)
 		s.cancel()
+		s.client.Close()
 		s.transport.CloseIdleConnections()
 	})
 }
@@ -287,42 +292,71 @@ func (s *Sidecar) forward(w http.ResponseWriter, r *http.Request, a Action) {
 		s.forwardError(w, client, err)
 		return
 	}
-	var start time.Time
+	if isUpgrade(r.Header) {
+		s.forwardUpgrade(w, r.WithContext(ctx), client)
+		return
+	}
+	start := time.Now()
+	resp, err := s.client.RoundTrip(ProxyRequest(ctx, r, s.upstream))
+	if err != nil {
+		s.forwardError(w, client, err)
+		return
+	}
+	defer resp.Body.Close()
+	var body io.Reader
+	if a.Scale > 1 {
+		// The body's clock starts before the headers are held, so that
+		// chunks arriving meanwhile keep their own times.
+		d := newDilatedBody(ctx, resp.Body, start, a.Scale, s.done)
+		defer d.Close()
+		body = d
+		at := start.Add(clampDuration(float64(time.Since(start)) * a.Scale))
+		if err := sleepUntil(ctx, at, s.done); err != nil {
+			s.forwardError(w, client, err)
+			return
+		}
+	}
+	h := w.Header()
+	CopyEndToEnd(h, resp.Header)
+	s.count(h, resp.StatusCode)
+	if err := SendProxied(w, resp, body); err != nil {
+		panic(http.ErrAbortHandler) // cut short: the client must not see it complete
+	}
+}
+
+// count marks an answer of the upstream's as the sidecar's, in h, and
+// counts it as served or failed.
+func (s *Sidecar) count(h http.Header, status int) {
+	h[InstanceHeader] = s.idHeader
+	setLoad(h, int(s.inFlight.Load())-1)
+	if status >= 400 {
+		s.failed.Add(1)
+	} else {
+		s.served.Add(1)
+	}
+}
+
+// forwardUpgrade forwards a request for a protocol upgrade (WebSocket,
+// h2c) through httputil.ReverseProxy, which carries the switched
+// connection both ways. Faults that hold answers do not apply to it.
+func (s *Sidecar) forwardUpgrade(w http.ResponseWriter, r *http.Request, client context.Context) {
 	p := &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.SetURL(s.upstream)
 			pr.Out.Host = pr.In.Host
 			pr.SetXForwarded()
-			start = time.Now()
 		},
-		Transport:     s.transport,
-		FlushInterval: -1,
-		ErrorLog:      s.errorLog,
+		Transport: s.transport,
+		ErrorLog:  s.errorLog,
 		ModifyResponse: func(resp *http.Response) error {
-			if a.Scale > 1 && resp.StatusCode != http.StatusSwitchingProtocols {
-				// The body's clock starts before the headers are held, so
-				// that chunks arriving meanwhile keep their own times.
-				resp.Body = newDilatedBody(ctx, resp.Body, start, a.Scale, s.done)
-				at := start.Add(clampDuration(float64(time.Since(start)) * a.Scale))
-				if err := sleepUntil(ctx, at, s.done); err != nil {
-					return err
-				}
-			}
-			h := resp.Header
-			h[InstanceHeader] = []string{s.id}
-			setLoad(h, int(s.inFlight.Load())-1)
-			if resp.StatusCode >= 400 {
-				s.failed.Add(1)
-			} else {
-				s.served.Add(1)
-			}
+			s.count(resp.Header, resp.StatusCode)
 			return nil
 		},
 		ErrorHandler: func(w http.ResponseWriter, _ *http.Request, err error) {
 			s.forwardError(w, client, err)
 		},
 	}
-	p.ServeHTTP(w, r.WithContext(ctx))
+	p.ServeHTTP(w, r)
 }
 
 // forwardError answers a request whose forwarding failed before an answer
@@ -376,23 +410,19 @@ func (s *Sidecar) serveHealth(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
-	p := &httputil.ReverseProxy{
-		Rewrite: func(pr *httputil.ProxyRequest) {
-			pr.SetURL(s.upstream)
-			pr.Out.URL.Path, pr.Out.URL.RawPath = s.health.Path, s.health.RawPath
-			pr.Out.URL.RawQuery = s.health.RawQuery
-		},
-		Transport: s.transport,
-		ErrorLog:  s.errorLog,
-		ModifyResponse: func(resp *http.Response) error {
-			resp.Header[InstanceHeader] = []string{s.id}
-			return nil
-		},
-		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
-			if r.Context().Err() == nil {
-				http.Error(w, "upstream health check: "+err.Error(), http.StatusBadGateway)
-			}
-		},
+	out := ProxyRequest(r.Context(), r, s.upstream)
+	out.URL.Path, out.URL.RawPath, out.URL.RawQuery = s.health.Path, s.health.RawPath, s.health.RawQuery
+	resp, err := s.client.RoundTrip(out)
+	if err != nil {
+		if r.Context().Err() == nil {
+			http.Error(w, "upstream health check: "+err.Error(), http.StatusBadGateway)
+		}
+		return
 	}
-	p.ServeHTTP(w, r)
+	defer resp.Body.Close()
+	CopyEndToEnd(w.Header(), resp.Header)
+	w.Header()[InstanceHeader] = s.idHeader
+	if err := SendProxied(w, resp, nil); err != nil {
+		panic(http.ErrAbortHandler)
+	}
 }

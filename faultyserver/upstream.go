@@ -1,0 +1,223 @@
+package faultyserver
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+)
+
+// upstreamClient sends HTTP/1.1 requests to one upstream over connections
+// it keeps alive, on the caller's goroutine. net/http's Transport hands
+// every request to a writer goroutine and every answer back from a reader
+// goroutine; under load each of those hand-offs waits for a free processor,
+// and on two cores the four of them made most of what a sidecar added to a
+// request (BenchmarkSidecarAtBaseline). Here the handler that forwards a
+// request writes it and reads the answer itself; only a request with a
+// body is written from a second goroutine, so that an upstream that answers
+// before it has read the body is heard at once.
+type upstreamClient struct {
+	addr    string // host:port
+	dialer  net.Dialer
+	maxIdle int
+
+	mu     sync.Mutex
+	idle   []*upConn // most recently used last
+	closed bool
+}
+
+type upConn struct {
+	c  net.Conn
+	br *bufio.Reader
+	bw *bufio.Writer
+}
+
+// errStale is a kept-alive connection that the upstream had closed before
+// the request reached it: nothing of the request was processed, so a
+// request without a body is sent again on another connection.
+var errStale = errors.New("faultyserver: upstream closed a kept-alive connection")
+
+// aLongTimeAgo is a deadline in the past: setting it makes every blocked
+// read and write on the connection return at once.
+var aLongTimeAgo = time.Unix(1, 0)
+
+func newUpstreamClient(addr string) *upstreamClient {
+	return &upstreamClient{
+		addr:    addr,
+		dialer:  net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second},
+		maxIdle: 1024,
+	}
+}
+
+// RoundTrip sends req and reads the answer's head. The answer's body must
+// be read to its end (then the connection is kept for the next request) or
+// closed. req's context ends the exchange at any point: dial, write, head
+// or body.
+func (u *upstreamClient) RoundTrip(req *http.Request) (*http.Response, error) {
+	ctx := req.Context()
+	for {
+		pc, reused, err := u.conn(ctx)
+		if err != nil {
+			return nil, err
+		}
+		resp, err := u.exchange(ctx, pc, req)
+		if err == nil {
+			return resp, nil
+		}
+		_ = pc.c.Close()
+		if reused && errors.Is(err, errStale) && req.Body == nil && ctx.Err() == nil {
+			continue // a new connection, or another idle one
+		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, err
+	}
+}
+
+// conn returns an idle connection, or a new one.
+func (u *upstreamClient) conn(ctx context.Context) (*upConn, bool, error) {
+	u.mu.Lock()
+	if u.closed {
+		u.mu.Unlock()
+		return nil, false, errClosed
+	}
+	if n := len(u.idle); n > 0 {
+		pc := u.idle[n-1]
+		u.idle[n-1] = nil
+		u.idle = u.idle[:n-1]
+		u.mu.Unlock()
+		return pc, true, nil
+	}
+	u.mu.Unlock()
+	c, err := u.dialer.DialContext(ctx, "tcp", u.addr)
+	if err != nil {
+		return nil, false, err
+	}
+	return &upConn{c: c, br: bufio.NewReaderSize(c, 4<<10), bw: bufio.NewWriterSize(c, 4<<10)}, false, nil
+}
+
+// put keeps pc for the next request, or closes it.
+func (u *upstreamClient) put(pc *upConn) {
+	u.mu.Lock()
+	if !u.closed && len(u.idle) < u.maxIdle {
+		u.idle = append(u.idle, pc)
+		u.mu.Unlock()
+		return
+	}
+	u.mu.Unlock()
+	_ = pc.c.Close()
+}
+
+// Close closes the idle connections and every one returned later; requests
+// under way end when their contexts do.
+func (u *upstreamClient) Close() {
+	u.mu.Lock()
+	idle := u.idle
+	u.idle, u.closed = nil, true
+	u.mu.Unlock()
+	for _, pc := range idle {
+		_ = pc.c.Close()
+	}
+}
+
+// exchange writes req on pc and reads the answer's head, skipping
+// informational (1xx) answers.
+func (u *upstreamClient) exchange(ctx context.Context, pc *upConn, req *http.Request) (*http.Response, error) {
+	stop := context.AfterFunc(ctx, func() { _ = pc.c.SetDeadline(aLongTimeAgo) })
+	var wrote chan error
+	if req.Body == nil {
+		err := req.Write(pc.bw)
+		if err == nil {
+			err = pc.bw.Flush()
+		}
+		if err != nil {
+			stop()
+			return nil, err
+		}
+	} else {
+		wrote = make(chan error, 1)
+		go func() {
+			err := req.Write(pc.bw)
+			if err == nil {
+				err = pc.bw.Flush()
+			}
+			wrote <- err
+		}()
+	}
+	fail := func(err error) (*http.Response, error) {
+		stop()
+		return nil, err // the caller closes pc, which ends any write
+	}
+	for {
+		resp, err := http.ReadResponse(pc.br, req)
+		if err != nil {
+			if err == io.EOF && pc.br.Buffered() == 0 {
+				err = errStale
+			}
+			return fail(err)
+		}
+		if resp.StatusCode >= 200 || resp.StatusCode == http.StatusSwitchingProtocols {
+			keep := !resp.Close && !req.Close && resp.StatusCode != http.StatusSwitchingProtocols
+			resp.Body = &upBody{rc: resp.Body, u: u, pc: pc, stop: stop, wrote: wrote, keep: keep}
+			return resp, nil
+		}
+		// 1xx: 100 Continue, 103 Early Hints; the final answer follows.
+	}
+}
+
+// upBody is an upstream answer's body; it gives its connection back when
+// read to the end, and closes it when closed early or failed.
+type upBody struct {
+	rc    io.ReadCloser
+	u     *upstreamClient
+	pc    *upConn
+	stop  func() bool
+	wrote chan error // nil when the request had no body
+	keep  bool
+	once  sync.Once
+}
+
+func (b *upBody) Read(p []byte) (int, error) {
+	n, err := b.rc.Read(p)
+	if err != nil {
+		b.finish(err == io.EOF)
+	}
+	return n, err
+}
+
+func (b *upBody) Close() error {
+	b.finish(false)
+	return nil
+}
+
+// finish gives the connection back when the whole answer was read, the
+// request was written in full and the context did not end the exchange;
+// else it closes the connection.
+func (b *upBody) finish(complete bool) {
+	b.once.Do(func() {
+		ok := b.stop() && complete && b.keep
+		if b.wrote != nil {
+			select {
+			case err := <-b.wrote:
+				ok = ok && err == nil
+			default:
+				// The upstream answered before it read the whole body: the
+				// connection cannot carry another request. Closing it ends
+				// the write; the writer may still wait for the client's
+				// body, which ends with the client's request.
+				ok = false
+			}
+		}
+		_ = b.rc.Close()
+		if ok {
+			b.u.put(b.pc)
+		} else {
+			_ = b.pc.c.Close()
+		}
+	})
+}
