@@ -74,7 +74,7 @@ deps:
 
 # Real load (overhead, in-process and Docker) and the simulator (speed, memory).
 bench-harness:
-	$(GO) test -run '^$$' -bench '^Benchmark(Overhead|Sim)' -benchtime 1x -timeout 20m ./harness/real/ ./harness/sim/
+	$(GO) test -run '^$$' -bench '^Benchmark(Overhead|Sim|SidecarAtBaseline)' -benchtime 1x -timeout 20m ./harness/real/ ./harness/sim/
 
 # Removes lbchaos's containers and networks (if Docker runs), bin/ and results/.
 clean:

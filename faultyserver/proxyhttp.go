@@ -108,19 +108,34 @@ var (
 	protoHTTPS = []string{"https"}
 )
 
+// TrailerKeys returns the trailers resp announced, nil when none. Take them
+// before anything reads resp.Body: reading it to its end fills
+// resp.Trailer.
+func TrailerKeys(resp *http.Response) []string {
+	if len(resp.Trailer) == 0 {
+		return nil
+	}
+	keys := make([]string, 0, len(resp.Trailer))
+	for k := range resp.Trailer {
+		keys = append(keys, k)
+	}
+	return keys
+}
+
 // SendProxied writes resp's status to w (after the headers the caller set
-// in w.Header()), then body — resp.Body when body is nil — each chunk
+// in w.Header(), and a Trailer header announcing trailers, from
+// TrailerKeys), then body — resp.Body when body is nil — each chunk
 // written and flushed as it arrives, then resp's trailers. A non-nil error
 // means the answer was cut short (the upstream's body failed, the client
 // went away): the caller should then end its handler with
 // panic(http.ErrAbortHandler), so that the client sees a broken answer
 // rather than a complete short one.
-func SendProxied(w http.ResponseWriter, resp *http.Response, body io.Reader) error {
+func SendProxied(w http.ResponseWriter, resp *http.Response, body io.Reader, trailers []string) error {
 	if body == nil {
 		body = resp.Body
 	}
 	h := w.Header()
-	for k := range resp.Trailer {
+	for _, k := range trailers {
 		h.Add("Trailer", k) // announced, for HTTP/1.1 chunked answers
 	}
 	w.WriteHeader(resp.StatusCode)

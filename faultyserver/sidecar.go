@@ -303,6 +303,7 @@ func (s *Sidecar) forward(w http.ResponseWriter, r *http.Request, a Action) {
 		return
 	}
 	defer resp.Body.Close()
+	trailers := TrailerKeys(resp) // before the dilated body reads on
 	var body io.Reader
 	if a.Scale > 1 {
 		// The body's clock starts before the headers are held, so that
@@ -319,7 +320,7 @@ func (s *Sidecar) forward(w http.ResponseWriter, r *http.Request, a Action) {
 	h := w.Header()
 	CopyEndToEnd(h, resp.Header)
 	s.count(h, resp.StatusCode)
-	if err := SendProxied(w, resp, body); err != nil {
+	if err := SendProxied(w, resp, body, trailers); err != nil {
 		panic(http.ErrAbortHandler) // cut short: the client must not see it complete
 	}
 }
@@ -422,7 +423,7 @@ func (s *Sidecar) serveHealth(w http.ResponseWriter, r *http.Request) {
 	defer resp.Body.Close()
 	CopyEndToEnd(w.Header(), resp.Header)
 	w.Header()[InstanceHeader] = s.idHeader
-	if err := SendProxied(w, resp, nil); err != nil {
+	if err := SendProxied(w, resp, nil, TrailerKeys(resp)); err != nil {
 		panic(http.ErrAbortHandler)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -153,12 +154,18 @@ func (u *upstreamClient) exchange(ctx context.Context, pc *upConn, req *http.Req
 		stop()
 		return nil, err // the caller closes pc, which ends any write
 	}
+	// A connection the upstream closed while it was idle ends before the
+	// first byte of an answer; ReadResponse would call that an unexpected
+	// EOF, so look first.
+	if _, err := pc.br.Peek(1); err != nil {
+		if errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) {
+			err = errStale
+		}
+		return fail(err)
+	}
 	for {
 		resp, err := http.ReadResponse(pc.br, req)
 		if err != nil {
-			if err == io.EOF && pc.br.Buffered() == 0 {
-				err = errStale
-			}
 			return fail(err)
 		}
 		if resp.StatusCode >= 200 || resp.StatusCode == http.StatusSwitchingProtocols {

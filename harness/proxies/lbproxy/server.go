@@ -18,6 +18,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/lbchaos/lbchaos/faultyserver"
 	"github.com/lbchaos/lbchaos/harness/transport"
 	"github.com/lbchaos/lbchaos/strategies"
 )
@@ -115,7 +116,7 @@ func (p *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	picked.Store(-1)
 	r = r.WithContext(context.WithValue(r.Context(), transport.PickedKey{}, picked))
 	sw := &statusWriter{ResponseWriter: w}
-	p.forward(sw, r)
+	cut := p.forward(sw, r)
 	ep := int(picked.Load())
 	status := sw.status
 	if status == 0 {
@@ -123,7 +124,7 @@ func (p *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if ep >= 0 && ep < len(p.requests) {
 		p.requests[ep].Add(1)
-		if status >= 500 || status == 499 {
+		if status >= 500 || status == 499 || cut {
 			p.errors[ep].Add(1)
 		}
 	}
@@ -140,33 +141,23 @@ func (p *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(p.log, "%s %s %d\n", seq, inst, status)
 		p.logMu.Unlock()
 	}
+	if cut {
+		// The client must see the answer broken, not complete and short.
+		panic(http.ErrAbortHandler)
+	}
 }
 
-// hopHeaders are the hop-by-hop headers a proxy does not forward (RFC 9110,
-// section 7.6.1).
-var hopHeaders = []string{"Connection", "Keep-Alive", "Proxy-Connection", "Proxy-Authenticate", "Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade"}
-
-// copyBuffers are the buffers bodies are copied through.
-var copyBuffers = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+// balanced is the upstream of every forwarded request: the balancer
+// replaces the host with the instance it picks.
+var balanced = &url.URL{Scheme: "http", Host: "lbchaos-backend"}
 
 // forward sends r to the instance the strategy picks and streams the answer
 // back: every chunk read from the backend is written and flushed to the
 // client at once. The backend request carries r's context, so a client that
-// goes away cancels it.
-func (p *Server) forward(w *statusWriter, r *http.Request) {
-	// A shallow copy: the balancer clones it again with its own context.
-	// The handler owns r, so its headers may be edited in place.
-	out := *r
-	u := *r.URL
-	u.Scheme, u.Host = "http", "lbchaos-backend" // the balancer sets the address
-	out.URL, out.RequestURI = &u, ""
-	for _, h := range hopHeaders {
-		out.Header.Del(h)
-	}
-	if r.ContentLength == 0 {
-		out.Body = nil
-	}
-	resp, err := p.bal.RoundTrip(&out)
+// goes away cancels it. It reports whether an answer that had begun was cut
+// short (the backend's body failed, or the client went away).
+func (p *Server) forward(w *statusWriter, r *http.Request) (cut bool) {
+	resp, err := p.bal.RoundTrip(faultyserver.ProxyRequest(r.Context(), r, balanced))
 	ep := pickedOf(r)
 	if err != nil {
 		if ep >= 0 {
@@ -177,37 +168,18 @@ func (p *Server) forward(w *statusWriter, r *http.Request) {
 			status = http.StatusGatewayTimeout
 		}
 		if r.Context().Err() != nil {
-			return // the client went away; nobody to answer
+			return false // the client went away; nobody to answer
 		}
 		w.WriteHeader(status)
-		return
+		return false
 	}
 	defer resp.Body.Close()
 	h := w.Header()
-	for k, vs := range resp.Header {
-		h[k] = vs
-	}
-	for _, k := range hopHeaders {
-		h.Del(k)
-	}
+	faultyserver.CopyEndToEnd(h, resp.Header)
 	if ep >= 0 {
 		h.Set(transport.UpstreamHeader, strconv.Itoa(ep))
 	}
-	w.WriteHeader(resp.StatusCode)
-	buf := copyBuffers.Get().(*[]byte)
-	defer copyBuffers.Put(buf)
-	for {
-		n, rerr := resp.Body.Read(*buf)
-		if n > 0 {
-			if _, werr := w.Write((*buf)[:n]); werr != nil {
-				return
-			}
-			w.Flush()
-		}
-		if rerr != nil {
-			return
-		}
-	}
+	return faultyserver.SendProxied(w, resp, nil, faultyserver.TrailerKeys(resp)) != nil
 }
 
 // BackendStats is one backend's line of /_lbchaos/stats.

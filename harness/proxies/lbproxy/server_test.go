@@ -120,3 +120,47 @@ func TestProxyServer(t *testing.T) {
 		t.Errorf("access log %q, want \"7 0 200\" and \"8 1 ...\"", lines)
 	}
 }
+
+// A backend that dies in the middle of a chunked answer: the client sees
+// the answer broken (not complete and short), and the proxy counts an
+// error for that backend.
+func TestProxyBackendDiesMidBody(t *testing.T) {
+	b := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "partial\n")
+		w.(http.Flusher).Flush()
+		conn, _, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		conn.Close()
+	}))
+	defer b.Close()
+	u, _ := url.Parse(b.URL)
+	p, err := New(Config{Strategy: "round-robin", Backends: []*url.URL{u}, Timeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	front := httptest.NewServer(p)
+	defer front.Close()
+	resp, err := http.Get(front.URL + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err == nil {
+		t.Fatalf("body %q read without error: the client must see the answer cut short", body)
+	}
+	if string(body) != "partial\n" {
+		t.Errorf("body %q before the error, want the backend's first chunk", body)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for p.errors[0].Load() != 1 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got := p.errors[0].Load(); got != 1 {
+		t.Errorf("errors of backend 0: %d, want 1", got)
+	}
+}
