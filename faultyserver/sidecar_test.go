@@ -242,7 +242,9 @@ func TestSidecarCloseCancelsForwarding(t *testing.T) {
 	sc := startSidecar(t, SidecarConfig{}, up)
 	done := make(chan result, 1)
 	go func() { done <- sc.get(t.Context(), "/") }()
-	waitSidecar(t, sc.s, "request in flight", func(st Stats) bool { return st.InFlight == 1 })
+	// In flight at the sidecar is not enough: the request must have reached
+	// the upstream for Close to have something there to cancel.
+	waitUntil(t, "the request to reach the upstream", func() bool { return up.hits.Load() == 1 })
 	sc.s.Close()
 	if r := <-done; r.err != nil || r.status != http.StatusServiceUnavailable || r.header.Get(LoadHeader) != "0" {
 		t.Errorf("%d %v load %q, want 503 with load 0", r.status, r.err, r.header.Get(LoadHeader))
