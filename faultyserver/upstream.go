@@ -138,6 +138,9 @@ func (u *upstreamClient) exchange(ctx context.Context, pc *upConn, req *http.Req
 		}
 		if err != nil {
 			stop()
+			if errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET) {
+				err = errStale // closed by the upstream before the request
+			}
 			return nil, err
 		}
 	} else {
