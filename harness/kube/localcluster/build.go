@@ -113,7 +113,13 @@ func BuildComponents(ctx context.Context, l Layout, goBin string, log io.Writer)
 	env := append(os.Environ(), "CGO_ENABLED=0", "GOWORK=off", "GOFLAGS=-mod=mod -buildvcs=false", "GOTOOLCHAIN=local")
 	start := time.Now()
 	fmt.Fprintf(log, "kube-up: building %s of Kubernetes %s (cold: several minutes, ~2 GB of memory)\n", strings.Join(Components, ", "), l.Version)
-	get := exec.CommandContext(ctx, goBin, append([]string{"get"}, pkgs...)...)
+	// Each at the release: a bare `go get pkg` means @upgrade, the latest
+	// Kubernetes, whose staging modules differ.
+	getArgs := []string{"get"}
+	for _, p := range pkgs {
+		getArgs = append(getArgs, p+"@"+l.Version)
+	}
+	get := exec.CommandContext(ctx, goBin, getArgs...)
 	get.Dir, get.Env, get.Stdout, get.Stderr = l.SrcDir(), env, log, log
 	if err := get.Run(); err != nil {
 		return fmt.Errorf("go get in %s: %w", l.SrcDir(), err)
