@@ -29,6 +29,10 @@ func startProc(name, exe string, args []string, logFile string) (Proc, <-chan st
 		return Proc{}, nil, err
 	}
 	defer log.Close()
+	// Recorded as /proc/<pid>/exe will read: without symlinks.
+	if real, err := filepath.EvalSymlinks(exe); err == nil {
+		exe = real
+	}
 	cmd := exec.Command(exe, args...)
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
@@ -113,6 +117,9 @@ func MatchProcs(exes, marks []string) []int {
 	want := map[string]bool{}
 	for _, e := range exes {
 		want[e] = true
+		if real, err := filepath.EvalSymlinks(e); err == nil {
+			want[real] = true
+		}
 	}
 	var out []int
 	for _, pid := range allPIDs() {
