@@ -33,6 +33,8 @@ func (p Ports) list() []int {
 // restrict_oom_score_adj (a process without CAP_SYS_RESOURCE cannot lower
 // its OOM score, which runc otherwise tries for every sandbox), and the
 // locally built pause image as the sandbox image, so nothing is pulled.
+// AppArmor stays off: containerd would load a profile into the kernel that
+// nothing unloads.
 func ContainerdConfig(l Layout, sandboxImage string) string {
 	d := l.ContainerdDir()
 	return fmt.Sprintf(`version = 2
@@ -60,6 +62,7 @@ oom_score = 0
     sandbox_image = %q
     restrict_oom_score_adj = true
     enable_selinux = false
+    disable_apparmor = true
     [plugins."io.containerd.grpc.v1.cri".containerd]
       snapshotter = "native"
       default_runtime_name = "runc"
@@ -225,7 +228,8 @@ func kubeletArgs(l Layout) []string {
 		"--config=" + l.KubeletConfig(),
 		"--kubeconfig=" + l.Kubeconfig("kubelet"),
 		"--root-dir=" + l.KubeletDir(),
+		// No --node-ip: a kubelet refuses a loopback one. The node's name
+		// keeps the apiserver on loopback (see apiserverArgs).
 		"--hostname-override=localhost",
-		"--node-ip=127.0.0.1",
 	}
 }
