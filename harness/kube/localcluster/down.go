@@ -228,7 +228,8 @@ func removeTasks(ctx context.Context, l Layout, logf func(string, ...any)) {
 		ctr("tasks", "kill", "--signal", "SIGKILL", id)
 	}
 	for _, id := range ids {
-		if out, err := ctr("tasks", "delete", "--force", id); err != nil {
+		// The CRI plugin deletes a task whose process exited by itself.
+		if out, err := ctr("tasks", "delete", "--force", id); err != nil && !strings.Contains(string(out), "not found") {
 			logf("kube-down: ctr tasks delete %s: %v: %s", id, err, strings.TrimSpace(string(out)))
 		}
 	}

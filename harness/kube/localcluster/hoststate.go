@@ -392,8 +392,15 @@ func RestoreHostState(before HostState, rawDir string, logf func(string, ...any)
 		if equalLines(now, saved) {
 			continue
 		}
+		savedTables := map[string]bool{}
+		for _, l := range saved {
+			if t, ok := strings.CutSuffix(l, ":"); ok && !strings.Contains(t, " ") {
+				savedTables[t] = true
+			}
+		}
 		for _, l := range setDiff(now, saved) {
-			if !ownRule(l) {
+			table, _, _ := strings.Cut(l, ":")
+			if savedTables[table] && !ownRule(l) {
 				logf("kube-down: %s: reverting a rule that is not the cluster's: %s", t.save, l)
 			}
 		}
@@ -423,7 +430,8 @@ func RestoreHostState(before HostState, rawDir string, logf func(string, ...any)
 	return errs
 }
 
-// ownRule tells the rules a kubelet and the CNI plugins add.
+// ownRule tells the rules a kubelet and the CNI plugins add to a table
+// that existed before (a table created since is theirs as a whole).
 func ownRule(normalized string) bool {
 	_, rule, _ := strings.Cut(normalized, ": ")
 	return rule == "" || strings.Contains(rule, "KUBE-") || strings.Contains(rule, "CNI-") || strings.Contains(rule, BridgeName)
