@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -50,6 +51,11 @@ func Up(ctx context.Context, o Options) (string, error) {
 	}
 	if cg := kubepodsCgroups(); len(cg) > 0 {
 		return "", fmt.Errorf("kubepods cgroups exist (%s): another kubelet runs or ran here", strings.Join(cg, ", "))
+	}
+	for _, ref := range o.Images {
+		if exec.CommandContext(ctx, "docker", "image", "inspect", ref).Run() != nil {
+			return "", fmt.Errorf("image %s: Docker does not have it (build or tag it first; nothing is pulled)", ref)
+		}
 	}
 	for _, p := range o.Ports.list() {
 		if !portFree(p) {
@@ -157,6 +163,7 @@ func Up(ctx context.Context, o Options) (string, error) {
 	}); err != nil {
 		return fail(err)
 	}
+	failing = "" // an import's error says it all
 	if err := ImportImages(ctx, o.Layout, append([]string{pause}, o.Images...), o.Log); err != nil {
 		return fail(err)
 	}
