@@ -5,7 +5,7 @@ NAME    ?=
 ARGS    ?=
 PKGS    := ./...
 
-.PHONY: all build image example-image experiment list test vet fmt-check bench bench-strategies bench-harness bench-proxy deps clean
+.PHONY: all build image example-image experiment list test vet fmt-check bench bench-strategies bench-harness bench-proxy deps clean kube-up kube-down kube-load kube-status
 
 all: build
 
@@ -75,6 +75,27 @@ deps:
 # Real load (overhead, in-process and Docker) and the simulator (speed, memory).
 bench-harness:
 	$(GO) test -run '^$$' -bench '^Benchmark(Overhead|Sim|SidecarAtBaseline)' -benchtime 1x -timeout 20m ./harness/real/ ./harness/sim/
+
+# A real single-node Kubernetes on this machine (root; Docker for images).
+# kube-up builds the components once per KUBE_VERSION into
+# ${XDG_CACHE_HOME:-~/.cache}/lbchaos/kube/, records the host state, starts
+# the cluster and prints KUBECONFIG=<path> as its last line. kube-down stops
+# it, restores the host and checks it against the record (non-zero when it
+# differs). IMAGES="ref ..." imports local Docker images (kube-up, kube-load).
+KUBE_VERSION ?= v1.34.4
+IMAGES       ?=
+KUBE         := CGO_ENABLED=0 $(GO) run ./harness/kube/localcluster/cmd/localcluster
+kube-up:
+	@$(KUBE) up --version $(KUBE_VERSION) --go $(GO) $(if $(IMAGES),--image "$(IMAGES)")
+
+kube-down:
+	@$(KUBE) down --version $(KUBE_VERSION)
+
+kube-load:
+	@$(KUBE) load --version $(KUBE_VERSION) --image "$(IMAGES)"
+
+kube-status:
+	@$(KUBE) status --version $(KUBE_VERSION)
 
 # Removes lbchaos's containers and networks (if Docker runs), bin/ and results/.
 clean:
