@@ -21,6 +21,7 @@ func TestStartMatchStop(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { stopPIDs([]int{p.PID}, time.Second) }) // also when a check below fails
 	if !p.ours() {
 		t.Errorf("ours() = false for a running %s", p.Exe)
 	}
