@@ -134,8 +134,11 @@ func parityBounds(exp, strategy, metric string) parityBound {
 		// Both engines send the same arrival schedule, so the counts can
 		// differ only at the attack's end, where the real generator stops
 		// and drops what it has not sent yet: [-2, +1] requests
-		// ([-0.00046, +0.00023] relative), median 0, every strategy.
-		return parityBound{-0.002, +0.001, true}
+		// ([-0.00046, +0.00023] relative), median 0, every strategy. On
+		// a noisy day of the same machine a run whose send lag kept
+		// within parityMaxLagMs still left 13 unsent at its end
+		// (-0.003), so the bound allows 17.
+		return parityBound{-0.004, +0.001, true}
 
 	case metric == "p50_ms":
 		// The real latency is the service time plus loopback HTTP, the
