@@ -19,7 +19,7 @@ import (
 
 // chooseProvider resolves --backends. The returned func releases what the
 // provider holds (containers, networks) and is safe to defer.
-func chooseProvider(ctx context.Context, choice string, exp *experiments.Experiment, dopts docker.Options) (fleet.Provider, func(), error) {
+func chooseProvider(ctx context.Context, choice string, exp *experiments.Experiment, dopts docker.Options, kf kubeFlags) (fleet.Provider, func(), error) {
 	logw := dopts.Log
 	nop := func() {}
 	if len(exp.Instances.External) > 0 {
@@ -38,13 +38,13 @@ func chooseProvider(ctx context.Context, choice string, exp *experiments.Experim
 			}
 			fmt.Fprintf(logw, "lbchaos: backends: external (%d instances answer)\n", exp.Instances.Count)
 			return p, nop, nil
-		case "process", "docker":
+		case "process", "docker", "kube":
 			return nil, nop, &exitError{2, fmt.Errorf("--backends %s: %s lists instances.external, instances that already run, and %s backends would start instances of their own; use --backends external (or auto)", choice, exp.Source, choice)}
 		}
 	}
 	if app := exp.Instances.App; app != nil {
 		switch choice {
-		case "process", "external":
+		case "process", "external", "kube":
 			return nil, nop, &exitError{2, fmt.Errorf("--backends %s: %s gives instances.app, your image %s, which lbchaos runs in containers beside its sidecars: it needs docker; use --backends docker (or auto with a Docker daemon)", choice, exp.Source, app.Image)}
 		case "docker", "auto":
 			p, err := docker.New(ctx, dopts)
@@ -72,6 +72,12 @@ func chooseProvider(ctx context.Context, choice string, exp *experiments.Experim
 			return nil, nop, fmt.Errorf("--backends docker: %w", err)
 		}
 		return p, closer(p, logw), nil
+	case "kube":
+		p, err := kf.provider(ctx, exp, logw)
+		if err != nil {
+			return nil, nop, fmt.Errorf("--backends kube: %w", err)
+		}
+		return p, kubeCloser(p, logw), nil
 	case "auto":
 		pingCtx, cancel := context.WithTimeout(ctx, 3*time.Second)
 		err := docker.Available(pingCtx)
@@ -94,7 +100,7 @@ func chooseProvider(ctx context.Context, choice string, exp *experiments.Experim
 		fmt.Fprintf(logw, "lbchaos: backends: docker (%s network)\n", map[bool]string{true: "host", false: "published-port"}[dopts.HostNetwork])
 		return p, closer(p, logw), nil
 	default:
-		return nil, nop, &exitError{2, fmt.Errorf("--backends: unknown value %q (process, docker, external or auto)", choice)}
+		return nil, nop, &exitError{2, fmt.Errorf("--backends: unknown value %q (process, docker, kube, external or auto)", choice)}
 	}
 }
 

@@ -2,12 +2,14 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 
 	"github.com/lbchaos/lbchaos/harness/docker"
+	"github.com/lbchaos/lbchaos/harness/kube"
 )
 
 // cmdImage builds (or finds) the backend image from a static lbchaos binary.
@@ -44,19 +46,46 @@ func cmdImage(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	return nil
 }
 
-// cmdClean removes every container and network lbchaos created, of any run.
+// cmdClean removes every container and network lbchaos created, of any
+// run, and every namespace in the Kubernetes cluster a kubeconfig names.
 func cmdClean(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) > 0 {
-		return &exitError{2, fmt.Errorf("clean takes no arguments, got %q", args)}
+	fs := flag.NewFlagSet("lbchaos clean", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	kubeconfig := fs.String("kubeconfig", "", "the Kubernetes cluster whose lbchaos namespaces to delete (default: $KUBECONFIG, then ~/.kube/config)")
+	if err := fs.Parse(args); err != nil {
+		return &exitError{2, err}
 	}
-	if err := docker.Available(ctx); err != nil {
-		fmt.Fprintf(stderr, "lbchaos clean: nothing to do: %v\n", err)
-		return nil
+	if fs.NArg() > 0 {
+		return &exitError{2, fmt.Errorf("clean takes no arguments, got %q", fs.Args())}
 	}
-	n, err := docker.SweepAll(ctx, stderr)
+	var errs []error
+	dockerUp := docker.Available(ctx)
+	if dockerUp != nil {
+		fmt.Fprintf(stderr, "lbchaos clean: Docker: nothing to do: %v\n", dockerUp)
+	} else {
+		n, err := docker.SweepAll(ctx, stderr)
+		errs = append(errs, err)
+		fmt.Fprintf(stdout, "removed %d containers and networks\n", n)
+	}
+	kubeUp, err := cleanKube(ctx, *kubeconfig, stdout, stderr)
+	errs = append(errs, err)
+	if dockerUp != nil && !kubeUp && err == nil {
+		fmt.Fprintln(stderr, "lbchaos clean: neither a Docker daemon nor a Kubernetes cluster answered; nothing was removed")
+	}
+	return errors.Join(errs...)
+}
+
+// cmdSignal is `lbchaos signal STOP|CONT`, which the kube backends' pause
+// fault runs in an ephemeral container of a backend pod (an image FROM
+// scratch has no kill).
+func cmdSignal(args []string, stderr io.Writer) error {
+	if len(args) != 1 {
+		return &exitError{2, fmt.Errorf("signal takes one argument, STOP or CONT, got %q", args)}
+	}
+	pids, err := kube.SignalPeers("/proc", args[0])
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "removed %d containers and networks\n", n)
+	fmt.Fprintf(stderr, "lbchaos signal: SIG%s sent to %v\n", args[0], pids)
 	return nil
 }

@@ -4,7 +4,7 @@
 // traffic share.
 //
 //	lbchaos list
-//	lbchaos run NAME|FILE [--duration 10s] [--rate 2000] [--seed 7] [--strategies a,b] [--out DIR] [--backends auto|process|docker|external [--backend URL ...] [--sidecar URL ...]]
+//	lbchaos run NAME|FILE [--duration 10s] [--rate 2000] [--seed 7] [--strategies a,b] [--out DIR] [--backends auto|process|docker|kube|external [--backend URL ...] [--sidecar URL ...]]
 //	lbchaos serve --id N --listen ADDR [--workers W] [--service fixed:10ms] ...
 //	lbchaos serve --upstream http://HOST:PORT [--listen ADDR] [--health-path /healthz] ...
 package main
@@ -34,7 +34,10 @@ Usage:
   lbchaos image [--binary PATH] [--repo R]
                                     build the backend container image, or with --repo any static
                                     binary's image (make example-image) (Docker)
-  lbchaos clean                     remove every container and network lbchaos created (Docker)
+  lbchaos clean [--kubeconfig PATH] remove every container and network lbchaos created (Docker) and
+                                    every namespace (Kubernetes)
+  lbchaos signal STOP|CONT          what the kube backends' pause runs inside a pod: signal the pod's
+                                    other processes
   lbchaos version
 `
 
@@ -94,6 +97,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return cmdImage(ctx, args[1:], stdout, stderr)
 	case "clean":
 		return cmdClean(ctx, args[1:], stdout, stderr)
+	case "signal":
+		return cmdSignal(args[1:], stderr)
 	case "version":
 		fmt.Fprintln(stdout, "lbchaos", version())
 		return nil

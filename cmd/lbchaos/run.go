@@ -49,7 +49,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		strats   = fs.String("strategies", "", "comma-separated strategies to run instead of the experiment's, e.g. round-robin,p2c; a file strategy's path, as in nginx:file(path=upstream.conf), is relative to the current directory unless the experiment lists that strategy")
 		out      = fs.String("out", "", "output directory (default: RESULTS/NAME/<UTC timestamp>, with RESULTS/NAME/latest pointing at it)")
 		results  = fs.String("results", "results", "parent directory of timestamped outputs when --out is not given")
-		backends = fs.String("backends", "auto", "where backends run: process (in this process, on 127.0.0.1), docker (one container each), external (instances already running: --backend or instances.external), or auto (external when the file lists instances.external, docker when it gives instances.app, else docker when a daemon answers, else process)")
+		backends = fs.String("backends", "auto", "where backends run: process (in this process, on 127.0.0.1), docker (one container each), kube (one pod each in a namespace of the run's own; see --kubeconfig and --kube-*; never chosen by auto), external (instances already running: --backend or instances.external), or auto (external when the file lists instances.external, docker when it gives instances.app, else docker when a daemon answers, else process)")
 		health   = fs.String("health-path", "", "external instances without a sidecar: the path whose GET must answer (status below 500) before each strategy (default: instances.health, else /)")
 		ext      externalFlags
 		quiet    = fs.Bool("quiet", false, "no progress lines")
@@ -57,6 +57,8 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		engine   = fs.String("engine", "real", "real (real HTTP backends and load) or sim (the same model in virtual time: deterministic, seconds)")
 		dnet     = fs.String("docker-network", "auto", "how the harness reaches docker backends on 127.0.0.1: published (ports published by the engine; portable), host (containers share the host's network namespace; no userland proxy), or auto (host for a local Linux engine, else published)")
 	)
+	var kf kubeFlags
+	kf.bind(fs)
 	fs.Var(urlList{&ext.backends}, "backend", "with --backends external: an instance's base URL, e.g. http://10.0.0.5:8080 (repeat, one per instance, in id order)")
 	fs.Var(urlList{&ext.sidecars}, "sidecar", "with --backend: the base URL of the lbchaos sidecar in front of each instance (repeat, one per --backend, in order, or none); faults act through it and load goes to it")
 	fs.Usage = func() {
@@ -92,6 +94,9 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if ov.External, err = ext.overrides(*backends, *engine); err != nil {
 		return &exitError{2, err}
 	}
+	if err := kf.check(*backends); err != nil {
+		return &exitError{2, err}
+	}
 	ov.HealthPath = *health
 	if exp, err = exp.Apply(ov); err != nil {
 		return &exitError{2, err}
@@ -119,11 +124,12 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		if err != nil {
 			return &exitError{2, err}
 		}
-		provider, closeProvider, err := chooseProvider(ctx, *backends, exp, dockerOptions(logw, hostNet))
+		provider, closeProvider, err := chooseProvider(ctx, *backends, exp, dockerOptions(logw, hostNet), kf)
 		if err != nil {
 			return err
 		}
-		// Deferred, so containers go on success, error, interrupt and panic.
+		// Deferred, so containers and namespaces go on success, error,
+		// interrupt and panic.
 		defer closeProvider()
 		ropts := real.Options{Provider: provider}
 		if self, err := os.Executable(); err == nil {

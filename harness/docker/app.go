@@ -136,11 +136,11 @@ func (p *Provider) startAppFleet(ctx context.Context, spec fleet.Spec, seq int) 
 	}
 	return p.startEach(ctx, spec, seq, 2, func(ctx context.Context, id int, ctrs []testcontainers.Container) (*dockerInstance, fleet.Backend, error) {
 		fail := func(err error) (*dockerInstance, fleet.Backend, error) { return nil, fleet.Backend{}, err }
-		appPort, err := freePort()
+		appPort, err := fleet.FreeLoopbackPort()
 		if err != nil {
 			return fail(fmt.Errorf("instance %d: a free port on 127.0.0.1: %w", id, err))
 		}
-		sidePort, err := freePort()
+		sidePort, err := fleet.FreeLoopbackPort()
 		if err != nil {
 			return fail(fmt.Errorf("instance %d: a free port on 127.0.0.1: %w", id, err))
 		}

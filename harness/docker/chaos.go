@@ -3,11 +3,12 @@ package docker
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/client"
 	"golang.org/x/sync/errgroup"
+
+	"github.com/lbchaos/lbchaos/harness/fleet"
 )
 
 // Pause implements faultyserver.Containers (docker pause).
@@ -172,23 +173,8 @@ func (f *dockerFleet) resetInstance(ctx context.Context, in *dockerInstance) err
 	f.mu.RLock()
 	ctl := f.backends[in.id].Control
 	f.mu.RUnlock()
-	ctx, cancel := context.WithTimeout(ctx, drainTimeout)
-	defer cancel()
-	if err := ctl.Reset(ctx); err != nil {
-		return fmt.Errorf("docker backends: reset instance %d: %w", in.id, err)
+	if err := fleet.ResetServer(ctx, ctl, drainTimeout); err != nil {
+		return fmt.Errorf("docker backends: instance %d: %w", in.id, err)
 	}
-	for {
-		st, err := ctl.Stats(ctx)
-		if err != nil {
-			return fmt.Errorf("docker backends: instance %d: %w", in.id, err)
-		}
-		if st.InFlight == 0 && st.Queued == 0 {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("docker backends: instance %d still holds %d requests in flight and %d queued", in.id, st.InFlight, st.Queued)
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
+	return nil
 }

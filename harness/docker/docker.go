@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/lbchaos/lbchaos/harness/fleet"
+	"github.com/lbchaos/lbchaos/harness/internal/owner"
 	"github.com/moby/moby/client"
 	"github.com/testcontainers/testcontainers-go"
 	tclog "github.com/testcontainers/testcontainers-go/log"
@@ -188,7 +189,7 @@ func New(ctx context.Context, opts Options) (*Provider, error) {
 		}
 		runID = hex.EncodeToString(b[:])
 	}
-	owner, err := ownerLabel()
+	who, err := owner.Self()
 	if err != nil {
 		return nil, fmt.Errorf("docker backends: %w", err)
 	}
@@ -199,7 +200,7 @@ func New(ctx context.Context, opts Options) (*Provider, error) {
 	p := &Provider{
 		opts:  opts,
 		runID: runID,
-		owner: owner,
+		owner: who,
 		tc:    tc,
 		cli:   tc.Client(),
 		live:  map[*dockerFleet]struct{}{},

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/netip"
 	"net/url"
 	"strconv"
@@ -130,36 +129,6 @@ func (p *Provider) request(spec fleet.Spec, seq, id, port int) (testcontainers.G
 	}, nil
 }
 
-// freePort asks the kernel for a free 127.0.0.1 port for a host-network
-// server. Another process could take it before the server binds it; the
-// server then fails to start and the error says so.
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
-}
-
-// waitHealthy polls base's health check until it answers or timeout passes.
-func waitHealthy(ctx context.Context, base string, timeout time.Duration) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	ctl := &faultyserver.Client{BaseURL: base}
-	for {
-		err := ctl.Healthy(ctx)
-		if err == nil {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("not healthy within %v: %w", timeout, err)
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
-}
-
 // startFleet starts spec.Count containers concurrently. On error every
 // container created is removed.
 func (p *Provider) startFleet(ctx context.Context, spec fleet.Spec, seq int) (*dockerFleet, error) {
@@ -173,7 +142,7 @@ func (p *Provider) startFleet(ctx context.Context, spec fleet.Spec, seq int) (*d
 		port := 0
 		if p.opts.HostNetwork {
 			var err error
-			if port, err = freePort(); err != nil {
+			if port, err = fleet.FreeLoopbackPort(); err != nil {
 				return nil, fleet.Backend{}, fmt.Errorf("instance %d: a free port on 127.0.0.1: %w", id, err)
 			}
 		}
@@ -238,7 +207,7 @@ func (p *Provider) backendOf(ctx context.Context, in *dockerInstance) (fleet.Bac
 	var u *url.URL
 	if p.opts.HostNetwork {
 		u = &url.URL{Scheme: "http", Host: "127.0.0.1:" + strconv.Itoa(in.port)}
-		wait := waitHealthy
+		wait := fleet.WaitHealthy
 		if in.side != nil {
 			wait = func(ctx context.Context, base string, timeout time.Duration) error {
 				return waitApp(ctx, in, base, timeout)

@@ -6,71 +6,13 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strconv"
 	"strings"
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/moby/moby/client"
+
+	"github.com/lbchaos/lbchaos/harness/internal/owner"
 )
-
-// ownerLabel returns LabelOwner's value for this process.
-func ownerLabel() (string, error) {
-	host, err := os.Hostname()
-	if err != nil {
-		return "", fmt.Errorf("owner label: %w", err)
-	}
-	pid := os.Getpid()
-	start, err := processStart(pid)
-	if err != nil {
-		return "", fmt.Errorf("owner label: %w", err)
-	}
-	return fmt.Sprintf("%s/%d/%s", host, pid, start), nil
-}
-
-// processStart returns field 22 of /proc/<pid>/stat, the process's start
-// time in clock ticks after boot; the error wraps os.ErrNotExist when there
-// is no such process.
-func processStart(pid int) (string, error) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return "", err
-	}
-	// Field 2, the command, is parenthesised and may hold spaces and
-	// parentheses; field 3 follows the last ')'.
-	i := strings.LastIndexByte(string(b), ')')
-	if i < 0 {
-		return "", fmt.Errorf("/proc/%d/stat: unexpected format", pid)
-	}
-	fields := strings.Fields(string(b[i+1:]))
-	const field22 = 22 - 3
-	if len(fields) <= field22 {
-		return "", fmt.Errorf("/proc/%d/stat: unexpected format", pid)
-	}
-	return fields[field22], nil
-}
-
-// ownerGone reports whether the owner label names a process of this host
-// that no longer runs: its pid is free, or taken by a process started at
-// another time. Owners of other hosts, and malformed labels, are not gone:
-// nothing here can tell.
-func ownerGone(owner, host string) bool {
-	parts := strings.Split(owner, "/")
-	if len(parts) != 3 || parts[0] != host {
-		return false
-	}
-	pid, err := strconv.Atoi(parts[1])
-	if err != nil || pid <= 0 {
-		return false
-	}
-	start, err := processStart(pid)
-	if errors.Is(err, os.ErrNotExist) {
-		return true
-	}
-	if err != nil {
-		return false
-	}
-	return start != parts[2]
-}
 
 // SweepStale removes the containers and networks labelled LabelRun whose
 // LabelOwner names a process of this host that is gone (see ownerGone),
@@ -112,7 +54,7 @@ func sweep(ctx context.Context, cli client.APIClient, log io.Writer, scope sweep
 		if err != nil {
 			return 0, fmt.Errorf("sweep: %w", err)
 		}
-		match = func(labels map[string]string) bool { return ownerGone(labels[LabelOwner], host) }
+		match = func(labels map[string]string) bool { return owner.Gone(labels[LabelOwner], host) }
 	}
 	n, err := removeLabelled(ctx, cli, log, match)
 	if n > 0 {

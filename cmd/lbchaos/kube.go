@@ -1,0 +1,141 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/lbchaos/lbchaos/experiments"
+	"github.com/lbchaos/lbchaos/faultyserver"
+	"github.com/lbchaos/lbchaos/harness/docker"
+	"github.com/lbchaos/lbchaos/harness/kube"
+	"github.com/lbchaos/lbchaos/harness/kube/localcluster"
+)
+
+// kubeFlags are the flags of --backends kube.
+type kubeFlags struct {
+	kubeconfig string
+	image      string
+	load       bool
+	network    string
+	cpuRequest string
+}
+
+func (k *kubeFlags) bind(fs *flag.FlagSet) {
+	fs.StringVar(&k.kubeconfig, "kubeconfig", "", "--backends kube: the cluster's kubeconfig (default: $KUBECONFIG, then ~/.kube/config, then the in-cluster account)")
+	fs.StringVar(&k.image, "kube-image", "", "--backends kube: the backend image the pods run, which the cluster's nodes must have or pull (default: the image lbchaos builds with Docker from itself, lbchaos-backend:<hash>, run with imagePullPolicy Never: load it into the cluster first, or give --kube-load)")
+	fs.BoolVar(&k.load, "kube-load", false, "--backends kube: import the backend image into the local cluster of make kube-up (its containerd) before the run")
+	fs.StringVar(&k.network, "kube-network", "auto", "--backends kube: how lbchaos reaches the pods: host (hostNetwork pods, each on its own 127.0.0.1 port; a cluster on this machine), pod (pod IPs, port 8080; lbchaos runs inside the cluster or on a node), or auto (host when the API server is on a loopback address)")
+	fs.StringVar(&k.cpuRequest, "kube-cpu-request", kube.DefaultCPURequest, "--backends kube: each pod's CPU request (a hundred pods of 10m fit on two CPUs)")
+}
+
+// check validates the flags against --backends before anything starts.
+func (k kubeFlags) check(backends string) error {
+	switch kube.Network(k.network) {
+	case kube.NetworkAuto, kube.NetworkHost, kube.NetworkPod:
+	default:
+		return fmt.Errorf("--kube-network: unknown value %q (auto, host or pod)", k.network)
+	}
+	if backends == "kube" {
+		return nil
+	}
+	set := k.kubeconfig != "" || k.image != "" || k.load || k.network != "auto" || k.cpuRequest != kube.DefaultCPURequest
+	if set {
+		return fmt.Errorf("--kubeconfig and --kube-* act on kube backends; give --backends kube too (got --backends %s)", backends)
+	}
+	return nil
+}
+
+// provider starts the kube provider for exp: it resolves the image
+// (building the backend image with Docker unless --kube-image names one),
+// imports it into the local cluster with --kube-load, and gives the pods a
+// shared process namespace when a fault pauses one.
+func (k kubeFlags) provider(ctx context.Context, exp *experiments.Experiment, logw io.Writer) (*kube.Provider, error) {
+	opts := kube.Options{
+		Kubeconfig: k.kubeconfig,
+		Image:      k.image,
+		Network:    kube.Network(k.network),
+		CPURequest: k.cpuRequest,
+		Reuse:      true,
+		Log:        logw,
+	}
+	for _, f := range exp.Faults {
+		if f.Spec.Mode() == (faultyserver.Pause{}).Mode() {
+			opts.SharePIDs = true
+		}
+	}
+	// Before any image work: a cluster that does not answer says so first.
+	if err := kube.Available(ctx, k.kubeconfig); err != nil {
+		return nil, err
+	}
+	if opts.Image == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, fmt.Errorf("locating the lbchaos binary: %w", err)
+		}
+		if opts.Image, err = docker.BuildImage(ctx, exe, logw); err != nil {
+			return nil, fmt.Errorf("the backend image is built with Docker (or give --kube-image): %w", err)
+		}
+		// Built here, so no registry has it: the node must have been given it.
+		opts.PullPolicy = corev1.PullNever
+		if !k.load {
+			fmt.Fprintf(logw, "lbchaos: the pods run image %s, which the cluster's nodes must have (make kube-load IMAGES=%s, or --kube-load, for the local cluster)\n", opts.Image, opts.Image)
+		}
+	}
+	if k.load {
+		if err := loadLocal(ctx, opts.Image, logw); err != nil {
+			return nil, err
+		}
+	}
+	return kube.New(ctx, opts)
+}
+
+// loadLocal imports image into the local cluster of make kube-up.
+func loadLocal(ctx context.Context, image string, logw io.Writer) error {
+	v := localcluster.DefaultVersion
+	err := localcluster.Load(ctx, localcluster.Options{
+		Layout: localcluster.Layout{Version: v, CacheDir: localcluster.DefaultCacheDir(v), StateDir: localcluster.DefaultStateDir},
+		Images: []string{image},
+		Log:    logw,
+	})
+	if err != nil {
+		return fmt.Errorf("--kube-load: importing %s into the local cluster: %w", image, err)
+	}
+	return nil
+}
+
+// kubeCloser deletes the run's namespace, with a fresh context: the run's
+// own may be cancelled by Ctrl-C.
+func kubeCloser(p *kube.Provider, logw io.Writer) func() {
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		if err := p.Close(ctx); err != nil {
+			fmt.Fprintf(logw, "lbchaos: removing namespace %s: %v\n", p.Namespace(), err)
+		}
+	}
+}
+
+// cleanKube deletes every lbchaos namespace of the cluster kubeconfig
+// names; reached is false when no cluster answered.
+func cleanKube(ctx context.Context, kubeconfig string, stdout, stderr io.Writer) (reached bool, err error) {
+	if err := kube.Available(ctx, kubeconfig); err != nil {
+		if errors.Is(err, kube.ErrNoCluster) {
+			fmt.Fprintf(stderr, "lbchaos clean: Kubernetes: nothing to do: %v\n", err)
+			return false, nil
+		}
+		return false, err
+	}
+	n, err := kube.SweepAll(ctx, kubeconfig, stderr)
+	if err != nil {
+		return true, err
+	}
+	fmt.Fprintf(stdout, "deleted %d namespaces\n", n)
+	return true, nil
+}

@@ -1,0 +1,196 @@
+package kube
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/lbchaos/lbchaos/faultyserver"
+	"github.com/lbchaos/lbchaos/harness/fleet"
+)
+
+// drainTimeout bounds a reused instance's wait for the requests of the
+// previous fleet to leave it.
+const drainTimeout = 2 * time.Second
+
+// createConcurrency bounds the pod creations in flight at once.
+const createConcurrency = 16
+
+// instance is one backend pod. mu serialises the chaos operations on it;
+// the flags record what must be undone before reuse.
+type instance struct {
+	id   int
+	name string // the pod's, kept across a restart
+	port int    // NetworkHost: the 127.0.0.1 port its server listens on
+
+	mu         sync.Mutex
+	paused     bool
+	killed     bool
+	cpuLimited bool
+	signals    int // ephemeral containers added (their names count up)
+}
+
+// kubeFleet is a Fleet of pods. mu guards backends and closed.
+type kubeFleet struct {
+	p     *Provider
+	spec  fleet.Spec
+	seq   int
+	insts []*instance
+
+	mu       sync.RWMutex
+	backends []fleet.Backend
+	closed   bool
+}
+
+var (
+	_ fleet.Fleet             = (*kubeFleet)(nil)
+	_ faultyserver.Containers = (*kubeFleet)(nil)
+)
+
+// startFleet creates spec.Count pods and waits until every one answers. On
+// error it deletes the fleet's pods.
+func (p *Provider) startFleet(ctx context.Context, spec fleet.Spec, seq int) (*kubeFleet, error) {
+	if spec.Count <= 0 {
+		return nil, fmt.Errorf("kube backends: %d instances", spec.Count)
+	}
+	f := &kubeFleet{p: p, spec: spec, seq: seq, insts: make([]*instance, spec.Count)}
+	for id := range spec.Count {
+		in := &instance{id: id, name: podName(seq, id)}
+		if p.network == NetworkHost {
+			port, err := fleet.FreeLoopbackPort()
+			if err != nil {
+				return nil, fmt.Errorf("kube backends: instance %d: a free port on 127.0.0.1: %w", id, err)
+			}
+			in.port = port
+		}
+		f.insts[id] = in
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(createConcurrency)
+	for _, in := range f.insts {
+		g.Go(func() error {
+			pod, err := p.podFor(spec, seq, in)
+			if err != nil {
+				return fmt.Errorf("instance %d: %w", in.id, err)
+			}
+			return p.createPod(gctx, pod)
+		})
+	}
+	err := g.Wait()
+	if err == nil {
+		f.backends, err = p.waitReady(ctx, seq, f.insts)
+	}
+	if err != nil {
+		f.terminate()
+		return nil, fmt.Errorf("kube backends: %w", err)
+	}
+	return f, nil
+}
+
+// Backends implements fleet.Fleet. The slice is a copy: after Restart in
+// NetworkPod mode, call it again for the new pod IP.
+func (f *kubeFleet) Backends() []fleet.Backend {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	out := make([]fleet.Backend, len(f.backends))
+	copy(out, f.backends)
+	return out
+}
+
+// Close implements fleet.Fleet: the pods are deleted, or with
+// Options.Reuse released to the provider for the next Start.
+func (f *kubeFleet) Close() error {
+	if !f.markClosed() {
+		return nil
+	}
+	f.p.release(f)
+	return nil
+}
+
+// markClosed closes f to further use; false when it already was.
+func (f *kubeFleet) markClosed() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		return false
+	}
+	f.closed = true
+	return true
+}
+
+// terminate deletes f's pods (grace period 0), with a fresh timeout.
+func (f *kubeFleet) terminate() {
+	ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
+	defer cancel()
+	sel := metav1.ListOptions{LabelSelector: labelFleet + "=" + fmt.Sprint(f.seq)}
+	if err := f.p.cs.CoreV1().Pods(f.p.ns).DeleteCollection(ctx, zeroGrace, sel); err != nil && !apierrors.IsNotFound(err) {
+		fmt.Fprintf(f.p.opts.Log, "kube: deleting the pods of fleet %d: %v (they go with the namespace)\n", f.seq, err)
+	}
+}
+
+// handOver returns a new open fleet over f's pods, which f (closed) gives
+// up.
+func (f *kubeFleet) handOver() *kubeFleet {
+	return &kubeFleet{p: f.p, spec: f.spec, seq: f.seq, insts: f.insts, backends: f.Backends()}
+}
+
+// inst returns instance id, or an error when f is closed or has no such
+// instance.
+func (f *kubeFleet) inst(id int) (*instance, error) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	if f.closed {
+		return nil, errors.New("kube backends: fleet closed")
+	}
+	if id < 0 || id >= len(f.insts) {
+		return nil, fmt.Errorf("kube backends: instance %d does not exist (the fleet has %d)", id, len(f.insts))
+	}
+	return f.insts[id], nil
+}
+
+// reset brings f's pods back to a new fleet's state, concurrently: each is
+// continued if paused, its CPU limit lifted, created again if it was
+// killed, and its server reset through the control API.
+func (f *kubeFleet) reset(ctx context.Context) error {
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(createConcurrency)
+	for _, in := range f.insts {
+		g.Go(func() error {
+			in.mu.Lock()
+			defer in.mu.Unlock()
+			return f.resetInstance(gctx, in)
+		})
+	}
+	return g.Wait()
+}
+
+func (f *kubeFleet) resetInstance(ctx context.Context, in *instance) error {
+	if in.paused {
+		if err := f.signal(ctx, in, "CONT"); err != nil {
+			return err
+		}
+	}
+	if in.cpuLimited {
+		if err := f.setCPU(ctx, in, 0); err != nil {
+			return err
+		}
+	}
+	if in.killed {
+		if err := f.restart(ctx, in); err != nil {
+			return err
+		}
+	}
+	f.mu.RLock()
+	ctl := f.backends[in.id].Control
+	f.mu.RUnlock()
+	if err := fleet.ResetServer(ctx, ctl, drainTimeout); err != nil {
+		return fmt.Errorf("kube backends: instance %d: %w", in.id, err)
+	}
+	return nil
+}

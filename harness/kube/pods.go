@@ -1,0 +1,292 @@
+package kube
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/lbchaos/lbchaos/faultyserver"
+	"github.com/lbchaos/lbchaos/harness/fleet"
+)
+
+// podPort is the port the server listens on in NetworkPod mode.
+const podPort = 8080
+
+// serverContainer is the name of the backend pod's one container.
+const serverContainer = "server"
+
+// maxLogTail bounds the pod output quoted in an error.
+const maxLogTail = 4 << 10
+
+// podName is the name of instance id of fleet seq; a restarted instance
+// keeps it.
+func podName(seq, id int) string { return fmt.Sprintf("backend-%d-%d", seq, id) }
+
+// podFor returns the pod of instance in of fleet seq.
+func (p *Provider) podFor(spec fleet.Spec, seq int, in *instance) (*corev1.Pod, error) {
+	host := p.network == NetworkHost
+	listen, port := ":"+strconv.Itoa(podPort), podPort
+	if host {
+		listen, port = "127.0.0.1:"+strconv.Itoa(in.port), in.port
+	}
+	flags, err := faultyserver.FlagsOf(spec.ServerConfig(in.id), listen)
+	if err != nil {
+		return nil, err
+	}
+	limit := resource.MustParse(liftedCPU)
+	no := false
+	grace := int64(0)
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      in.name,
+			Namespace: p.ns,
+			Labels: map[string]string{
+				LabelRun:      p.runID,
+				labelFleet:    strconv.Itoa(seq),
+				labelInstance: strconv.Itoa(in.id),
+			},
+		},
+		Spec: corev1.PodSpec{
+			RestartPolicy:                 corev1.RestartPolicyNever,
+			HostNetwork:                   host,
+			DNSPolicy:                     corev1.DNSDefault, // the server resolves nothing
+			AutomountServiceAccountToken:  &no,
+			EnableServiceLinks:            &no,
+			ShareProcessNamespace:         &p.opts.SharePIDs,
+			TerminationGracePeriodSeconds: &grace,
+			Containers: []corev1.Container{{
+				Name:            serverContainer,
+				Image:           p.opts.Image,
+				ImagePullPolicy: p.opts.PullPolicy,
+				Args:            flags.Args(), // after the image's entry point, lbchaos serve
+				Ports:           []corev1.ContainerPort{{Name: "http", ContainerPort: int32(port), Protocol: corev1.ProtocolTCP}},
+				Resources: corev1.ResourceRequirements{
+					Requests: corev1.ResourceList{corev1.ResourceCPU: p.request},
+					Limits:   corev1.ResourceList{corev1.ResourceCPU: limit},
+				},
+				ResizePolicy: []corev1.ContainerResizePolicy{{
+					ResourceName: corev1.ResourceCPU, RestartPolicy: corev1.NotRequired,
+				}},
+			}},
+		},
+	}, nil
+}
+
+// createPod creates pod. In a namespace just created, the service account
+// admission may refuse it until the controller manager has made the
+// namespace's default service account: that is retried until ctx ends.
+func (p *Provider) createPod(ctx context.Context, pod *corev1.Pod) error {
+	for {
+		_, err := p.cs.CoreV1().Pods(p.ns).Create(ctx, pod, metav1.CreateOptions{})
+		if err == nil {
+			return nil
+		}
+		if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "serviceaccount") {
+			return fmt.Errorf("create pod %s: %w", pod.Name, err)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("create pod %s: %w", pod.Name, err)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// Waiting reasons after which a pod never starts by itself.
+var fatalReasons = []string{"ErrImageNeverPull", "ErrImagePull", "ImagePullBackOff", "InvalidImageName", "CreateContainerConfigError", "CreateContainerError", "RunContainerError"}
+
+// podProblem returns why pod will not start, or "".
+func podProblem(pod *corev1.Pod) string {
+	if pod.Status.Phase == corev1.PodFailed || pod.Status.Phase == corev1.PodSucceeded {
+		return fmt.Sprintf("the pod is %s", pod.Status.Phase)
+	}
+	for _, cs := range pod.Status.ContainerStatuses {
+		if w := cs.State.Waiting; w != nil && slices.Contains(fatalReasons, w.Reason) {
+			return fmt.Sprintf("container %s: %s: %s", cs.Name, w.Reason, w.Message)
+		}
+		if t := cs.State.Terminated; t != nil {
+			return fmt.Sprintf("container %s exited (code %d, %s)", cs.Name, t.ExitCode, t.Reason)
+		}
+	}
+	return ""
+}
+
+// backendURL is the address of in's server in pod, or nil until it has one.
+func (p *Provider) backendURL(in *instance, pod *corev1.Pod) *url.URL {
+	if p.network == NetworkHost {
+		return &url.URL{Scheme: "http", Host: "127.0.0.1:" + strconv.Itoa(in.port)}
+	}
+	if pod.Status.PodIP == "" {
+		return nil
+	}
+	return &url.URL{Scheme: "http", Host: urlHost(pod.Status.PodIP, podPort)}
+}
+
+func urlHost(ip string, port int) string {
+	if strings.Contains(ip, ":") {
+		return "[" + ip + "]:" + strconv.Itoa(port)
+	}
+	return ip + ":" + strconv.Itoa(port)
+}
+
+// waitReady waits until the pod of every instance of insts runs and its
+// server answers its health check, and returns their backends in the order
+// of insts. It lists the fleet's pods once per round, so a hundred pods
+// cost one request to the API server, and gives up early when a pod cannot
+// start (an image the node does not have).
+func (p *Provider) waitReady(ctx context.Context, seq int, insts []*instance) ([]fleet.Backend, error) {
+	timeout := p.opts.StartTimeout
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	out := make([]fleet.Backend, len(insts))
+	pending := map[string]int{} // pod name → index in insts
+	for i, in := range insts {
+		pending[in.name] = i
+	}
+	selector := labelFleet + "=" + strconv.Itoa(seq)
+	var lastErr error
+	for len(pending) > 0 {
+		pods, err := p.cs.CoreV1().Pods(p.ns).List(ctx, metav1.ListOptions{LabelSelector: selector})
+		if err == nil {
+			var mu sync.Mutex
+			var wg sync.WaitGroup
+			for i := range pods.Items {
+				pod := &pods.Items[i]
+				idx, ok := pending[pod.Name]
+				if !ok || pod.DeletionTimestamp != nil {
+					continue
+				}
+				in := insts[idx]
+				if why := podProblem(pod); why != "" {
+					return nil, fmt.Errorf("instance %d (pod %s/%s) cannot start: %s%s", in.id, p.ns, pod.Name, why, p.diagnose(pod.Name))
+				}
+				u := p.backendURL(in, pod)
+				if pod.Status.Phase != corev1.PodRunning || u == nil {
+					continue
+				}
+				wg.Go(func() {
+					hctx, hcancel := context.WithTimeout(ctx, time.Second)
+					defer hcancel()
+					ctl := &faultyserver.Client{BaseURL: u.String()}
+					herr := ctl.Healthy(hctx)
+					mu.Lock()
+					defer mu.Unlock()
+					if herr != nil {
+						lastErr = herr
+						return
+					}
+					out[idx] = fleet.Backend{ID: in.id, URL: u, Control: ctl}
+					delete(pending, in.name)
+				})
+			}
+			wg.Wait()
+		} else {
+			lastErr = err
+		}
+		if len(pending) == 0 {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return nil, p.notReady(pending, insts, timeout, lastErr)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	return out, nil
+}
+
+// notReady is the error of a fleet whose pods did not all answer in time:
+// it names them and quotes the state, events and log of the first few.
+func (p *Provider) notReady(pending map[string]int, insts []*instance, timeout time.Duration, lastErr error) error {
+	names := make([]string, 0, len(pending))
+	for name := range pending {
+		names = append(names, name)
+	}
+	slices.SortFunc(names, func(a, b string) int { return pending[a] - pending[b] })
+	msg := fmt.Sprintf("%d of %d pods in namespace %s did not answer their health check within %v", len(names), len(insts), p.ns, timeout)
+	if lastErr != nil {
+		msg += fmt.Sprintf(" (last error: %v)", lastErr)
+	}
+	const quoted = 3
+	for i, name := range names {
+		if i == quoted {
+			msg += fmt.Sprintf("\n… and %d more", len(names)-quoted)
+			break
+		}
+		msg += fmt.Sprintf("\ninstance %d (pod %s):%s", insts[pending[name]].id, name, p.diagnose(name))
+	}
+	return fmt.Errorf("%s\n(raise the start timeout, lower --kube-cpu-request if pods are Pending for CPU, or check that the node has image %s)", msg, p.opts.Image)
+}
+
+// diagnose describes pod name: its phase and conditions, its containers'
+// states, its events and the end of its log, as lines to follow an error.
+func (p *Provider) diagnose(name string) string {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	var b strings.Builder
+	pod, err := p.cs.CoreV1().Pods(p.ns).Get(ctx, name, getOpts)
+	if err != nil {
+		return fmt.Sprintf("\n  (its state is unknown: %v)", err)
+	}
+	fmt.Fprintf(&b, "\n  phase %s", pod.Status.Phase)
+	for _, c := range pod.Status.Conditions {
+		if c.Status != corev1.ConditionTrue && c.Message != "" {
+			fmt.Fprintf(&b, "; %s: %s", c.Type, c.Message)
+		}
+	}
+	for _, cs := range pod.Status.ContainerStatuses {
+		switch {
+		case cs.State.Waiting != nil:
+			fmt.Fprintf(&b, "\n  container %s waiting: %s %s", cs.Name, cs.State.Waiting.Reason, cs.State.Waiting.Message)
+		case cs.State.Terminated != nil:
+			t := cs.State.Terminated
+			fmt.Fprintf(&b, "\n  container %s terminated: exit code %d %s %s", cs.Name, t.ExitCode, t.Reason, t.Message)
+		case cs.State.Running != nil:
+			fmt.Fprintf(&b, "\n  container %s running since %s", cs.Name, cs.State.Running.StartedAt.UTC().Format(time.RFC3339))
+		}
+	}
+	evs, err := p.cs.CoreV1().Events(p.ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + name})
+	if err == nil && len(evs.Items) > 0 {
+		items := evs.Items
+		if len(items) > 5 {
+			items = items[len(items)-5:]
+		}
+		b.WriteString("\n  events:")
+		for _, e := range items {
+			fmt.Fprintf(&b, "\n    %s %s: %s", e.Type, e.Reason, strings.TrimSpace(e.Message))
+		}
+	}
+	b.WriteString(p.logTail(ctx, name, serverContainer))
+	return b.String()
+}
+
+// logTail returns the end of a container's log, formatted to follow an
+// error, or "" when there is none to read.
+func (p *Provider) logTail(ctx context.Context, pod, container string) string {
+	lines := int64(40)
+	rc, err := p.cs.CoreV1().Pods(p.ns).GetLogs(pod, &corev1.PodLogOptions{Container: container, TailLines: &lines}).Stream(ctx)
+	if err != nil {
+		return ""
+	}
+	defer rc.Close()
+	data, _ := io.ReadAll(io.LimitReader(rc, 1<<20))
+	s := strings.TrimSpace(string(data))
+	if s == "" {
+		return "\n  (" + container + " wrote nothing)"
+	}
+	if len(s) > maxLogTail {
+		s = "…" + s[len(s)-maxLogTail:]
+	}
+	return "\n  " + container + " output:\n" + s
+}
