@@ -10,6 +10,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/lbchaos/lbchaos/experiments"
 	"github.com/lbchaos/lbchaos/faultyserver"
@@ -41,6 +42,9 @@ func (k kubeFlags) check(backends string) error {
 	case kube.NetworkAuto, kube.NetworkHost, kube.NetworkPod:
 	default:
 		return fmt.Errorf("--kube-network: unknown value %q (auto, host or pod)", k.network)
+	}
+	if q, err := resource.ParseQuantity(k.cpuRequest); err != nil || q.Sign() <= 0 {
+		return fmt.Errorf("--kube-cpu-request: %q is no positive CPU quantity (e.g. 10m or 0.1)", k.cpuRequest)
 	}
 	if backends == "kube" {
 		return nil

@@ -166,7 +166,7 @@ func Check(exp *experiments.Experiment, p Provider) error {
 	}
 	for i, f := range exp.Faults {
 		if faultyserver.IsContainerFault(f.Spec) {
-			return fmt.Errorf("%s: faults[%d]: mode %q acts on containers, which %s backends do not have; run with --backends docker",
+			return fmt.Errorf("%s: faults[%d]: mode %q acts on containers, which %s backends do not have; run with --backends docker (or kube)",
 				exp.Source, i, f.Spec.Mode(), p.Name())
 		}
 	}
