@@ -44,7 +44,7 @@ func chooseProvider(ctx context.Context, choice string, exp *experiments.Experim
 	}
 	if app := exp.Instances.App; app != nil {
 		switch choice {
-		case "process", "external", "kube":
+		case "process", "external":
 			return nil, nop, &exitError{2, fmt.Errorf("--backends %s: %s gives instances.app, your image %s, which lbchaos runs in containers beside its sidecars: it needs docker; use --backends docker (or auto with a Docker daemon)", choice, exp.Source, app.Image)}
 		case "docker", "auto":
 			p, err := docker.New(ctx, dopts)
@@ -59,6 +59,16 @@ func chooseProvider(ctx context.Context, choice string, exp *experiments.Experim
 			}
 			fmt.Fprintf(logw, "lbchaos: backends: docker (your image %s behind lbchaos sidecars, host network)\n", app.Image)
 			return p, closer(p, logw), nil
+		case "kube":
+			p, err := kf.provider(ctx, exp, logw)
+			if err != nil {
+				return nil, nop, fmt.Errorf("--backends kube: %w", err)
+			}
+			if err := p.CheckApp(app); err != nil {
+				kubeCloser(p, logw)()
+				return nil, nop, fmt.Errorf("%s: %w", exp.Source, err)
+			}
+			return p, kubeCloser(p, logw), nil
 		}
 	}
 	switch choice {

@@ -127,7 +127,6 @@ func TestRunErrors(t *testing.T) {
 		{"bad kube network", []string{"run", "baseline", "--backends", "kube", "--kube-network", "overlay"}, 2, `--kube-network: unknown value "overlay" (auto, host or pod)`},
 		{"bad kube cpu request", []string{"run", "baseline", "--backends", "kube", "--kube-cpu-request", "lots"}, 2, `--kube-cpu-request: "lots" is no positive CPU quantity`},
 		{"kube without cluster", []string{"run", "baseline", "--backends", "kube", "--kubeconfig", "/nonexistent/kubeconfig"}, 1, "--backends kube: no Kubernetes API server answered: --kubeconfig /nonexistent/kubeconfig"},
-		{"kube with app", []string{"run", "app-fast-fail", "--backends", "kube"}, 2, "--backends kube: experiments/app-fast-fail.yaml gives instances.app"},
 		{"signal bad", []string{"signal", "KILL"}, 1, `signal "KILL": want STOP or CONT`},
 		{"bad docker network", []string{"run", "baseline", "--docker-network", "overlay"}, 2, `--docker-network: unknown value "overlay"`},
 		{"container fault in process", []string{"run", "crash", "--backends", "process"}, 1, `faults[0]: mode "kill" acts on containers, which process backends do not have; run with --backends docker`},

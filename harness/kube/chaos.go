@@ -32,15 +32,19 @@ func (f *kubeFleet) Kill(ctx context.Context, id int) error {
 	}
 	in.mu.Lock()
 	defer in.mu.Unlock()
+	return f.kill(ctx, in)
+}
+
+func (f *kubeFleet) kill(ctx context.Context, in *instance) error {
 	if err := f.p.cs.CoreV1().Pods(f.p.ns).Delete(ctx, in.name, zeroGrace); err != nil && !isNotFound(err) {
-		return fmt.Errorf("kube backends: kill instance %d (delete pod %s/%s): %w", id, f.p.ns, in.name, err)
+		return fmt.Errorf("kube backends: kill instance %d (delete pod %s/%s): %w", in.id, f.p.ns, in.name, err)
 	}
 	in.killed, in.paused, in.cpuLimited = true, false, false
 	f.mu.RLock()
-	addr := f.backends[id].URL.Host
+	addr := f.backends[in.id].URL.Host
 	f.mu.RUnlock()
 	if err := waitRefused(ctx, addr, faultTimeout); err != nil {
-		return fmt.Errorf("kube backends: kill instance %d: pod %s deleted, but %w", id, in.name, err)
+		return fmt.Errorf("kube backends: kill instance %d: pod %s deleted, but %w", in.id, in.name, err)
 	}
 	return nil
 }
@@ -114,12 +118,13 @@ func (f *kubeFleet) SetCPU(ctx context.Context, id int, cpus float64) error {
 }
 
 func (f *kubeFleet) setCPU(ctx context.Context, in *instance, cpus float64) error {
-	limit, err := f.p.resize(ctx, in.name, cpus)
+	c := faultContainer(f.spec)
+	limit, err := f.p.resize(ctx, in.name, c, cpus)
 	if err != nil {
 		return fmt.Errorf("kube backends: cpu limit of instance %d: %w", in.id, err)
 	}
 	in.cpuLimited = cpus > 0
-	if err := f.p.waitResized(ctx, in.name, limit); err != nil {
+	if err := f.p.waitResized(ctx, in.name, c, limit); err != nil {
 		return fmt.Errorf("kube backends: cpu limit of instance %d: %w", in.id, err)
 	}
 	return nil
@@ -133,16 +138,17 @@ func cpuLimit(cpus float64) resource.Quantity {
 	return *resource.NewMilliQuantity(max(1, int64(math.Round(cpus*1000))), resource.DecimalSI)
 }
 
-// resize asks for pod's CPU limit to be cpus (see cpuLimit), lowering its
-// request to the limit if it is above, and returns the limit.
-func (p *Provider) resize(ctx context.Context, pod string, cpus float64) (resource.Quantity, error) {
+// resize asks for the CPU limit of pod's container to be cpus (see
+// cpuLimit), lowering its request to the limit if it is above, and
+// returns the limit.
+func (p *Provider) resize(ctx context.Context, pod, container string, cpus float64) (resource.Quantity, error) {
 	limit := cpuLimit(cpus)
 	request := p.request
 	if request.Cmp(limit) > 0 {
 		request = limit
 	}
 	patch := fmt.Sprintf(`{"spec":{"containers":[{"name":%q,"resources":{"requests":{"cpu":%q},"limits":{"cpu":%q}}}]}}`,
-		serverContainer, request.String(), limit.String())
+		container, request.String(), limit.String())
 	_, err := p.cs.CoreV1().Pods(p.ns).Patch(ctx, pod, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}, "resize")
 	if err != nil {
 		return limit, fmt.Errorf("resize pod %s/%s to %s CPU: %w", p.ns, pod, limit.String(), err)
@@ -150,9 +156,9 @@ func (p *Provider) resize(ctx context.Context, pod string, cpus float64) (resour
 	return limit, nil
 }
 
-// waitResized polls pod until its server container's reported CPU limit is
+// waitResized polls pod until its container's reported CPU limit is
 // limit, or the kubelet says the resize cannot be done.
-func (p *Provider) waitResized(ctx context.Context, name string, limit resource.Quantity) error {
+func (p *Provider) waitResized(ctx context.Context, name, container string, limit resource.Quantity) error {
 	ctx, cancel := context.WithTimeout(ctx, faultTimeout)
 	defer cancel()
 	var last *corev1.Pod
@@ -166,7 +172,7 @@ func (p *Provider) waitResized(ctx context.Context, name string, limit resource.
 				}
 			}
 			for _, cs := range pod.Status.ContainerStatuses {
-				if cs.Name != serverContainer || cs.Resources == nil {
+				if cs.Name != container || cs.Resources == nil {
 					continue
 				}
 				if got, ok := cs.Resources.Limits[corev1.ResourceCPU]; ok && got.Cmp(limit) == 0 {
@@ -201,7 +207,8 @@ func resizeState(pod *corev1.Pod) string {
 	return b.String()
 }
 
-// Pause implements faultyserver.Containers: SIGSTOP to the server process,
+// Pause implements faultyserver.Containers: SIGSTOP to the server (or app)
+// process,
 // sent by an ephemeral container (see the package comment for how this
 // differs from Docker's freezer pause).
 func (f *kubeFleet) Pause(ctx context.Context, id int) error {

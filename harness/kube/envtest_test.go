@@ -234,7 +234,7 @@ func TestSweep(t *testing.T) {
 	create("not-ours", "", "")
 	// A pod in the dead run's namespace goes with it.
 	p := &Provider{opts: Options{Image: "img:1", PullPolicy: corev1.PullNever}, cs: cs, network: NetworkPod, request: resource.MustParse("10m"), runID: "dead", ns: "lbchaos-dead"}
-	pod, err := p.podFor(testSpec(t, 1), 1, &instance{id: 0, name: podName(1, 0)})
+	pod, err := p.podFor(testSpec(t, 1), 1, &instance{id: 0, name: podName(1, 0), port: podPort})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -289,6 +289,9 @@ func TestPodsAccepted(t *testing.T) {
 			p := newEnvProvider(t, network)
 			spec := testSpec(t, 2)
 			in := &instance{id: 1, name: podName(1, 1), port: 31234}
+			if network == NetworkPod {
+				in.port = podPort
+			}
 			pod, err := p.podFor(spec, 1, in)
 			if err != nil {
 				t.Fatal(err)
@@ -319,7 +322,7 @@ func TestPodsAccepted(t *testing.T) {
 			}
 
 			for _, cpus := range []float64{0.005, 0.5, 0} {
-				limit, err := p.resize(t.Context(), in.name, cpus)
+				limit, err := p.resize(t.Context(), in.name, serverContainer, cpus)
 				if err != nil {
 					t.Fatalf("resize to %v: %v", cpus, err)
 				}
@@ -380,5 +383,82 @@ func TestStartFailsClearly(t *testing.T) {
 	}
 	if errors.Is(err, ErrNoCluster) {
 		t.Error("a start timeout is not ErrNoCluster")
+	}
+}
+
+// appSpec is a fleet of n instances of image behind sidecars; extra is
+// added to instances.app.
+func appSpec(t *testing.T, n int, image, extra string) fleet.Spec {
+	t.Helper()
+	exp := runtest.MustExperiment(t, "app", fmt.Sprintf(`
+duration: 1s
+rate: 100
+instances:
+  count: %d
+  app: {image: %q, port: 8080, health: /healthz, args: [--workers, "8"], env: {B: "2", A: "1"}%s}
+strategies: [round-robin]
+`, n, image, extra))
+	return fleet.Spec{Instances: exp.Instances, Seed: exp.Seed}
+}
+
+// TestAppPodsAccepted: a pod of the user's image and its sidecar, in both
+// network modes; hostNetwork needs port_env.
+func TestAppPodsAccepted(t *testing.T) {
+	for _, tc := range []struct {
+		network          Network
+		extra            string
+		sidecar, appPort int32
+		env              string
+	}{
+		{NetworkPod, "", podPort + 1, 8080, "A=1 B=2"},
+		{NetworkPod, ", port_env: PORT", podPort, podPort + 1, "A=1 B=2 PORT=8081"},
+		{NetworkHost, ", port_env: PORT", 0, 0, ""}, // free ports
+	} {
+		t.Run(string(tc.network)+tc.extra, func(t *testing.T) {
+			p := newEnvProvider(t, tc.network)
+			spec := appSpec(t, 1, "example:1", tc.extra)
+			if err := p.CheckApp(spec.App); err != nil {
+				t.Fatal(err)
+			}
+			in := &instance{id: 0, name: podName(1, 0)}
+			if err := p.assignPorts(spec, in); err != nil {
+				t.Fatal(err)
+			}
+			pod, err := p.podFor(spec, 1, in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := p.createPod(t.Context(), pod); err != nil {
+				t.Fatal(err)
+			}
+			got, err := p.cs.CoreV1().Pods(p.ns).Get(t.Context(), in.name, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			app, side := got.Spec.Containers[0], got.Spec.Containers[1]
+			if app.Name != appContainer || app.Image != "example:1" || side.Name != sidecarContainer || side.Image != "lbchaos-backend:test" {
+				t.Fatalf("containers %s (%s), %s (%s)", app.Name, app.Image, side.Name, side.Image)
+			}
+			if tc.sidecar != 0 && (side.Ports[0].ContainerPort != tc.sidecar || app.Ports[0].ContainerPort != tc.appPort) {
+				t.Errorf("sidecar port %d, app port %d; want %d and %d", side.Ports[0].ContainerPort, app.Ports[0].ContainerPort, tc.sidecar, tc.appPort)
+			}
+			var env []string
+			for _, e := range app.Env {
+				env = append(env, e.Name+"="+e.Value)
+			}
+			if tc.env != "" && strings.Join(env, " ") != tc.env {
+				t.Errorf("app env %v, want %s", env, tc.env)
+			}
+			if args := strings.Join(side.Args, " "); !strings.Contains(args, fmt.Sprintf("--upstream http://127.0.0.1:%d", in.appPort)) {
+				t.Errorf("sidecar args %q do not forward to the app's port %d", args, in.appPort)
+			}
+			if _, err := p.resize(t.Context(), in.name, faultContainer(spec), 0.1); err != nil {
+				t.Errorf("resize of the app's container: %v", err)
+			}
+		})
+	}
+	p := newEnvProvider(t, NetworkHost)
+	if err := p.CheckApp(appSpec(t, 2, "example:1", "").App); err == nil || !strings.Contains(err.Error(), "port_env") {
+		t.Errorf("a fixed-port app on hostNetwork pods: %v; want an error naming port_env", err)
 	}
 }

@@ -27,7 +27,10 @@ const createConcurrency = 16
 type instance struct {
 	id   int
 	name string // the pod's, kept across a restart
-	port int    // NetworkHost: the 127.0.0.1 port its server listens on
+	// port is the port its server (or sidecar) listens on, of 127.0.0.1
+	// in NetworkHost mode; appPort the app's (instances.app).
+	port    int
+	appPort int
 
 	mu         sync.Mutex
 	paused     bool
@@ -62,12 +65,8 @@ func (p *Provider) startFleet(ctx context.Context, spec fleet.Spec, seq int) (*k
 	f := &kubeFleet{p: p, spec: spec, seq: seq, insts: make([]*instance, spec.Count)}
 	for id := range spec.Count {
 		in := &instance{id: id, name: podName(seq, id)}
-		if p.network == NetworkHost {
-			port, err := fleet.FreeLoopbackPort()
-			if err != nil {
-				return nil, fmt.Errorf("kube backends: instance %d: a free port on 127.0.0.1: %w", id, err)
-			}
-			in.port = port
+		if err := p.assignPorts(spec, in); err != nil {
+			return nil, fmt.Errorf("kube backends: %w", err)
 		}
 		f.insts[id] = in
 	}
@@ -178,6 +177,11 @@ func (f *kubeFleet) resetInstance(ctx context.Context, in *instance) error {
 	}
 	if in.cpuLimited {
 		if err := f.setCPU(ctx, in, 0); err != nil {
+			return err
+		}
+	}
+	if !in.killed && f.spec.App != nil && f.spec.App.Restart {
+		if err := f.kill(ctx, in); err != nil {
 			return err
 		}
 	}

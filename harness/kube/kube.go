@@ -7,8 +7,9 @@
 // namespaces of owners of this host that are gone (runs that were killed).
 //
 // An instance is one bare pod (restartPolicy Never) running `lbchaos serve`
-// from the backend image, with a small CPU request and a CPU limit. It is
-// ready when its control API's health check answers. Two ways to reach the
+// from the backend image, with a small CPU request and a CPU limit; with
+// instances.app, the user's image and an lbchaos sidecar in front of it.
+// It is ready when its control API's health check answers. Two ways to reach the
 // pods:
 //
 //   - NetworkHost: hostNetwork pods, each server on its own 127.0.0.1 port,
@@ -48,6 +49,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/lbchaos/lbchaos/experiments"
 	"github.com/lbchaos/lbchaos/harness/fleet"
 	"github.com/lbchaos/lbchaos/harness/internal/owner"
 )
@@ -151,6 +153,7 @@ type Provider struct {
 var (
 	_ fleet.Provider          = (*Provider)(nil)
 	_ fleet.ContainerProvider = (*Provider)(nil)
+	_ fleet.AppProvider       = (*Provider)(nil)
 )
 
 // ErrNoCluster is wrapped by the errors of New, Connect and Available when
@@ -316,6 +319,22 @@ func (p *Provider) Name() string { return "kube" }
 // ContainerFaults implements fleet.ContainerProvider.
 func (p *Provider) ContainerFaults() bool { return true }
 
+// RunsApps implements fleet.AppProvider: with instances.app each pod runs
+// the user's image and an lbchaos sidecar in front of it, sharing the
+// pod's network; container faults act on the app's container.
+func (p *Provider) RunsApps() bool { return true }
+
+// CheckApp reports why app (nil: none) cannot run on this provider: in
+// NetworkHost mode every app shares the node's ports, so it must take its
+// port from app.port_env. Whether the nodes have its image shows when its
+// pods start.
+func (p *Provider) CheckApp(app *experiments.App) error {
+	if app != nil && p.network == NetworkHost && app.PortEnv == "" {
+		return fmt.Errorf("instances.app: hostNetwork pods (--kube-network host) share the node's ports, so each instance of %s needs its own: give instances.app.port_env, or run with --kube-network pod", app.Image)
+	}
+	return nil
+}
+
 // RunID returns the run id, the value of LabelRun.
 func (p *Provider) RunID() string { return p.runID }
 
@@ -330,8 +349,8 @@ func (p *Provider) Network() Network { return p.network }
 // the pods it created. With Options.Reuse it may instead hand back the
 // released pods of the previous fleet, reset.
 func (p *Provider) Start(ctx context.Context, spec fleet.Spec) (fleet.Fleet, error) {
-	if spec.App != nil {
-		return nil, fmt.Errorf("kube backends: instances.app (your image %s behind sidecars) runs on docker backends only", spec.App.Image)
+	if err := p.CheckApp(spec.App); err != nil {
+		return nil, fmt.Errorf("kube backends: %w", err)
 	}
 	if len(spec.External) > 0 {
 		return nil, errors.New("kube backends: instances.external lists instances that already run; use --backends external")

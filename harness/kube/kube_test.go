@@ -90,6 +90,8 @@ func TestPeers(t *testing.T) {
 	write(12, "/lbchaos", "signal", "STOP") // an earlier helper still exiting
 	write(30, "/lbchaos", "signal", "CONT") // this process
 	write(31, "/app", "--port", "8080")
+	write(40, "/lbchaos", "serve", "--upstream", "http://127.0.0.1:8081", "--listen", ":8080") // an app's sidecar
+	write(41, "/lbchaos", "serve", "--upstream=http://127.0.0.1:8081")
 	if err := os.MkdirAll(filepath.Join(proc, "self"), 0o755); err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"net/url"
 	"slices"
 	"strconv"
@@ -33,18 +34,89 @@ const maxLogTail = 4 << 10
 // keeps it.
 func podName(seq, id int) string { return fmt.Sprintf("backend-%d-%d", seq, id) }
 
-// podFor returns the pod of instance in of fleet seq.
+// Container names of a backend pod: the fake server's, or with
+// instances.app the app's and its sidecar's.
+const (
+	appContainer     = "app"
+	sidecarContainer = "sidecar"
+)
+
+// faultContainer is the container a pod's container faults act on: the
+// server, or the app (not its sidecar).
+func faultContainer(spec fleet.Spec) string {
+	if spec.App != nil {
+		return appContainer
+	}
+	return serverContainer
+}
+
+// podFor returns the pod of instance in of fleet seq: the fake server, or
+// with spec.App the app and an lbchaos sidecar in front of it, on
+// in.port (NetworkHost: of 127.0.0.1).
 func (p *Provider) podFor(spec fleet.Spec, seq int, in *instance) (*corev1.Pod, error) {
 	host := p.network == NetworkHost
-	listen, port := ":"+strconv.Itoa(podPort), podPort
+	listen := ":" + strconv.Itoa(in.port)
 	if host {
-		listen, port = "127.0.0.1:"+strconv.Itoa(in.port), in.port
+		listen = "127.0.0.1:" + strconv.Itoa(in.port)
 	}
-	flags, err := faultyserver.FlagsOf(spec.ServerConfig(in.id), listen)
-	if err != nil {
-		return nil, err
+	resources := corev1.ResourceRequirements{
+		Requests: corev1.ResourceList{corev1.ResourceCPU: p.request},
+		Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(liftedCPU)},
 	}
-	limit := resource.MustParse(liftedCPU)
+	resize := []corev1.ContainerResizePolicy{{ResourceName: corev1.ResourceCPU, RestartPolicy: corev1.NotRequired}}
+	port := func(n int) []corev1.ContainerPort {
+		return []corev1.ContainerPort{{Name: "http", ContainerPort: int32(n), Protocol: corev1.ProtocolTCP}}
+	}
+	var containers []corev1.Container
+	if app := spec.App; app == nil {
+		flags, err := faultyserver.FlagsOf(spec.ServerConfig(in.id), listen)
+		if err != nil {
+			return nil, err
+		}
+		containers = []corev1.Container{{
+			Name:            serverContainer,
+			Image:           p.opts.Image,
+			ImagePullPolicy: p.opts.PullPolicy,
+			Args:            flags.Args(), // after the image's entry point, lbchaos serve
+			Ports:           port(in.port),
+			Resources:       resources,
+			ResizePolicy:    resize,
+		}}
+	} else {
+		flags, err := faultyserver.SidecarFlagsOf(faultyserver.SidecarConfig{
+			ID:         in.id,
+			Upstream:   "http://127.0.0.1:" + strconv.Itoa(in.appPort),
+			HealthPath: app.Health,
+			Seed:       fleet.InstanceSeed(spec.Seed, in.id),
+		}, listen)
+		if err != nil {
+			return nil, err
+		}
+		var env []corev1.EnvVar
+		for _, k := range slices.Sorted(maps.Keys(app.Env)) {
+			env = append(env, corev1.EnvVar{Name: k, Value: app.Env[k]})
+		}
+		if app.PortEnv != "" {
+			env = append(env, corev1.EnvVar{Name: app.PortEnv, Value: strconv.Itoa(in.appPort)})
+		}
+		containers = []corev1.Container{{
+			Name:            appContainer,
+			Image:           app.Image,
+			ImagePullPolicy: corev1.PullIfNotPresent,
+			Args:            app.Args,
+			Env:             env,
+			Ports:           port(in.appPort),
+			Resources:       resources,
+			ResizePolicy:    resize,
+		}, {
+			Name:            sidecarContainer,
+			Image:           p.opts.Image,
+			ImagePullPolicy: p.opts.PullPolicy,
+			Args:            flags.Args(),
+			Ports:           []corev1.ContainerPort{{Name: "sidecar", ContainerPort: int32(in.port), Protocol: corev1.ProtocolTCP}},
+			Resources:       corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: p.request}},
+		}}
+	}
 	no := false
 	grace := int64(0)
 	return &corev1.Pod{
@@ -65,22 +137,36 @@ func (p *Provider) podFor(spec fleet.Spec, seq int, in *instance) (*corev1.Pod, 
 			EnableServiceLinks:            &no,
 			ShareProcessNamespace:         &p.opts.SharePIDs,
 			TerminationGracePeriodSeconds: &grace,
-			Containers: []corev1.Container{{
-				Name:            serverContainer,
-				Image:           p.opts.Image,
-				ImagePullPolicy: p.opts.PullPolicy,
-				Args:            flags.Args(), // after the image's entry point, lbchaos serve
-				Ports:           []corev1.ContainerPort{{Name: "http", ContainerPort: int32(port), Protocol: corev1.ProtocolTCP}},
-				Resources: corev1.ResourceRequirements{
-					Requests: corev1.ResourceList{corev1.ResourceCPU: p.request},
-					Limits:   corev1.ResourceList{corev1.ResourceCPU: limit},
-				},
-				ResizePolicy: []corev1.ContainerResizePolicy{{
-					ResourceName: corev1.ResourceCPU, RestartPolicy: corev1.NotRequired,
-				}},
-			}},
+			Containers:                    containers,
 		},
 	}, nil
+}
+
+// assignPorts sets in's ports: NetworkHost, free ports of 127.0.0.1 (the
+// app's too, which it takes from app.port_env); NetworkPod, podPort for
+// the server or sidecar, and the app's own port (podPort+1 with port_env,
+// the sidecar moving to podPort+1 if the app's fixed port is podPort).
+func (p *Provider) assignPorts(spec fleet.Spec, in *instance) error {
+	if p.network == NetworkPod {
+		in.port = podPort
+		if app := spec.App; app != nil {
+			in.appPort = app.Port
+			if app.PortEnv != "" {
+				in.appPort = podPort + 1
+			} else if app.Port == podPort {
+				in.port = podPort + 1
+			}
+		}
+		return nil
+	}
+	var err error
+	if in.port, err = fleet.FreeLoopbackPort(); err == nil && spec.App != nil {
+		in.appPort, err = fleet.FreeLoopbackPort()
+	}
+	if err != nil {
+		return fmt.Errorf("instance %d: a free port on 127.0.0.1: %w", in.id, err)
+	}
+	return nil
 }
 
 // createPod creates pod. In a namespace just created, the service account
@@ -130,7 +216,7 @@ func (p *Provider) backendURL(in *instance, pod *corev1.Pod) *url.URL {
 	if pod.Status.PodIP == "" {
 		return nil
 	}
-	return &url.URL{Scheme: "http", Host: urlHost(pod.Status.PodIP, podPort)}
+	return &url.URL{Scheme: "http", Host: urlHost(pod.Status.PodIP, in.port)}
 }
 
 func urlHost(ip string, port int) string {
@@ -267,7 +353,9 @@ func (p *Provider) diagnose(name string) string {
 			fmt.Fprintf(&b, "\n    %s %s: %s", e.Type, e.Reason, strings.TrimSpace(e.Message))
 		}
 	}
-	b.WriteString(p.logTail(ctx, name, serverContainer))
+	for _, c := range pod.Spec.Containers {
+		b.WriteString(p.logTail(ctx, name, c.Name))
+	}
 	return b.String()
 }
 

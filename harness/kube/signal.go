@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"syscall"
 )
 
@@ -17,8 +19,9 @@ var signals = map[string]syscall.Signal{"STOP": syscall.SIGSTOP, "CONT": syscall
 // SignalPeers is `lbchaos signal SIG`, run by an ephemeral container in a
 // pod that shares its process namespace: it sends SIGSTOP or SIGCONT to
 // every process of the namespace but its init (pid 1, the pod's sandbox),
-// itself and other `lbchaos signal` processes (earlier ephemeral
-// containers), and returns the pids it signalled. procDir is /proc.
+// itself, other `lbchaos signal` processes (earlier ephemeral containers)
+// and an app's lbchaos sidecar (`lbchaos serve --upstream`), and returns
+// the pids it signalled. procDir is /proc.
 func SignalPeers(procDir, sig string) ([]int, error) {
 	s, ok := signals[sig]
 	if !ok {
@@ -41,7 +44,8 @@ func SignalPeers(procDir, sig string) ([]int, error) {
 }
 
 // peers lists the pids under procDir but 1, self and those whose command
-// line is `lbchaos signal ...`, in ascending order.
+// line is `lbchaos signal ...` or `lbchaos serve ... --upstream ...`, in
+// ascending order.
 func peers(procDir string, self int) ([]int, error) {
 	ents, err := os.ReadDir(procDir)
 	if err != nil {
@@ -58,11 +62,18 @@ func peers(procDir string, self int) ([]int, error) {
 			continue // gone meanwhile, or a kernel thread's empty one
 		}
 		args := bytes.Split(cmd, []byte{0})
-		if len(args) >= 2 && filepath.Base(string(args[0])) == "lbchaos" && string(args[1]) == "signal" {
-			continue
+		if len(args) >= 2 && filepath.Base(string(args[0])) == "lbchaos" {
+			if sub := string(args[1]); sub == "signal" || sub == "serve" && slices.ContainsFunc(args, isUpstreamFlag) {
+				continue
+			}
 		}
 		out = append(out, pid)
 	}
 	sort.Ints(out)
 	return out, nil
+}
+
+func isUpstreamFlag(arg []byte) bool {
+	a := string(arg)
+	return a == "--upstream" || a == "-upstream" || strings.HasPrefix(a, "--upstream=") || strings.HasPrefix(a, "-upstream=")
 }
