@@ -273,10 +273,14 @@ func (p *Provider) waitReady(ctx context.Context, seq int, insts []*instance) ([
 						return
 					}
 					out[idx] = fleet.Backend{ID: in.id, URL: u, Control: ctl}
-					delete(pending, in.name)
 				})
 			}
 			wg.Wait()
+			for name, idx := range pending {
+				if out[idx].URL != nil {
+					delete(pending, name)
+				}
+			}
 		} else {
 			lastErr = err
 		}
