@@ -24,6 +24,21 @@ func FreeLoopbackPort() (int, error) {
 	return ln.Addr().(*net.TCPAddr).Port, nil
 }
 
+// FreeLoopbackPorts returns n distinct free 127.0.0.1 ports, holding each
+// until all are found: ports asked for one after the other may repeat.
+func FreeLoopbackPorts(n int) ([]int, error) {
+	ports := make([]int, 0, n)
+	for range n {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		defer ln.Close()
+		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
+}
+
 // WaitHealthy polls the health check of the server at base until it
 // answers or timeout passes.
 func WaitHealthy(ctx context.Context, base string, timeout time.Duration) error {

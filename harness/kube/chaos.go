@@ -12,7 +12,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
 )
@@ -36,7 +35,7 @@ func (f *kubeFleet) Kill(ctx context.Context, id int) error {
 }
 
 func (f *kubeFleet) kill(ctx context.Context, in *instance) error {
-	if err := f.p.cs.CoreV1().Pods(f.p.ns).Delete(ctx, in.name, zeroGrace); err != nil && !isNotFound(err) {
+	if err := f.p.cs.delete(ctx, f.p.ns, "pods", in.name, zeroGrace); err != nil && !isNotFound(err) {
 		return fmt.Errorf("kube backends: kill instance %d (delete pod %s/%s): %w", in.id, f.p.ns, in.name, err)
 	}
 	in.killed, in.paused, in.cpuLimited = true, false, false
@@ -149,7 +148,7 @@ func (p *Provider) resize(ctx context.Context, pod, container string, cpus float
 	}
 	patch := fmt.Sprintf(`{"spec":{"containers":[{"name":%q,"resources":{"requests":{"cpu":%q},"limits":{"cpu":%q}}}]}}`,
 		container, request.String(), limit.String())
-	_, err := p.cs.CoreV1().Pods(p.ns).Patch(ctx, pod, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}, "resize")
+	err := p.cs.patch(ctx, p.ns, "pods", pod, "resize", types.StrategicMergePatchType, []byte(patch))
 	if err != nil {
 		return limit, fmt.Errorf("resize pod %s/%s to %s CPU: %w", p.ns, pod, limit.String(), err)
 	}
@@ -163,7 +162,7 @@ func (p *Provider) waitResized(ctx context.Context, name, container string, limi
 	defer cancel()
 	var last *corev1.Pod
 	for {
-		pod, err := p.cs.CoreV1().Pods(p.ns).Get(ctx, name, getOpts)
+		pod, err := p.cs.getPod(ctx, p.ns, name)
 		if err == nil {
 			last = pod
 			for _, c := range pod.Status.Conditions {
@@ -263,12 +262,12 @@ func (p *Provider) addSignaller(ctx context.Context, pod, name, sig string) erro
 		Command:         []string{"/lbchaos", "signal", sig},
 	}}
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		cur, err := p.cs.CoreV1().Pods(p.ns).Get(ctx, pod, getOpts)
+		cur, err := p.cs.getPod(ctx, p.ns, pod)
 		if err != nil {
 			return err
 		}
 		cur.Spec.EphemeralContainers = append(cur.Spec.EphemeralContainers, ec)
-		_, err = p.cs.CoreV1().Pods(p.ns).UpdateEphemeralContainers(ctx, pod, cur, metav1.UpdateOptions{})
+		err = p.cs.update(ctx, p.ns, "pods", pod, "ephemeralcontainers", cur)
 		return err
 	})
 	if err != nil {
@@ -283,7 +282,7 @@ func (p *Provider) waitSignaller(ctx context.Context, pod, name string) error {
 	ctx, cancel := context.WithTimeout(ctx, faultTimeout)
 	defer cancel()
 	for {
-		cur, err := p.cs.CoreV1().Pods(p.ns).Get(ctx, pod, getOpts)
+		cur, err := p.cs.getPod(ctx, p.ns, pod)
 		if err == nil {
 			for _, s := range cur.Status.EphemeralContainerStatuses {
 				if s.Name != name {

@@ -88,7 +88,7 @@ func newClusterProvider(t *testing.T, opts Options) *Provider {
 		if err := p.Close(context.Background()); err != nil {
 			t.Errorf("provider close: %v", err)
 		}
-		_, err := p.cs.CoreV1().Namespaces().Get(context.Background(), p.ns, metav1.GetOptions{})
+		_, err := typed(t, p).CoreV1().Namespaces().Get(context.Background(), p.ns, metav1.GetOptions{})
 		if !isNotFound(err) {
 			t.Errorf("namespace %s still there after Close (%v)", p.ns, err)
 		}
@@ -115,7 +115,7 @@ func TestClusterFaults(t *testing.T) {
 	}
 	f := fl.(*kubeFleet)
 	c := faultyserver.Containers(f)
-	pods := p.cs.CoreV1().Pods(p.ns)
+	pods := typed(t, p).CoreV1().Pods(p.ns)
 
 	t0 := time.Now()
 	if err := c.Kill(t.Context(), 0); err != nil {

@@ -92,6 +92,12 @@ func apiServer(t *testing.T) *rest.Config {
 	return envCfg
 }
 
+// typed is a clientset of p's cluster, for the tests' own look.
+func typed(t *testing.T, p *Provider) kubernetes.Interface {
+	t.Helper()
+	return clientset(t, p.cfg)
+}
+
 func clientset(t *testing.T, cfg *rest.Config) kubernetes.Interface {
 	t.Helper()
 	cs, err := kubernetes.NewForConfig(cfg)
@@ -233,7 +239,11 @@ func TestSweep(t *testing.T) {
 	create("lbchaos-remote", "remote", "elsewhere/1/1")
 	create("not-ours", "", "")
 	// A pod in the dead run's namespace goes with it.
-	p := &Provider{opts: Options{Image: "img:1", PullPolicy: corev1.PullNever}, cs: cs, network: NetworkPod, request: resource.MustParse("10m"), runID: "dead", ns: "lbchaos-dead"}
+	pa, err := newAPI(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &Provider{opts: Options{Image: "img:1", PullPolicy: corev1.PullNever}, cs: pa, network: NetworkPod, request: resource.MustParse("10m"), runID: "dead", ns: "lbchaos-dead"}
 	pod, err := p.podFor(testSpec(t, 1), 1, &instance{id: 0, name: podName(1, 0), port: podPort})
 	if err != nil {
 		t.Fatal(err)
@@ -242,7 +252,11 @@ func TestSweep(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	n, err := sweep(t.Context(), cs, testLog{t}, staleOnly)
+	a, err := newAPI(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := sweep(t.Context(), a, testLog{t}, staleOnly)
 	if err != nil || n != 1 {
 		t.Errorf("stale sweep: %d deleted, %v; want 1", n, err)
 	}
@@ -299,7 +313,7 @@ func TestPodsAccepted(t *testing.T) {
 			if err := p.createPod(t.Context(), pod); err != nil {
 				t.Fatal(err)
 			}
-			got, err := p.cs.CoreV1().Pods(p.ns).Get(t.Context(), in.name, metav1.GetOptions{})
+			got, err := typed(t, p).CoreV1().Pods(p.ns).Get(t.Context(), in.name, metav1.GetOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -326,7 +340,7 @@ func TestPodsAccepted(t *testing.T) {
 				if err != nil {
 					t.Fatalf("resize to %v: %v", cpus, err)
 				}
-				got, err := p.cs.CoreV1().Pods(p.ns).Get(t.Context(), in.name, metav1.GetOptions{})
+				got, err := typed(t, p).CoreV1().Pods(p.ns).Get(t.Context(), in.name, metav1.GetOptions{})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -347,7 +361,7 @@ func TestPodsAccepted(t *testing.T) {
 			if err := p.addSignaller(t.Context(), in.name, "signal-cont-2", "CONT"); err != nil {
 				t.Fatal(err)
 			}
-			got, err = p.cs.CoreV1().Pods(p.ns).Get(t.Context(), in.name, metav1.GetOptions{})
+			got, err = typed(t, p).CoreV1().Pods(p.ns).Get(t.Context(), in.name, metav1.GetOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -377,7 +391,7 @@ func TestStartFailsClearly(t *testing.T) {
 			t.Errorf("error lacks %q:\n%v", want, err)
 		}
 	}
-	pods, lerr := p.cs.CoreV1().Pods(p.ns).List(t.Context(), metav1.ListOptions{})
+	pods, lerr := typed(t, p).CoreV1().Pods(p.ns).List(t.Context(), metav1.ListOptions{})
 	if lerr != nil || len(pods.Items) != 0 {
 		t.Errorf("%d pods left after a failed Start (%v)", len(pods.Items), lerr)
 	}
@@ -421,7 +435,11 @@ func TestAppPodsAccepted(t *testing.T) {
 				t.Fatal(err)
 			}
 			in := &instance{id: 0, name: podName(1, 0)}
-			if err := p.assignPorts(spec, in); err != nil {
+			free, err := fleet.FreeLoopbackPorts(portsPerInstance(spec))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := p.assignPorts(spec, in, free); err != nil {
 				t.Fatal(err)
 			}
 			pod, err := p.podFor(spec, 1, in)
@@ -431,7 +449,7 @@ func TestAppPodsAccepted(t *testing.T) {
 			if err := p.createPod(t.Context(), pod); err != nil {
 				t.Fatal(err)
 			}
-			got, err := p.cs.CoreV1().Pods(p.ns).Get(t.Context(), in.name, metav1.GetOptions{})
+			got, err := typed(t, p).CoreV1().Pods(p.ns).Get(t.Context(), in.name, metav1.GetOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}

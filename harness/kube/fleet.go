@@ -63,9 +63,17 @@ func (p *Provider) startFleet(ctx context.Context, spec fleet.Spec, seq int) (*k
 		return nil, fmt.Errorf("kube backends: %d instances", spec.Count)
 	}
 	f := &kubeFleet{p: p, spec: spec, seq: seq, insts: make([]*instance, spec.Count)}
+	per := portsPerInstance(spec)
+	var free []int
+	if p.network == NetworkHost {
+		var err error
+		if free, err = fleet.FreeLoopbackPorts(per * spec.Count); err != nil {
+			return nil, fmt.Errorf("kube backends: free ports on 127.0.0.1: %w", err)
+		}
+	}
 	for id := range spec.Count {
 		in := &instance{id: id, name: podName(seq, id)}
-		if err := p.assignPorts(spec, in); err != nil {
+		if err := p.assignPorts(spec, in, free[min(len(free), id*per):]); err != nil {
 			return nil, fmt.Errorf("kube backends: %w", err)
 		}
 		f.insts[id] = in
@@ -128,7 +136,7 @@ func (f *kubeFleet) terminate() {
 	ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
 	defer cancel()
 	sel := metav1.ListOptions{LabelSelector: labelFleet + "=" + fmt.Sprint(f.seq)}
-	if err := f.p.cs.CoreV1().Pods(f.p.ns).DeleteCollection(ctx, zeroGrace, sel); err != nil && !apierrors.IsNotFound(err) {
+	if err := f.p.cs.deleteCollection(ctx, f.p.ns, "pods", zeroGrace, sel); err != nil && !apierrors.IsNotFound(err) {
 		fmt.Fprintf(f.p.opts.Log, "kube: deleting the pods of fleet %d: %v (they go with the namespace)\n", f.seq, err)
 	}
 }

@@ -45,7 +45,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -135,7 +134,8 @@ type Options struct {
 // New and Close it when done.
 type Provider struct {
 	opts    Options
-	cs      kubernetes.Interface
+	cs      *api
+	cfg     *rest.Config
 	host    string // the API server, for messages
 	network Network
 	request resource.Quantity
@@ -165,7 +165,7 @@ const apiTimeout = 10 * time.Second
 
 // Connect returns a client of the cluster opts name (Kubeconfig or Config)
 // after checking that its API server answers, and the server's address.
-func Connect(ctx context.Context, opts Options) (kubernetes.Interface, *rest.Config, error) {
+func Connect(ctx context.Context, opts Options) (*api, *rest.Config, error) {
 	cfg := opts.Config
 	if cfg == nil {
 		var err error
@@ -178,13 +178,13 @@ func Connect(ctx context.Context, opts Options) (kubernetes.Interface, *rest.Con
 	// A hundred pods are created, polled and deleted at once; client-go's
 	// default of 5 requests per second would take minutes.
 	cfg.QPS, cfg.Burst = 200, 400
-	cs, err := kubernetes.NewForConfig(cfg)
+	cs, err := newAPI(cfg)
 	if err != nil {
 		return nil, nil, fmt.Errorf("kube backends: %w", err)
 	}
 	pctx, cancel := context.WithTimeout(ctx, apiTimeout)
 	defer cancel()
-	if _, err := cs.CoreV1().Namespaces().Get(pctx, "default", getOpts); err != nil && !isNotFound(err) {
+	if _, err := cs.getNamespace(pctx, "default"); err != nil && !isNotFound(err) {
 		return nil, nil, fmt.Errorf("%w at %s (%v): start a cluster (make kube-up), or point --kubeconfig or KUBECONFIG at a running one", ErrNoCluster, cfg.Host, err)
 	}
 	return cs, cfg, nil
@@ -293,6 +293,7 @@ func New(ctx context.Context, opts Options) (*Provider, error) {
 	p := &Provider{
 		opts:    opts,
 		cs:      cs,
+		cfg:     cfg,
 		host:    cfg.Host,
 		network: network,
 		request: req,

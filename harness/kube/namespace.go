@@ -13,7 +13,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/lbchaos/lbchaos/harness/internal/owner"
 )
@@ -21,12 +20,9 @@ import (
 // NamespacePrefix starts the name of every namespace a run creates.
 const NamespacePrefix = "lbchaos-"
 
-var (
-	getOpts = metav1.GetOptions{}
-	// zeroGrace deletes at once: the kubelet then stops the containers
-	// with its shortest grace period.
-	zeroGrace = metav1.DeleteOptions{GracePeriodSeconds: new(int64)}
-)
+// zeroGrace deletes at once: the kubelet then stops the containers with
+// its shortest grace period.
+var zeroGrace = metav1.DeleteOptions{GracePeriodSeconds: new(int64)}
 
 func isNotFound(err error) bool { return apierrors.IsNotFound(err) }
 
@@ -54,7 +50,7 @@ func namespaceFor(runID, owner string) *corev1.Namespace {
 }
 
 func (p *Provider) createNamespace(ctx context.Context) error {
-	if _, err := p.cs.CoreV1().Namespaces().Create(ctx, namespaceFor(p.runID, p.owner), metav1.CreateOptions{}); err != nil {
+	if err := p.cs.create(ctx, "", "namespaces", namespaceFor(p.runID, p.owner), &corev1.Namespace{}); err != nil {
 		return fmt.Errorf("kube backends: create namespace %s on %s: %w", p.ns, p.host, err)
 	}
 	return nil
@@ -63,13 +59,13 @@ func (p *Provider) createNamespace(ctx context.Context) error {
 // deleteNamespace deletes ns's pods at once (grace period 0; a namespace's
 // own deletion would give each its full grace period) and then ns. A
 // namespace already gone is no error.
-func deleteNamespace(ctx context.Context, cs kubernetes.Interface, ns string) error {
-	err := cs.CoreV1().Pods(ns).DeleteCollection(ctx, zeroGrace, metav1.ListOptions{})
+func deleteNamespace(ctx context.Context, cs *api, ns string) error {
+	err := cs.deleteCollection(ctx, ns, "pods", zeroGrace, metav1.ListOptions{})
 	if err != nil && !isNotFound(err) {
 		return fmt.Errorf("delete pods: %w", err)
 	}
 	bg := metav1.DeletePropagationBackground
-	err = cs.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{PropagationPolicy: &bg})
+	err = cs.delete(ctx, "", "namespaces", ns, metav1.DeleteOptions{PropagationPolicy: &bg})
 	if err != nil && !isNotFound(err) {
 		return err
 	}
@@ -77,11 +73,11 @@ func deleteNamespace(ctx context.Context, cs kubernetes.Interface, ns string) er
 }
 
 // waitNamespaceGone polls until ns no longer exists, for up to timeout.
-func waitNamespaceGone(ctx context.Context, cs kubernetes.Interface, ns string, timeout time.Duration) error {
+func waitNamespaceGone(ctx context.Context, cs *api, ns string, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	for {
-		n, err := cs.CoreV1().Namespaces().Get(ctx, ns, getOpts)
+		n, err := cs.getNamespace(ctx, ns)
 		switch {
 		case isNotFound(err):
 			return nil
@@ -134,12 +130,13 @@ func sweepWith(ctx context.Context, kubeconfig string, log io.Writer, scope swee
 
 // sweep deletes the lbchaos namespaces in scope. It does not wait for them
 // to go; one already being deleted is not counted.
-func sweep(ctx context.Context, cs kubernetes.Interface, log io.Writer, scope sweepScope) (int, error) {
+func sweep(ctx context.Context, cs *api, log io.Writer, scope sweepScope) (int, error) {
 	host, err := os.Hostname()
 	if err != nil {
 		return 0, fmt.Errorf("sweep: %w", err)
 	}
-	list, err := cs.CoreV1().Namespaces().List(ctx, metav1.ListOptions{LabelSelector: LabelRun})
+	var list corev1.NamespaceList
+	err = cs.list(ctx, "", "namespaces", metav1.ListOptions{LabelSelector: LabelRun}, &list)
 	if err != nil {
 		return 0, fmt.Errorf("list namespaces: %w", err)
 	}

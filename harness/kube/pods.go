@@ -142,11 +142,21 @@ func (p *Provider) podFor(spec fleet.Spec, seq int, in *instance) (*corev1.Pod, 
 	}, nil
 }
 
-// assignPorts sets in's ports: NetworkHost, free ports of 127.0.0.1 (the
-// app's too, which it takes from app.port_env); NetworkPod, podPort for
-// the server or sidecar, and the app's own port (podPort+1 with port_env,
-// the sidecar moving to podPort+1 if the app's fixed port is podPort).
-func (p *Provider) assignPorts(spec fleet.Spec, in *instance) error {
+// portsPerInstance is how many ports of 127.0.0.1 an instance of spec
+// takes in NetworkHost mode.
+func portsPerInstance(spec fleet.Spec) int {
+	if spec.App != nil {
+		return 2
+	}
+	return 1
+}
+
+// assignPorts sets in's ports: NetworkHost, free ports of 127.0.0.1 taken
+// from free (the app's too, which it takes from app.port_env); NetworkPod,
+// podPort for the server or sidecar, and the app's own port (podPort+1
+// with port_env, the sidecar moving to podPort+1 if the app's fixed port
+// is podPort).
+func (p *Provider) assignPorts(spec fleet.Spec, in *instance, free []int) error {
 	if p.network == NetworkPod {
 		in.port = podPort
 		if app := spec.App; app != nil {
@@ -159,12 +169,12 @@ func (p *Provider) assignPorts(spec fleet.Spec, in *instance) error {
 		}
 		return nil
 	}
-	var err error
-	if in.port, err = fleet.FreeLoopbackPort(); err == nil && spec.App != nil {
-		in.appPort, err = fleet.FreeLoopbackPort()
+	if len(free) < portsPerInstance(spec) {
+		return fmt.Errorf("instance %d: no free port on 127.0.0.1 left", in.id)
 	}
-	if err != nil {
-		return fmt.Errorf("instance %d: a free port on 127.0.0.1: %w", in.id, err)
+	in.port = free[0]
+	if spec.App != nil {
+		in.appPort = free[1]
 	}
 	return nil
 }
@@ -174,7 +184,7 @@ func (p *Provider) assignPorts(spec fleet.Spec, in *instance) error {
 // namespace's default service account: that is retried until ctx ends.
 func (p *Provider) createPod(ctx context.Context, pod *corev1.Pod) error {
 	for {
-		_, err := p.cs.CoreV1().Pods(p.ns).Create(ctx, pod, metav1.CreateOptions{})
+		err := p.cs.create(ctx, p.ns, "pods", pod, &corev1.Pod{})
 		if err == nil {
 			return nil
 		}
@@ -243,7 +253,7 @@ func (p *Provider) waitReady(ctx context.Context, seq int, insts []*instance) ([
 	selector := labelFleet + "=" + strconv.Itoa(seq)
 	var lastErr error
 	for len(pending) > 0 {
-		pods, err := p.cs.CoreV1().Pods(p.ns).List(ctx, metav1.ListOptions{LabelSelector: selector})
+		pods, err := p.cs.listPods(ctx, p.ns, metav1.ListOptions{LabelSelector: selector})
 		if err == nil {
 			var mu sync.Mutex
 			var wg sync.WaitGroup
@@ -325,7 +335,7 @@ func (p *Provider) diagnose(name string) string {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	var b strings.Builder
-	pod, err := p.cs.CoreV1().Pods(p.ns).Get(ctx, name, getOpts)
+	pod, err := p.cs.getPod(ctx, p.ns, name)
 	if err != nil {
 		return fmt.Sprintf("\n  (its state is unknown: %v)", err)
 	}
@@ -346,7 +356,8 @@ func (p *Provider) diagnose(name string) string {
 			fmt.Fprintf(&b, "\n  container %s running since %s", cs.Name, cs.State.Running.StartedAt.UTC().Format(time.RFC3339))
 		}
 	}
-	evs, err := p.cs.CoreV1().Events(p.ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + name})
+	var evs corev1.EventList
+	err = p.cs.list(ctx, p.ns, "events", metav1.ListOptions{FieldSelector: "involvedObject.name=" + name}, &evs)
 	if err == nil && len(evs.Items) > 0 {
 		items := evs.Items
 		if len(items) > 5 {
@@ -367,7 +378,7 @@ func (p *Provider) diagnose(name string) string {
 // error, or "" when there is none to read.
 func (p *Provider) logTail(ctx context.Context, pod, container string) string {
 	lines := int64(40)
-	rc, err := p.cs.CoreV1().Pods(p.ns).GetLogs(pod, &corev1.PodLogOptions{Container: container, TailLines: &lines}).Stream(ctx)
+	rc, err := p.cs.logs(ctx, p.ns, pod, &corev1.PodLogOptions{Container: container, TailLines: &lines})
 	if err != nil {
 		return ""
 	}
