@@ -89,9 +89,7 @@ func (f *dockerFleet) republish(ctx context.Context, in *dockerInstance) error {
 	if err != nil {
 		return fmt.Errorf("docker backends: instance %d: %w", in.id, err)
 	}
-	f.mu.Lock()
-	f.backends[in.id] = b
-	f.mu.Unlock()
+	f.Set(in.id, b)
 	return nil
 }
 
@@ -170,10 +168,7 @@ func (f *dockerFleet) resetInstance(ctx context.Context, in *dockerInstance) err
 			return err
 		}
 	}
-	f.mu.RLock()
-	ctl := f.backends[in.id].Control
-	f.mu.RUnlock()
-	if err := fleet.ResetServer(ctx, ctl, drainTimeout); err != nil {
+	if err := fleet.ResetServer(ctx, f.Backend(in.id).Control, drainTimeout); err != nil {
 		return fmt.Errorf("docker backends: instance %d: %w", in.id, err)
 	}
 	return nil

@@ -153,11 +153,7 @@ type Provider struct {
 	tc    *testcontainers.DockerProvider
 	cli   client.APIClient
 
-	mu     sync.Mutex
-	seq    int                       // fleets started, for container names
-	live   map[*dockerFleet]struct{} // fleets handed out and not closed
-	idle   *dockerFleet              // released fleet kept for reuse
-	closed bool
+	pool  fleet.Pool[*dockerFleet] // fleets handed out, and the one kept for reuse
 }
 
 var (
@@ -203,8 +199,8 @@ func New(ctx context.Context, opts Options) (*Provider, error) {
 		owner: who,
 		tc:    tc,
 		cli:   tc.Client(),
-		live:  map[*dockerFleet]struct{}{},
 	}
+	p.pool.Reuse = opts.Reuse
 	ok := false
 	defer func() {
 		if !ok {
@@ -246,104 +242,45 @@ func (p *Provider) Image() string { return p.image }
 // running. With Options.Reuse it may instead hand back the released
 // containers of the previous fleet, reset as documented there.
 func (p *Provider) Start(ctx context.Context, spec fleet.Spec) (fleet.Fleet, error) {
-	p.mu.Lock()
-	if p.closed {
-		p.mu.Unlock()
-		return nil, errors.New("docker backends: provider closed")
-	}
-	idle := p.idle
-	p.idle = nil
-	p.seq++
-	seq := p.seq
-	p.mu.Unlock()
-
-	if idle != nil {
-		if idle.spec.Equal(spec) {
-			t0 := time.Now()
-			err := idle.reset(ctx)
-			if err == nil {
-				f := idle.handOver()
-				if !p.track(f) {
-					f.terminate()
-					return nil, errors.New("docker backends: provider closed")
-				}
-				what := "containers"
-				if spec.App != nil {
-					what = "instances"
-				}
-				fmt.Fprintf(p.opts.Log, "docker: reset %d %s of run %s in %v\n", len(f.insts), what, p.runID, time.Since(t0).Round(time.Millisecond))
-				return f, nil
-			}
-			fmt.Fprintf(p.opts.Log, "docker: reusing containers failed, starting new ones: %v\n", err)
-		}
-		idle.terminate()
-	}
-
 	t0 := time.Now()
-	f, err := p.startFleet(ctx, spec, seq)
+	f, reused, err := p.pool.Start(
+		func(idle *dockerFleet) bool { return idle.spec.Equal(spec) },
+		func(idle *dockerFleet) (*dockerFleet, error) {
+			if err := idle.reset(ctx); err != nil {
+				return nil, err
+			}
+			return idle.handOver(), nil
+		},
+		func(seq int) (*dockerFleet, error) { return p.startFleet(ctx, spec, seq) },
+		func(err error) { fmt.Fprintf(p.opts.Log, "docker: reusing containers failed, starting new ones: %v\n", err) })
 	if err != nil {
+		if errors.Is(err, fleet.ErrProviderClosed) {
+			err = fmt.Errorf("docker backends: %w", err)
+		}
 		return nil, err
 	}
-	if !p.track(f) {
-		f.terminate()
-		return nil, errors.New("docker backends: provider closed")
-	}
-	if spec.App != nil {
-		fmt.Fprintf(p.opts.Log, "docker: started %d instances of %s, each with its sidecar, of run %s in %v\n", len(f.insts), spec.App.Image, p.runID, time.Since(t0).Round(time.Millisecond))
-	} else {
-		fmt.Fprintf(p.opts.Log, "docker: started %d containers of run %s in %v\n", len(f.insts), p.runID, time.Since(t0).Round(time.Millisecond))
+	took := time.Since(t0).Round(time.Millisecond)
+	switch {
+	case reused && spec.App != nil:
+		fmt.Fprintf(p.opts.Log, "docker: reset %d instances of run %s in %v\n", len(f.insts), p.runID, took)
+	case reused:
+		fmt.Fprintf(p.opts.Log, "docker: reset %d containers of run %s in %v\n", len(f.insts), p.runID, took)
+	case spec.App != nil:
+		fmt.Fprintf(p.opts.Log, "docker: started %d instances of %s, each with its sidecar, of run %s in %v\n", len(f.insts), spec.App.Image, p.runID, took)
+	default:
+		fmt.Fprintf(p.opts.Log, "docker: started %d containers of run %s in %v\n", len(f.insts), p.runID, took)
 	}
 	return f, nil
-}
-
-// track records f as handed out; false when the provider closed meanwhile.
-func (p *Provider) track(f *dockerFleet) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.closed {
-		return false
-	}
-	p.live[f] = struct{}{}
-	return true
-}
-
-// release is called by a fleet's Close: with Reuse the provider keeps its
-// containers for the next Start (replacing, and removing, any it kept
-// before); otherwise, or once closed, they are removed.
-func (p *Provider) release(f *dockerFleet) {
-	p.mu.Lock()
-	delete(p.live, f)
-	var drop *dockerFleet
-	if p.opts.Reuse && !p.closed {
-		drop, p.idle = p.idle, f
-	} else {
-		drop = f
-	}
-	p.mu.Unlock()
-	if drop != nil {
-		drop.terminate()
-	}
 }
 
 // Close removes every container and network labelled with this run's id,
 // those of open fleets included, and releases the client. It is
 // idempotent; when ctx is already done it uses a fresh short timeout.
 func (p *Provider) Close(ctx context.Context) error {
-	p.mu.Lock()
-	if p.closed {
-		p.mu.Unlock()
+	fleets, ok := p.pool.Close()
+	if !ok {
 		return nil
 	}
-	p.closed = true
-	fleets := make([]*dockerFleet, 0, len(p.live)+1)
-	for f := range p.live {
-		fleets = append(fleets, f)
-	}
-	if p.idle != nil {
-		fleets = append(fleets, p.idle)
-	}
-	p.live, p.idle = nil, nil
-	p.mu.Unlock()
 
 	for _, f := range fleets {
 		f.closeQuiet()

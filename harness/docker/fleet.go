@@ -58,16 +58,13 @@ type dockerInstance struct {
 	cpuLimited bool
 }
 
-// dockerFleet is a Fleet of containers. Its Backends may change (Restart):
-// mu guards backends and closed.
+// dockerFleet is a Fleet of containers. Its Backends may change
+// (Restart); insts is immutable.
 type dockerFleet struct {
+	fleet.Addresses
 	p     *Provider
 	spec  fleet.Spec
 	insts []*dockerInstance
-
-	mu       sync.RWMutex
-	backends []fleet.Backend
-	closed   bool
 }
 
 var (
@@ -170,12 +167,8 @@ func (p *Provider) startFleet(ctx context.Context, spec fleet.Spec, seq int) (*d
 // timeout; on any error it removes every container created.
 func (p *Provider) startEach(ctx context.Context, spec fleet.Spec, seq, perInstance int,
 	start func(ctx context.Context, id int, ctrs []testcontainers.Container) (*dockerInstance, fleet.Backend, error)) (*dockerFleet, error) {
-	f := &dockerFleet{
-		p:        p,
-		spec:     spec,
-		insts:    make([]*dockerInstance, spec.Count),
-		backends: make([]fleet.Backend, spec.Count),
-	}
+	f := &dockerFleet{p: p, spec: spec, insts: make([]*dockerInstance, spec.Count)}
+	backends := make([]fleet.Backend, spec.Count)
 	// The images are local: nothing here may wait on a pull, which the
 	// library retries for minutes.
 	ctx, cancel := context.WithTimeout(ctx, p.opts.StartTimeout+startMargin)
@@ -189,7 +182,7 @@ func (p *Provider) startEach(ctx context.Context, spec fleet.Spec, seq, perInsta
 				return err
 			}
 			f.insts[id] = in
-			f.backends[id] = b
+			backends[id] = b
 			return nil
 		})
 	}
@@ -198,6 +191,7 @@ func (p *Provider) startEach(ctx context.Context, spec fleet.Spec, seq, perInsta
 		p.removeFleet(seq)
 		return nil, fmt.Errorf("docker backends: %w", err)
 	}
+	f.SetAll(backends)
 	return f, nil
 }
 
@@ -297,45 +291,23 @@ func terminateContainer(ctx context.Context, cli client.APIClient, c testcontain
 	}
 }
 
-// Backends implements Fleet. The slice is a copy: after Restart, call it
-// again for the new URL.
-func (f *dockerFleet) Backends() []fleet.Backend {
-	f.mu.RLock()
-	defer f.mu.RUnlock()
-	out := make([]fleet.Backend, len(f.backends))
-	copy(out, f.backends)
-	return out
-}
-
 // Close implements Fleet: the containers are removed, or with
 // Options.Reuse released to the provider for the next Start.
 func (f *dockerFleet) Close() error {
-	if !f.markClosed() {
-		return nil
+	if f.MarkClosed() {
+		f.p.pool.Release(f)
 	}
-	f.p.release(f)
 	return nil
-}
-
-// markClosed closes f to further use; false when it already was.
-func (f *dockerFleet) markClosed() bool {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.closed {
-		return false
-	}
-	f.closed = true
-	return true
 }
 
 // closeQuiet closes f, if not yet closed, and removes its containers.
 func (f *dockerFleet) closeQuiet() {
-	f.markClosed()
-	f.terminate()
+	f.MarkClosed()
+	f.Terminate()
 }
 
-// terminate removes f's containers.
-func (f *dockerFleet) terminate() {
+// Terminate removes f's containers.
+func (f *dockerFleet) Terminate() {
 	ctrs := make([]testcontainers.Container, 0, 2*len(f.insts))
 	for _, in := range f.insts {
 		ctrs = append(ctrs, in.ctr)
@@ -349,15 +321,15 @@ func (f *dockerFleet) terminate() {
 // handOver returns a new open fleet over f's containers, which f (closed)
 // gives up.
 func (f *dockerFleet) handOver() *dockerFleet {
-	return &dockerFleet{p: f.p, spec: f.spec, insts: f.insts, backends: f.Backends()}
+	g := &dockerFleet{p: f.p, spec: f.spec, insts: f.insts}
+	g.SetAll(f.Backends())
+	return g
 }
 
 // inst returns instance id, or an error when f is closed or has no such
 // instance.
 func (f *dockerFleet) inst(id int) (*dockerInstance, error) {
-	f.mu.RLock()
-	defer f.mu.RUnlock()
-	if f.closed {
+	if f.Closed() {
 		return nil, errors.New("docker backends: fleet closed")
 	}
 	if id < 0 || id >= len(f.insts) {

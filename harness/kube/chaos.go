@@ -25,13 +25,7 @@ const faultTimeout = 20 * time.Second
 // kubelet stops the container with its shortest grace period: SIGTERM,
 // SIGKILL two seconds later. The instance stays down until Restart.
 func (f *kubeFleet) Kill(ctx context.Context, id int) error {
-	in, err := f.inst(id)
-	if err != nil {
-		return err
-	}
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	return f.kill(ctx, in)
+	return f.withInstance(id, func(in *instance) error { return f.kill(ctx, in) })
 }
 
 func (f *kubeFleet) kill(ctx context.Context, in *instance) error {
@@ -39,10 +33,7 @@ func (f *kubeFleet) kill(ctx context.Context, in *instance) error {
 		return fmt.Errorf("kube backends: kill instance %d (delete pod %s/%s): %w", in.id, f.p.ns, in.name, err)
 	}
 	in.killed, in.paused, in.cpuLimited = true, false, false
-	f.mu.RLock()
-	addr := f.backends[in.id].URL.Host
-	f.mu.RUnlock()
-	if err := waitRefused(ctx, addr, faultTimeout); err != nil {
+	if err := waitRefused(ctx, f.Backend(in.id).URL.Host, faultTimeout); err != nil {
 		return fmt.Errorf("kube backends: kill instance %d: pod %s deleted, but %w", in.id, in.name, err)
 	}
 	return nil
@@ -74,13 +65,7 @@ func waitRefused(ctx context.Context, addr string, timeout time.Duration) error 
 // again, with the same name and (NetworkHost) the same port, and returns
 // once it answers. In NetworkPod mode its address is the new pod's IP.
 func (f *kubeFleet) Restart(ctx context.Context, id int) error {
-	in, err := f.inst(id)
-	if err != nil {
-		return err
-	}
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	return f.restart(ctx, in)
+	return f.withInstance(id, func(in *instance) error { return f.restart(ctx, in) })
 }
 
 func (f *kubeFleet) restart(ctx context.Context, in *instance) error {
@@ -96,9 +81,7 @@ func (f *kubeFleet) restart(ctx context.Context, in *instance) error {
 		return fmt.Errorf("kube backends: restart instance %d: %w", in.id, err)
 	}
 	in.killed, in.signals = false, 0
-	f.mu.Lock()
-	f.backends[in.id] = bs[0]
-	f.mu.Unlock()
+	f.Set(in.id, bs[0])
 	return nil
 }
 
@@ -107,13 +90,7 @@ func (f *kubeFleet) restart(ctx context.Context, in *instance) error {
 // sets it back to liftedCPU. It returns once the kubelet reports the new
 // limit in the pod's status.
 func (f *kubeFleet) SetCPU(ctx context.Context, id int, cpus float64) error {
-	in, err := f.inst(id)
-	if err != nil {
-		return err
-	}
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	return f.setCPU(ctx, in, cpus)
+	return f.withInstance(id, func(in *instance) error { return f.setCPU(ctx, in, cpus) })
 }
 
 func (f *kubeFleet) setCPU(ctx context.Context, in *instance, cpus float64) error {
@@ -220,13 +197,7 @@ func (f *kubeFleet) Unpause(ctx context.Context, id int) error {
 }
 
 func (f *kubeFleet) signalInstance(ctx context.Context, id int, sig string) error {
-	in, err := f.inst(id)
-	if err != nil {
-		return err
-	}
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	return f.signal(ctx, in, sig)
+	return f.withInstance(id, func(in *instance) error { return f.signal(ctx, in, sig) })
 }
 
 // errNoSharedPIDs is the error of pause on a pod without a shared process

@@ -20,12 +20,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/lbchaos/lbchaos/harness/fleet"
 	"github.com/lbchaos/lbchaos/harness/internal/owner"
@@ -41,6 +43,9 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	// envtest logs through controller-runtime's logger, which complains
+	// with a stack trace unless one is set.
+	ctrllog.SetLogger(logr.Discard())
 	code := m.Run()
 	if env != nil {
 		if err := env.Stop(); err != nil {

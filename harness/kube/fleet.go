@@ -39,16 +39,13 @@ type instance struct {
 	signals    int // ephemeral containers added (their names count up)
 }
 
-// kubeFleet is a Fleet of pods. mu guards backends and closed.
+// kubeFleet is a Fleet of pods; insts is immutable.
 type kubeFleet struct {
+	fleet.Addresses
 	p     *Provider
 	spec  fleet.Spec
 	seq   int
 	insts []*instance
-
-	mu       sync.RWMutex
-	backends []fleet.Backend
-	closed   bool
 }
 
 var (
@@ -90,49 +87,29 @@ func (p *Provider) startFleet(ctx context.Context, spec fleet.Spec, seq int) (*k
 		})
 	}
 	err := g.Wait()
+	var bs []fleet.Backend
 	if err == nil {
-		f.backends, err = p.waitReady(ctx, seq, f.insts)
+		bs, err = p.waitReady(ctx, seq, f.insts)
 	}
 	if err != nil {
-		f.terminate()
+		f.Terminate()
 		return nil, fmt.Errorf("kube backends: %w", err)
 	}
+	f.SetAll(bs)
 	return f, nil
-}
-
-// Backends implements fleet.Fleet. The slice is a copy: after Restart in
-// NetworkPod mode, call it again for the new pod IP.
-func (f *kubeFleet) Backends() []fleet.Backend {
-	f.mu.RLock()
-	defer f.mu.RUnlock()
-	out := make([]fleet.Backend, len(f.backends))
-	copy(out, f.backends)
-	return out
 }
 
 // Close implements fleet.Fleet: the pods are deleted, or with
 // Options.Reuse released to the provider for the next Start.
 func (f *kubeFleet) Close() error {
-	if !f.markClosed() {
-		return nil
+	if f.MarkClosed() {
+		f.p.pool.Release(f)
 	}
-	f.p.release(f)
 	return nil
 }
 
-// markClosed closes f to further use; false when it already was.
-func (f *kubeFleet) markClosed() bool {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.closed {
-		return false
-	}
-	f.closed = true
-	return true
-}
-
-// terminate deletes f's pods (grace period 0), with a fresh timeout.
-func (f *kubeFleet) terminate() {
+// Terminate deletes f's pods (grace period 0), with a fresh timeout.
+func (f *kubeFleet) Terminate() {
 	ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
 	defer cancel()
 	sel := metav1.ListOptions{LabelSelector: labelFleet + "=" + fmt.Sprint(f.seq)}
@@ -144,21 +121,37 @@ func (f *kubeFleet) terminate() {
 // handOver returns a new open fleet over f's pods, which f (closed) gives
 // up.
 func (f *kubeFleet) handOver() *kubeFleet {
-	return &kubeFleet{p: f.p, spec: f.spec, seq: f.seq, insts: f.insts, backends: f.Backends()}
+	g := &kubeFleet{p: f.p, spec: f.spec, seq: f.seq, insts: f.insts}
+	g.SetAll(f.Backends())
+	return g
 }
 
 // inst returns instance id, or an error when f is closed or has no such
 // instance.
 func (f *kubeFleet) inst(id int) (*instance, error) {
-	f.mu.RLock()
-	defer f.mu.RUnlock()
-	if f.closed {
+	if f.Closed() {
 		return nil, errors.New("kube backends: fleet closed")
 	}
 	if id < 0 || id >= len(f.insts) {
 		return nil, fmt.Errorf("kube backends: instance %d does not exist (the fleet has %d)", id, len(f.insts))
 	}
 	return f.insts[id], nil
+}
+
+// locked runs do with in's chaos operations locked out.
+func (f *kubeFleet) locked(in *instance, do func() error) error {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return do()
+}
+
+// withInstance runs do on instance id, locked (see locked).
+func (f *kubeFleet) withInstance(id int, do func(*instance) error) error {
+	in, err := f.inst(id)
+	if err != nil {
+		return err
+	}
+	return f.locked(in, func() error { return do(in) })
 }
 
 // reset brings f's pods back to a new fleet's state, concurrently: each is
@@ -168,11 +161,7 @@ func (f *kubeFleet) reset(ctx context.Context) error {
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(createConcurrency)
 	for _, in := range f.insts {
-		g.Go(func() error {
-			in.mu.Lock()
-			defer in.mu.Unlock()
-			return f.resetInstance(gctx, in)
-		})
+		g.Go(func() error { return f.locked(in, func() error { return f.resetInstance(gctx, in) }) })
 	}
 	return g.Wait()
 }
@@ -198,10 +187,7 @@ func (f *kubeFleet) resetInstance(ctx context.Context, in *instance) error {
 			return err
 		}
 	}
-	f.mu.RLock()
-	ctl := f.backends[in.id].Control
-	f.mu.RUnlock()
-	if err := fleet.ResetServer(ctx, ctl, drainTimeout); err != nil {
+	if err := fleet.ResetServer(ctx, f.Backend(in.id).Control, drainTimeout); err != nil {
 		return fmt.Errorf("kube backends: instance %d: %w", in.id, err)
 	}
 	return nil

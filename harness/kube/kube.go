@@ -40,7 +40,6 @@ import (
 	"io"
 	"net"
 	"net/url"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -142,12 +141,7 @@ type Provider struct {
 	runID   string
 	owner   string
 	ns      string
-
-	mu     sync.Mutex
-	seq    int
-	live   map[*kubeFleet]struct{}
-	idle   *kubeFleet
-	closed bool
+	pool    fleet.Pool[*kubeFleet]
 }
 
 var (
@@ -300,8 +294,8 @@ func New(ctx context.Context, opts Options) (*Provider, error) {
 		runID:   runID,
 		owner:   who,
 		ns:      NamespacePrefix + runID,
-		live:    map[*kubeFleet]struct{}{},
 	}
+	p.pool.Reuse = opts.Reuse
 	if _, err := sweep(ctx, cs, opts.Log, staleOnly); err != nil {
 		// Leftovers of other runs do not stop this one; the next start
 		// tries again.
@@ -356,74 +350,29 @@ func (p *Provider) Start(ctx context.Context, spec fleet.Spec) (fleet.Fleet, err
 	if len(spec.External) > 0 {
 		return nil, errors.New("kube backends: instances.external lists instances that already run; use --backends external")
 	}
-	p.mu.Lock()
-	if p.closed {
-		p.mu.Unlock()
-		return nil, errors.New("kube backends: provider closed")
-	}
-	idle := p.idle
-	p.idle = nil
-	p.seq++
-	seq := p.seq
-	p.mu.Unlock()
-
-	if idle != nil {
-		if idle.spec.Equal(spec) {
-			t0 := time.Now()
-			err := idle.reset(ctx)
-			if err == nil {
-				f := idle.handOver()
-				if !p.track(f) {
-					f.terminate()
-					return nil, errors.New("kube backends: provider closed")
-				}
-				fmt.Fprintf(p.opts.Log, "kube: reset %d pods in %v\n", len(f.insts), time.Since(t0).Round(time.Millisecond))
-				return f, nil
-			}
-			fmt.Fprintf(p.opts.Log, "kube: reusing pods failed, starting new ones: %v\n", err)
-		}
-		idle.terminate()
-	}
 	t0 := time.Now()
-	f, err := p.startFleet(ctx, spec, seq)
+	f, reused, err := p.pool.Start(
+		func(idle *kubeFleet) bool { return idle.spec.Equal(spec) },
+		func(idle *kubeFleet) (*kubeFleet, error) {
+			if err := idle.reset(ctx); err != nil {
+				return nil, err
+			}
+			return idle.handOver(), nil
+		},
+		func(seq int) (*kubeFleet, error) { return p.startFleet(ctx, spec, seq) },
+		func(err error) { fmt.Fprintf(p.opts.Log, "kube: reusing pods failed, starting new ones: %v\n", err) })
 	if err != nil {
+		if errors.Is(err, fleet.ErrProviderClosed) {
+			err = fmt.Errorf("kube backends: %w", err)
+		}
 		return nil, err
 	}
-	if !p.track(f) {
-		f.terminate()
-		return nil, errors.New("kube backends: provider closed")
+	what := "started %d pods in namespace %s"
+	if reused {
+		what = "reset %d pods in namespace %s"
 	}
-	fmt.Fprintf(p.opts.Log, "kube: started %d pods in namespace %s in %v\n", len(f.insts), p.ns, time.Since(t0).Round(time.Millisecond))
+	fmt.Fprintf(p.opts.Log, "kube: "+what+" in %v\n", len(f.insts), p.ns, time.Since(t0).Round(time.Millisecond))
 	return f, nil
-}
-
-// track records f as handed out; false when the provider closed meanwhile.
-func (p *Provider) track(f *kubeFleet) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.closed {
-		return false
-	}
-	p.live[f] = struct{}{}
-	return true
-}
-
-// release is called by a fleet's Close: with Reuse the provider keeps its
-// pods for the next Start (deleting any it kept before); otherwise, or
-// once closed, they are deleted.
-func (p *Provider) release(f *kubeFleet) {
-	p.mu.Lock()
-	delete(p.live, f)
-	var drop *kubeFleet
-	if p.opts.Reuse && !p.closed {
-		drop, p.idle = p.idle, f
-	} else {
-		drop = f
-	}
-	p.mu.Unlock()
-	if drop != nil {
-		drop.terminate()
-	}
 }
 
 // cleanupTimeout bounds Close's API calls when the caller's context is
@@ -434,20 +383,13 @@ const cleanupTimeout = 30 * time.Second
 // (Options.DeleteTimeout) until it is gone. It is idempotent; when ctx is
 // already done it uses a fresh timeout.
 func (p *Provider) Close(ctx context.Context) error {
-	p.mu.Lock()
-	if p.closed {
-		p.mu.Unlock()
+	fleets, ok := p.pool.Close()
+	if !ok {
 		return nil
 	}
-	p.closed = true
-	for f := range p.live {
-		f.markClosed()
+	for _, f := range fleets {
+		f.MarkClosed() // their pods go with the namespace
 	}
-	if p.idle != nil {
-		p.idle.markClosed()
-	}
-	p.live, p.idle = nil, nil
-	p.mu.Unlock()
 
 	if ctx.Err() != nil {
 		var cancel context.CancelFunc
