@@ -153,7 +153,7 @@ type Provider struct {
 	tc    *testcontainers.DockerProvider
 	cli   client.APIClient
 
-	pool  fleet.Pool[*dockerFleet] // fleets handed out, and the one kept for reuse
+	pool fleet.Pool[*dockerFleet] // fleets handed out, and the one kept for reuse
 }
 
 var (
@@ -200,7 +200,7 @@ func New(ctx context.Context, opts Options) (*Provider, error) {
 		tc:    tc,
 		cli:   tc.Client(),
 	}
-	p.pool.Reuse = opts.Reuse
+	p.pool.Reuse, p.pool.Name, p.pool.Things, p.pool.Log = opts.Reuse, "docker backends", "containers", opts.Log
 	ok := false
 	defer func() {
 		if !ok {
@@ -243,20 +243,8 @@ func (p *Provider) Image() string { return p.image }
 // containers of the previous fleet, reset as documented there.
 func (p *Provider) Start(ctx context.Context, spec fleet.Spec) (fleet.Fleet, error) {
 	t0 := time.Now()
-	f, reused, err := p.pool.Start(
-		func(idle *dockerFleet) bool { return idle.spec.Equal(spec) },
-		func(idle *dockerFleet) (*dockerFleet, error) {
-			if err := idle.reset(ctx); err != nil {
-				return nil, err
-			}
-			return idle.handOver(), nil
-		},
-		func(seq int) (*dockerFleet, error) { return p.startFleet(ctx, spec, seq) },
-		func(err error) { fmt.Fprintf(p.opts.Log, "docker: reusing containers failed, starting new ones: %v\n", err) })
+	f, reused, err := p.pool.Start(ctx, spec, func(seq int) (*dockerFleet, error) { return p.startFleet(ctx, spec, seq) })
 	if err != nil {
-		if errors.Is(err, fleet.ErrProviderClosed) {
-			err = fmt.Errorf("docker backends: %w", err)
-		}
 		return nil, err
 	}
 	took := time.Since(t0).Round(time.Millisecond)

@@ -318,12 +318,18 @@ func (f *dockerFleet) Terminate() {
 	terminateAll(f.p.cli, ctrs)
 }
 
-// handOver returns a new open fleet over f's containers, which f (closed)
-// gives up.
-func (f *dockerFleet) handOver() *dockerFleet {
+// Spec implements fleet.Reusable.
+func (f *dockerFleet) Spec() fleet.Spec { return f.spec }
+
+// Reuse implements fleet.Reusable: it resets f's containers and returns a
+// new open fleet over them, which f (closed) gives up.
+func (f *dockerFleet) Reuse(ctx context.Context) (*dockerFleet, error) {
+	if err := f.reset(ctx); err != nil {
+		return nil, err
+	}
 	g := &dockerFleet{p: f.p, spec: f.spec, insts: f.insts}
 	g.SetAll(f.Backends())
-	return g
+	return g, nil
 }
 
 // inst returns instance id, or an error when f is closed or has no such

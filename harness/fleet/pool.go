@@ -1,7 +1,10 @@
 package fleet
 
 import (
+	"context"
 	"errors"
+	"fmt"
+	"io"
 	"sync"
 )
 
@@ -13,17 +16,27 @@ import (
 var ErrProviderClosed = errors.New("provider closed")
 
 // Reusable is a fleet a provider hands out and may keep for the next
-// Start: Terminate removes its instances.
-type Reusable interface {
+// Start.
+type Reusable[F any] interface {
 	comparable
+	// Spec is what the fleet was started for.
+	Spec() Spec
+	// Reuse brings the fleet's instances back to a new fleet's state and
+	// returns a new open fleet over them.
+	Reuse(ctx context.Context) (F, error)
+	// Terminate removes its instances.
 	Terminate()
 }
 
 // Pool tracks the fleets a provider has handed out and, with Reuse, keeps
-// the one released last for the next Start of an identical spec. The zero
-// value is ready.
-type Pool[F Reusable] struct {
-	Reuse bool // set before first use
+// the one released last for the next Start of an identical spec. Set its
+// exported fields before first use.
+type Pool[F Reusable[F]] struct {
+	Reuse bool
+	// Name prefixes its errors and log lines ("docker backends" and
+	// "docker"); Things names the instances in them ("containers").
+	Name, Things string
+	Log          io.Writer // nil: no log lines
 
 	mu     sync.Mutex
 	seq    int            // fleets started, for their names
@@ -32,17 +45,17 @@ type Pool[F Reusable] struct {
 	closed bool
 }
 
-// Start hands out a fleet: the one kept for reuse when same says it fits
-// and reuse (a reset, handing its instances over to a new open fleet)
-// succeeds, else a new one from start, given the fleet's sequence number.
-// A kept fleet that does not fit, or whose reuse failed (told to
-// reuseFailed), is terminated. reused reports which it was.
-func (p *Pool[F]) Start(same func(F) bool, reuse func(F) (F, error), start func(seq int) (F, error), reuseFailed func(error)) (f F, reused bool, err error) {
+// Start hands out a fleet for spec: the one kept for reuse when it was
+// started for an equal spec and its Reuse succeeds, else a new one from
+// start, given the fleet's sequence number. A kept fleet that does not
+// fit, or whose reuse failed (logged), is terminated. reused reports which
+// it was.
+func (p *Pool[F]) Start(ctx context.Context, spec Spec, start func(seq int) (F, error)) (f F, reused bool, err error) {
 	var zero F
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
-		return zero, false, ErrProviderClosed
+		return zero, false, fmt.Errorf("%s: %w", p.Name, ErrProviderClosed)
 	}
 	idle := p.idle
 	p.idle = zero
@@ -51,12 +64,14 @@ func (p *Pool[F]) Start(same func(F) bool, reuse func(F) (F, error), start func(
 	p.mu.Unlock()
 
 	if idle != zero {
-		if same(idle) {
-			f, err := reuse(idle)
+		if idle.Spec().Equal(spec) {
+			f, err := idle.Reuse(ctx)
 			if err == nil {
 				return f, true, p.track(f)
 			}
-			reuseFailed(err)
+			if p.Log != nil {
+				fmt.Fprintf(p.Log, "%s: reusing %s failed, starting new ones: %v\n", p.Name, p.Things, err)
+			}
 		}
 		idle.Terminate()
 	}
@@ -80,7 +95,7 @@ func (p *Pool[F]) track(f F) error {
 	p.mu.Unlock()
 	if closed {
 		f.Terminate()
-		return ErrProviderClosed
+		return fmt.Errorf("%s: %w", p.Name, ErrProviderClosed)
 	}
 	return nil
 }

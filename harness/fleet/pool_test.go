@@ -1,6 +1,7 @@
 package fleet_test
 
 import (
+	"context"
 	"errors"
 	"testing"
 
@@ -9,7 +10,17 @@ import (
 
 type testFleet struct {
 	spec       int
+	resetFails bool
 	terminated bool
+}
+
+func (f *testFleet) Spec() fleet.Spec { return fleet.Spec{Seed: uint64(f.spec)} }
+
+func (f *testFleet) Reuse(context.Context) (*testFleet, error) {
+	if f.resetFails {
+		return nil, errors.New("reset failed")
+	}
+	return &testFleet{spec: f.spec}, nil
 }
 
 func (f *testFleet) Terminate() { f.terminated = true }
@@ -21,17 +32,12 @@ func TestPool(t *testing.T) {
 	var p fleet.Pool[*testFleet]
 	p.Reuse = true
 	var seqs []int
+	p.Name = "test backends"
 	start := func(spec int) (*testFleet, bool, error) {
-		return p.Start(
-			func(idle *testFleet) bool { return idle.spec == spec },
-			func(idle *testFleet) (*testFleet, error) {
-				if spec < 0 {
-					return nil, errors.New("reset failed")
-				}
-				return &testFleet{spec: spec}, nil
-			},
-			func(seq int) (*testFleet, error) { seqs = append(seqs, seq); return &testFleet{spec: spec}, nil },
-			func(error) {})
+		return p.Start(context.Background(), fleet.Spec{Seed: uint64(spec)}, func(seq int) (*testFleet, error) {
+			seqs = append(seqs, seq)
+			return &testFleet{spec: spec}, nil
+		})
 	}
 	a, reused, err := start(1)
 	if err != nil || reused {
@@ -48,11 +54,11 @@ func TestPool(t *testing.T) {
 		t.Fatalf("another spec: reused %v, kept terminated %v, %v", reused, b.terminated, err)
 	}
 	p.Release(c)
-	p.Release(&testFleet{spec: -1}) // replaces c, which is terminated
+	p.Release(&testFleet{spec: 3, resetFails: true}) // replaces c, which is terminated
 	if !c.terminated {
 		t.Error("a fleet kept for reuse and replaced was not terminated")
 	}
-	d, reused, err := start(-1) // same spec, reset fails: a new one
+	d, reused, err := start(3) // same spec, reset fails: a new one
 	if err != nil || reused {
 		t.Fatalf("failed reuse: reused %v, %v", reused, err)
 	}
@@ -66,7 +72,7 @@ func TestPool(t *testing.T) {
 	if _, ok := p.Close(); ok {
 		t.Error("second Close: ok")
 	}
-	if _, _, err := start(1); !errors.Is(err, fleet.ErrProviderClosed) {
+	if _, _, err := start(1); !errors.Is(err, fleet.ErrProviderClosed) || err.Error() != "test backends: provider closed" {
 		t.Errorf("start after Close: %v", err)
 	}
 	p.Release(d) // after Close: terminated, not kept

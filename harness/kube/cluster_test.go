@@ -237,17 +237,23 @@ strategies:
   - least-inflight
   - least-inflight+eject(consecutive=5,duration=5s)
 `)
-	want := map[string][2]float64{ // error ratio bounds
-		"round-robin":    {0.07, 0.13},
-		"least-inflight": {0.2, 1},
-		"least-inflight+eject(consecutive=5,duration=5s)": {0, 0.02},
-	}
 	for _, st := range sum.Strategies {
 		runtest.CheckAccounting(t, st)
 		t.Logf("%s: requests %d, error ratio %.4f, faulty share %.4f, p99 %.1f ms", st.Name, st.Requests, st.ErrorRatio, st.FaultyShare, st.LatencyMs.P99)
-		if b := want[st.Name]; st.ErrorRatio < b[0] || st.ErrorRatio > b[1] {
-			t.Errorf("%s: error ratio %.4f, want within %v", st.Name, st.ErrorRatio, b)
-		}
+	}
+	rr := runtest.StrategyByName(t, sum, "round-robin")
+	li := runtest.StrategyByName(t, sum, "least-inflight")
+	ej := runtest.StrategyByName(t, sum, "least-inflight+eject(consecutive=5,duration=5s)")
+	if rr.ErrorRatio < 0.07 || rr.ErrorRatio > 0.13 {
+		t.Errorf("round-robin: error ratio %.4f, want about a tenth", rr.ErrorRatio)
+	}
+	// A busy machine slows the healthy instances less than it keeps the
+	// failing one's answers quick: the black hole shrinks, but stays.
+	if li.ErrorRatio < 1.3*rr.ErrorRatio {
+		t.Errorf("least-inflight: error ratio %.4f, want well above round robin's %.4f", li.ErrorRatio, rr.ErrorRatio)
+	}
+	if ej.ErrorRatio > 0.02 {
+		t.Errorf("%s: error ratio %.4f, want near 0", ej.Name, ej.ErrorRatio)
 	}
 
 	sum = run(`

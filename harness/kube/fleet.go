@@ -118,12 +118,18 @@ func (f *kubeFleet) Terminate() {
 	}
 }
 
-// handOver returns a new open fleet over f's pods, which f (closed) gives
-// up.
-func (f *kubeFleet) handOver() *kubeFleet {
+// Spec implements fleet.Reusable.
+func (f *kubeFleet) Spec() fleet.Spec { return f.spec }
+
+// Reuse implements fleet.Reusable: it resets f's pods and returns a new
+// open fleet over them, which f (closed) gives up.
+func (f *kubeFleet) Reuse(ctx context.Context) (*kubeFleet, error) {
+	if err := f.reset(ctx); err != nil {
+		return nil, err
+	}
 	g := &kubeFleet{p: f.p, spec: f.spec, seq: f.seq, insts: f.insts}
 	g.SetAll(f.Backends())
-	return g
+	return g, nil
 }
 
 // inst returns instance id, or an error when f is closed or has no such

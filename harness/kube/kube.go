@@ -295,7 +295,7 @@ func New(ctx context.Context, opts Options) (*Provider, error) {
 		owner:   who,
 		ns:      NamespacePrefix + runID,
 	}
-	p.pool.Reuse = opts.Reuse
+	p.pool.Reuse, p.pool.Name, p.pool.Things, p.pool.Log = opts.Reuse, "kube backends", "pods", opts.Log
 	if _, err := sweep(ctx, cs, opts.Log, staleOnly); err != nil {
 		// Leftovers of other runs do not stop this one; the next start
 		// tries again.
@@ -351,20 +351,8 @@ func (p *Provider) Start(ctx context.Context, spec fleet.Spec) (fleet.Fleet, err
 		return nil, errors.New("kube backends: instances.external lists instances that already run; use --backends external")
 	}
 	t0 := time.Now()
-	f, reused, err := p.pool.Start(
-		func(idle *kubeFleet) bool { return idle.spec.Equal(spec) },
-		func(idle *kubeFleet) (*kubeFleet, error) {
-			if err := idle.reset(ctx); err != nil {
-				return nil, err
-			}
-			return idle.handOver(), nil
-		},
-		func(seq int) (*kubeFleet, error) { return p.startFleet(ctx, spec, seq) },
-		func(err error) { fmt.Fprintf(p.opts.Log, "kube: reusing pods failed, starting new ones: %v\n", err) })
+	f, reused, err := p.pool.Start(ctx, spec, func(seq int) (*kubeFleet, error) { return p.startFleet(ctx, spec, seq) })
 	if err != nil {
-		if errors.Is(err, fleet.ErrProviderClosed) {
-			err = fmt.Errorf("kube backends: %w", err)
-		}
 		return nil, err
 	}
 	what := "started %d pods in namespace %s"
