@@ -2,8 +2,6 @@ package docker
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -177,13 +175,9 @@ func New(ctx context.Context, opts Options) (*Provider, error) {
 		}
 		opts.Binary = exe
 	}
-	runID := opts.RunID
-	if runID == "" {
-		var b [8]byte
-		if _, err := rand.Read(b[:]); err != nil {
-			return nil, fmt.Errorf("docker backends: run id: %w", err)
-		}
-		runID = hex.EncodeToString(b[:])
+	runID, err := owner.RunID(opts.RunID)
+	if err != nil {
+		return nil, fmt.Errorf("docker backends: %w", err)
 	}
 	who, err := owner.Self()
 	if err != nil {

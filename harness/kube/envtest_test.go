@@ -157,6 +157,23 @@ strategies: [round-robin]
 	return fleet.Spec{Instances: exp.Instances, Seed: exp.Seed}
 }
 
+// createPod creates in's pod and returns it as the API server has it.
+func createPod(t *testing.T, p *Provider, spec fleet.Spec, in *instance) *corev1.Pod {
+	t.Helper()
+	pod, err := p.podFor(spec, 1, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.createPod(t.Context(), pod); err != nil {
+		t.Fatal(err)
+	}
+	got, err := typed(t, p).CoreV1().Pods(p.ns).Get(t.Context(), in.name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
 // deleted reports whether namespace ns is gone or being deleted.
 func deleted(t *testing.T, cs kubernetes.Interface, ns string) bool {
 	t.Helper()
@@ -311,17 +328,7 @@ func TestPodsAccepted(t *testing.T) {
 			if network == NetworkPod {
 				in.port = podPort
 			}
-			pod, err := p.podFor(spec, 1, in)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := p.createPod(t.Context(), pod); err != nil {
-				t.Fatal(err)
-			}
-			got, err := typed(t, p).CoreV1().Pods(p.ns).Get(t.Context(), in.name, metav1.GetOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
+			got := createPod(t, p, spec, in)
 			if got.Status.QOSClass != corev1.PodQOSBurstable {
 				t.Errorf("QoS class %s, want Burstable (a resize keeps it)", got.Status.QOSClass)
 			}
@@ -366,7 +373,7 @@ func TestPodsAccepted(t *testing.T) {
 			if err := p.addSignaller(t.Context(), in.name, "signal-cont-2", "CONT"); err != nil {
 				t.Fatal(err)
 			}
-			got, err = typed(t, p).CoreV1().Pods(p.ns).Get(t.Context(), in.name, metav1.GetOptions{})
+			got, err := typed(t, p).CoreV1().Pods(p.ns).Get(t.Context(), in.name, metav1.GetOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -447,17 +454,7 @@ func TestAppPodsAccepted(t *testing.T) {
 			if err := p.assignPorts(spec, in, free); err != nil {
 				t.Fatal(err)
 			}
-			pod, err := p.podFor(spec, 1, in)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := p.createPod(t.Context(), pod); err != nil {
-				t.Fatal(err)
-			}
-			got, err := typed(t, p).CoreV1().Pods(p.ns).Get(t.Context(), in.name, metav1.GetOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
+			got := createPod(t, p, spec, in)
 			app, side := got.Spec.Containers[0], got.Spec.Containers[1]
 			if app.Name != appContainer || app.Image != "example:1" || side.Name != sidecarContainer || side.Image != "lbchaos-backend:test" {
 				t.Fatalf("containers %s (%s), %s (%s)", app.Name, app.Image, side.Name, side.Image)

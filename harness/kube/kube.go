@@ -33,8 +33,6 @@ package kube
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -272,13 +270,9 @@ func New(ctx context.Context, opts Options) (*Provider, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kube backends: %w", err)
 	}
-	runID := opts.RunID
-	if runID == "" {
-		var b [8]byte
-		if _, err := rand.Read(b[:]); err != nil {
-			return nil, fmt.Errorf("kube backends: run id: %w", err)
-		}
-		runID = hex.EncodeToString(b[:])
+	runID, err := owner.RunID(opts.RunID)
+	if err != nil {
+		return nil, fmt.Errorf("kube backends: %w", err)
 	}
 	who, err := owner.Self()
 	if err != nil {

@@ -5,6 +5,8 @@
 package owner
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -26,6 +28,19 @@ func Self() (string, error) {
 		return "", fmt.Errorf("owner label: %w", err)
 	}
 	return Format(host, pid, start), nil
+}
+
+// RunID returns id, or when it is "" a new random run id (16 hex digits),
+// which names and labels what a run creates.
+func RunID(id string) (string, error) {
+	if id != "" {
+		return id, nil
+	}
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("run id: %w", err)
+	}
+	return hex.EncodeToString(b[:]), nil
 }
 
 // Format returns the owner string of process pid of host started at start.
