@@ -5,7 +5,7 @@ NAME    ?=
 ARGS    ?=
 PKGS    := ./...
 
-.PHONY: all build image example-image experiment list test vet fmt-check bench bench-strategies bench-harness bench-proxy deps clean kube-up kube-down kube-load kube-status
+.PHONY: all build image example-image experiment list test vet fmt-check bench bench-strategies bench-harness bench-proxy deps clean kube-up kube-down kube-load kube-image kube-status
 
 all: build
 
@@ -94,10 +94,16 @@ kube-down:
 kube-load:
 	@$(KUBE) load --version $(KUBE_VERSION) --image "$(IMAGES)"
 
+# The backend image of this tree, imported into the local cluster, for
+# lbchaos run ... --backends kube (which --kube-load does too).
+kube-image: build
+	@ref=$$(./$(BIN) image) && $(KUBE) load --version $(KUBE_VERSION) --image "$$ref" && echo "$$ref"
+
 kube-status:
 	@$(KUBE) status --version $(KUBE_VERSION)
 
-# Removes lbchaos's containers and networks (if Docker runs), bin/ and results/.
+# Removes lbchaos's containers and networks (if Docker runs), its namespaces
+# (if a Kubernetes cluster answers: KUBECONFIG), bin/ and results/.
 clean:
 	@if [ -x $(BIN) ]; then ./$(BIN) clean; else CGO_ENABLED=0 $(GO) run ./cmd/lbchaos clean; fi
 	rm -rf bin results

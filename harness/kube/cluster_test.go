@@ -107,7 +107,13 @@ func healthy(b fleet.Backend, d time.Duration) error {
 // back, answering; cpu changes the limit the kubelet reports; pause stops
 // the server while the pod stays Running; a reused fleet is reset.
 func TestClusterFaults(t *testing.T) {
-	p := newClusterProvider(t, Options{SharePIDs: true, Reuse: true})
+	for _, network := range []Network{NetworkHost, NetworkPod} {
+		t.Run(string(network), func(t *testing.T) { testClusterFaults(t, network) })
+	}
+}
+
+func testClusterFaults(t *testing.T, network Network) {
+	p := newClusterProvider(t, Options{SharePIDs: true, Reuse: true, Network: network})
 	spec := testSpec(t, 3)
 	fl, err := p.Start(t.Context(), spec)
 	if err != nil {
@@ -117,6 +123,7 @@ func TestClusterFaults(t *testing.T) {
 	c := faultyserver.Containers(f)
 	pods := typed(t, p).CoreV1().Pods(p.ns)
 
+	before := f.Backends()[0].URL.Host
 	t0 := time.Now()
 	if err := c.Kill(t.Context(), 0); err != nil {
 		t.Fatal(err)
@@ -130,8 +137,13 @@ func TestClusterFaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("restart: %v", time.Since(t0))
+	after := f.Backends()[0].URL.Host
 	if err := healthy(f.Backends()[0], time.Second); err != nil {
 		t.Errorf("restarted instance 0: %v", err)
+	}
+	t.Logf("instance 0 at %s, after its restart at %s", before, after)
+	if network == NetworkHost && after != before {
+		t.Errorf("a restarted hostNetwork pod moved from %s to %s; it keeps its port", before, after)
 	}
 	if _, err := pods.Get(t.Context(), podName(f.seq, 0), metav1.GetOptions{}); err != nil {
 		t.Errorf("restarted instance 0 has not kept its pod's name: %v", err)

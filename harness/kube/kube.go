@@ -41,6 +41,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -176,7 +177,10 @@ func Connect(ctx context.Context, opts Options) (*api, *rest.Config, error) {
 	}
 	pctx, cancel := context.WithTimeout(ctx, apiTimeout)
 	defer cancel()
-	if _, err := cs.getNamespace(pctx, "default"); err != nil && !isNotFound(err) {
+	// Any answer of the API server's own (even a refusal, which later
+	// calls report in full) means it is there.
+	var answer apierrors.APIStatus
+	if _, err := cs.getNamespace(pctx, "default"); err != nil && !errors.As(err, &answer) {
 		return nil, nil, fmt.Errorf("%w at %s (%v): start a cluster (make kube-up), or point --kubeconfig or KUBECONFIG at a running one", ErrNoCluster, cfg.Host, err)
 	}
 	return cs, cfg, nil
