@@ -89,6 +89,9 @@ type Measurement struct {
 	// below 99% of Scheduled.
 	Sent      int64
 	Scheduled uint64
+	// GeneratorBehind is set by a distributed run when any of its
+	// generators sent less than 99% of its own share of the schedule.
+	GeneratorBehind bool
 	// Elapsed is how long the attack sent requests: its duration, or until
 	// it was interrupted.
 	Elapsed     time.Duration

@@ -96,24 +96,16 @@ func simStrategy(ctx context.Context, exp *experiments.Experiment, name string, 
 	interrupted := s.run(ctx.Done())
 	elapsed := exp.Duration
 	if interrupted {
-		for range s.abortWaiting() {
-			s.coll.Abort()
-		}
+		s.abortWaiting()
 		elapsed = min(elapsed, s.clock.now)
 	}
-	s.coll.Finish()
-
-	m := &engine.Measurement{
-		Strategy:     s.coll.Strategy(name, exp.FaultyInstances()),
-		Sent:         s.sent,
-		Scheduled:    uint64(s.sent), // the simulated generator never falls behind
-		Elapsed:      elapsed,
-		Interrupted:  interrupted,
-		Ejections:    engine.Ejections(s.lbs),
-		Aborted:      s.coll.Aborted(),
-		Unattributed: s.coll.Unattributed(),
+	m, err := s.measure(exp, name, elapsed, interrupted)
+	if err != nil {
+		return nil, err
 	}
-	m.Events, m.EventDrops = events.Sorted()
+	if len(s.gens) == 1 && s.gens[0].stream == nil {
+		m.Events, m.EventDrops = events.Sorted()
+	}
 	span := max(elapsed, s.clock.now) // until the last request ended
 	for i := range s.insts {
 		engine.SetUtilization(&m.Strategy.Instances[i], s.insts[i].busyFor.Seconds(), s.insts[i].workers, span)
@@ -134,4 +126,10 @@ type simHooks struct {
 	result func(o engine.Outcome, so strategies.Outcome)
 	// second is called at every whole virtual second after 0.
 	second func(now time.Duration)
+	// stream sends the outcomes through a generator's stream, encoded,
+	// decoded and merged, also with one generator.
+	stream bool
+	// final sees the collector the measurement came from, finished (the
+	// merged one when streamed).
+	final func(*engine.Collector)
 }
