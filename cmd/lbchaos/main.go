@@ -35,6 +35,8 @@ Usage:
                                     build the backend container image, or with --repo any static
                                     binary's image (make example-image) (Docker)
   lbchaos clean                     remove every container and network lbchaos created (Docker)
+  lbchaos generate [flags]          internal: one load generator of a distributed run (generators: N),
+                                    started by lbchaos run; results on stdout for it to merge
   lbchaos version
 `
 
@@ -92,6 +94,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return cmdCompare(args[1:], stdout, stderr)
 	case "image":
 		return cmdImage(ctx, args[1:], stdout, stderr)
+	case "generate":
+		return cmdGenerate(ctx, args[1:], os.Stdin, stdout, stderr)
 	case "clean":
 		return cmdClean(ctx, args[1:], stdout, stderr)
 	case "version":

@@ -29,12 +29,13 @@ type Merger struct {
 	results []*GeneratorResult // per generator: nil until its end frame
 	events  []loggedEvent
 	late    []time.Duration // per generator: how late it was ready
+	prog    []GeneratorProgress
 }
 
 // NewMerger merges gens generators' streams into coll, a fresh collector
 // of the run's geometry (instances, duration, timeout, slow threshold).
 func NewMerger(coll *Collector, gens int) *Merger {
-	return &Merger{coll: coll, gens: gens, through: make([]int, gens), results: make([]*GeneratorResult, gens), late: make([]time.Duration, gens)}
+	return &Merger{coll: coll, gens: gens, through: make([]int, gens), results: make([]*GeneratorResult, gens), late: make([]time.Duration, gens), prog: make([]GeneratorProgress, gens)}
 }
 
 // Read decodes generator gen's stream from r and merges it; raw, when not
@@ -68,6 +69,15 @@ func (m *Merger) Read(gen int, r io.Reader, raw io.Writer) error {
 					return fmt.Errorf("raw results: %w", err)
 				}
 			}
+			return nil
+		case frameProgress:
+			var p GeneratorProgress
+			if err := decodeFrame(payload, &p); err != nil {
+				return fmt.Errorf("progress: %w", err)
+			}
+			m.mu.Lock()
+			m.prog[gen] = p
+			m.mu.Unlock()
 			return nil
 		case frameEnd:
 			var e endFrame
@@ -141,6 +151,19 @@ func (m *Merger) end(gen int, e endFrame) error {
 		le.TimeS, le.Instance, le.Kind, le.Detail = ev.TimeS, ev.Instance, ev.Kind, ev.Detail
 	}
 	return nil
+}
+
+// Progress sums the generators' latest progress.
+func (m *Merger) Progress() GeneratorProgress {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var sum GeneratorProgress
+	for _, p := range m.prog {
+		sum.Results += p.Results
+		sum.Errors += p.Errors
+		sum.InFlight += p.InFlight
+	}
+	return sum
 }
 
 // Late returns how late each generator was ready to send, after the shared

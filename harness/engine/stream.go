@@ -34,7 +34,8 @@ import (
 // without it are not part of the stream. The frames are, in order: one
 // header, buckets (each second's per-instance latency histograms, in
 // HdrHistogram's own V2 encoding, sent once every request of the second has
-// ended), raw results when asked for (Vegeta-encoded), one end frame (the
+// ended), progress (counts so far, about once a second), raw results when
+// asked for (Vegeta-encoded), one end frame (the
 // generator's totals, events and counters) and the trailer, which counts
 // the frames and bytes before it and holds their CRC-32: a stream cut short
 // or with lines lost is detected, not merged.
@@ -57,6 +58,7 @@ const (
 	frameRaw
 	frameEnd
 	frameTrailer
+	frameProgress
 )
 
 // StreamHeader opens a generator's stream: who wrote it and for what.
@@ -169,6 +171,15 @@ func (s *StreamWriter) Bucket(b int, hists []*hdrhistogram.PackedHistogram) erro
 	}
 	return s.frame(frameBucket, f)
 }
+
+// GeneratorProgress is a generator's attack in progress.
+type GeneratorProgress struct {
+	Results, Errors, InFlight int64
+}
+
+// Progress writes how far the attack is, for the coordinator's progress
+// line.
+func (s *StreamWriter) Progress(p GeneratorProgress) error { return s.frame(frameProgress, p) }
 
 // Raw writes a piece of the generator's raw results (Vegeta's encoding);
 // the coordinator writes each generator's pieces, in order, to its sink.
