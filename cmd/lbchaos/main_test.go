@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"regexp"
 	"strings"
 	"sync"
@@ -126,6 +127,12 @@ func TestRunErrors(t *testing.T) {
 		{"bad docker network", []string{"run", "baseline", "--docker-network", "overlay"}, 2, `--docker-network: unknown value "overlay"`},
 		{"container fault in process", []string{"run", "crash", "--backends", "process"}, 1, `faults[0]: mode "kill" acts on containers, which process backends do not have; run with --backends docker`},
 		{"bad rate", []string{"run", "baseline", "--rate", "-3"}, 2, "--rate: must be > 0"},
+		{"generators zero", []string{"run", "baseline", "--generators", "0"}, 2, "--generators: must be >= 1, got 0"},
+		{"generators too many", []string{"run", "baseline", "--generators", "65"}, 2, "--generators: must be within [1, 64], got 65"},
+		{"generators with a proxy", []string{"run", "fast-fail", "--backends", "process", "--generators", "2", "--strategies", "round-robin,nginx:round_robin"}, 1, "strategy nginx:round_robin: generators (2) apply to built-in strategies; run proxy strategies with one generator"},
+		{"generate without strategy", []string{"generate"}, 2, "--strategy: required"},
+		{"generate bad index", []string{"generate", "--strategy", "p2c", "--generators", "2", "--generator", "2"}, 2, "--generator: must be within [0, 1], got 2"},
+		{"generate bad start", []string{"generate", "--strategy", "p2c", "--generators", "2", "--generator", "1", "--start", "now"}, 2, "--start: "},
 		{"bad duration flag", []string{"run", "baseline", "--duration", "soon"}, 2, `invalid value "soon" for flag -duration`},
 		{"bad strategy", []string{"run", "baseline", "--strategies", "round-robin,fastest"}, 2, `strategies[1]: unknown strategy "fastest"`},
 		{"missing file", []string{"run", "./does-not-exist.yaml"}, 1, "does-not-exist.yaml"},
@@ -867,4 +874,61 @@ strategies: [round-robin]
 			t.Error("a refused run wrote its output directory")
 		}
 	})
+}
+
+// TestInterruptGeneratorsLeavesNoProcess: Ctrl-C on a run with generators
+// (SIGINT to the coordinator alone) interrupts its generators, merges what
+// they measured as partial results, and leaves none of them running.
+func TestInterruptGeneratorsLeavesNoProcess(t *testing.T) {
+	if testing.Short() || runtime.GOOS != "linux" {
+		t.Skip("builds and runs the binary; reads /proc")
+	}
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "lbchaos")
+	build := exec.Command("go", "build", "-o", bin, ".")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	out := filepath.Join(dir, "out")
+	cmd := exec.Command(bin, "run", "fast-fail", "--strategies", "round-robin", "--generators", "2", "--duration", "30s", "--rate", "300", "--out", out, "--backends", "process")
+	var stderr syncBuffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	generators := func() []string {
+		var found []string
+		entries, _ := os.ReadDir("/proc")
+		for _, e := range entries {
+			cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+			if err == nil && bytes.HasPrefix(cmdline, []byte(bin+"\x00generate\x00")) {
+				found = append(found, e.Name())
+			}
+		}
+		return found
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for len(generators()) < 2 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if n := len(generators()); n != 2 {
+		t.Fatalf("%d generators running, want 2\n%s", n, stderr.String())
+	}
+	time.Sleep(2500 * time.Millisecond) // into the attack
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	err := cmd.Wait()
+	var xe *exec.ExitError
+	if !errors.As(err, &xe) || xe.ExitCode() != 130 {
+		t.Fatalf("exit: %v, want code 130\n%s", err, stderr.String())
+	}
+	if left := generators(); len(left) > 0 {
+		t.Errorf("generators left running: pids %v", left)
+	}
+	s := readSummary(t, out)
+	if !s.Partial || s.Generators != 2 || len(s.Strategies) != 1 || !s.Strategies[0].Partial || s.Strategies[0].Requests == 0 {
+		raw, _ := json.Marshal(s)
+		t.Errorf("summary not partial with 2 generators as expected: %s", raw)
+	}
 }

@@ -85,10 +85,10 @@ func (e *Engine) Check(exp *experiments.Experiment) ([]string, error) {
 	if err := fleet.Check(exp, e.opts.Provider); err != nil {
 		return nil, err
 	}
-	if err := checkProxies(exp, e.opts.LbchaosBinary); err != nil {
+	if err := checkGenerators(exp, e.opts.LbchaosBinary); err != nil {
 		return nil, err
 	}
-	if err := checkGenerators(exp, e.opts.LbchaosBinary); err != nil {
+	if err := checkProxies(exp, e.opts.LbchaosBinary); err != nil {
 		return nil, err
 	}
 	var notes []string

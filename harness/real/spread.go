@@ -97,9 +97,12 @@ func (e *Engine) measureSpread(ctx context.Context, job engine.Job, fl fleet.Fle
 	fmt.Fprintf(job.Log, "      %d generators (lbchaos generate), from %s\n", gens, start.Format("15:04:05.000"))
 
 	var (
-		wg   sync.WaitGroup
-		errs = make([]error, gens)
+		wg      sync.WaitGroup
+		errs    = make([]error, gens)
+		rawErrs = make([]error, gens)
 	)
+	// The connection bound holds for the run: the generators share it.
+	conns = max(1, conns/gens)
 	for g := range gens {
 		gen, err := startGenerator(runCtx, opts.LbchaosBinary, exp, name, g, targets, start, conns, raw != nil, job.Log)
 		if err != nil {
@@ -114,7 +117,7 @@ func (e *Engine) measureSpread(ctx context.Context, job engine.Job, fl fleet.Fle
 				pr, pw := io.Pipe()
 				sink, decoded = pw, make(chan error, 1)
 				go func() { decoded <- decodeRaw(pr, raw) }()
-				defer func() { _ = pw.Close(); <-decoded }()
+				defer func() { _ = pw.Close(); rawErrs[g] = <-decoded }()
 			}
 			rerr := merger.Read(g, gen.stdout, sink)
 			if rerr != nil {
@@ -157,6 +160,11 @@ func (e *Engine) measureSpread(ctx context.Context, job engine.Job, fl fleet.Fle
 		return nil, err
 	}
 	m.Interrupted = m.Interrupted || faultStop.Load()
+	for g, err := range rawErrs {
+		if err != nil {
+			m.Notes = append(m.Notes, fmt.Sprintf("%s: generator %d's raw results could not be decoded (%v); results-*.bin lacks some of them.", name, g, err))
+		}
+	}
 	for g, late := range merger.Late() {
 		if late > 0 {
 			m.Notes = append(m.Notes, fmt.Sprintf("%s: generator %d was ready %v after the shared start; its first requests left late.", name, g, late.Round(time.Millisecond)))
@@ -261,6 +269,11 @@ func startGenerator(ctx context.Context, bin string, exp *experiments.Experiment
 // it failed or its stream (read with error rerr) was incomplete.
 func (p *generatorProc) wait(rerr error) error {
 	werr := p.cmd.Wait()
+	if werr != nil && p.cmd.ProcessState != nil && p.cmd.ProcessState.Success() {
+		// Interrupted (Wait then returns the context's error), it ended
+		// its stream and exited cleanly.
+		werr = nil
+	}
 	if rerr == nil && werr == nil {
 		return nil
 	}
