@@ -33,7 +33,9 @@ func streamOutcomes(n int) []Outcome {
 	return out
 }
 
-func newStreamCollector() *Collector { return NewCollector(3, 5*time.Second, time.Second, 50*time.Millisecond) }
+func newStreamCollector() *Collector {
+	return NewCollector(3, 5*time.Second, time.Second, 50*time.Millisecond)
+}
 
 // writeStreams splits outcomes over gens generators' streams, as a run
 // does (outcome k to generator k mod gens), and returns them.
