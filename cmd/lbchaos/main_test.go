@@ -883,13 +883,8 @@ func TestInterruptGeneratorsLeavesNoProcess(t *testing.T) {
 	if testing.Short() || runtime.GOOS != "linux" {
 		t.Skip("builds and runs the binary; reads /proc")
 	}
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "lbchaos")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
-	out := filepath.Join(dir, "out")
+	bin := buildStatic(t)
+	out := filepath.Join(t.TempDir(), "out")
 	cmd := exec.Command(bin, "run", "fast-fail", "--strategies", "round-robin", "--generators", "2", "--duration", "30s", "--rate", "300", "--out", out, "--backends", "process")
 	var stderr syncBuffer
 	cmd.Stderr = &stderr
