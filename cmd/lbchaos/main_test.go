@@ -877,8 +877,9 @@ strategies: [round-robin]
 }
 
 // TestInterruptGeneratorsLeavesNoProcess: Ctrl-C on a run with generators
-// (SIGINT to the coordinator alone) interrupts its generators, merges what
-// they measured as partial results, and leaves none of them running.
+// (SIGINT to its process group, as a terminal sends it) interrupts its
+// generators, merges what they measured as partial results, and leaves
+// none of them running.
 func TestInterruptGeneratorsLeavesNoProcess(t *testing.T) {
 	if testing.Short() || runtime.GOOS != "linux" {
 		t.Skip("builds and runs the binary; reads /proc")
@@ -888,6 +889,7 @@ func TestInterruptGeneratorsLeavesNoProcess(t *testing.T) {
 	cmd := exec.Command(bin, "run", "fast-fail", "--strategies", "round-robin", "--generators", "2", "--duration", "30s", "--rate", "300", "--out", out, "--backends", "process")
 	var stderr syncBuffer
 	cmd.Stderr = &stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -910,7 +912,7 @@ func TestInterruptGeneratorsLeavesNoProcess(t *testing.T) {
 		t.Fatalf("%d generators running, want 2\n%s", n, stderr.String())
 	}
 	time.Sleep(2500 * time.Millisecond) // into the attack
-	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+	if err := syscall.Kill(-cmd.Process.Pid, syscall.SIGINT); err != nil {
 		t.Fatal(err)
 	}
 	err := cmd.Wait()
