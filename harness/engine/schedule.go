@@ -183,3 +183,30 @@ func (t *strideSchedule) Pace(elapsed time.Duration, hits uint64) (time.Duration
 func (t *strideSchedule) Rate(elapsed time.Duration) float64 {
 	return t.s.Rate(elapsed) / float64(t.gens)
 }
+
+// EndGrace is how long after its duration an attack paced by Until may
+// still send the arrivals due before the end that it is late for.
+const EndGrace = 100 * time.Millisecond
+
+// Until paces s for an attack of duration d: it sends every arrival due
+// before d and stops at the first one due at or after it. Run the attack
+// for d + EndGrace: Vegeta's own duration check, made before each arrival
+// is paced, would drop an arrival due just before d whenever the one before
+// it left a little late, so the count sent would vary by one or two from
+// run to run (and between one generator and several).
+func Until(s Schedule, d time.Duration) vegeta.Pacer { return until{s, d} }
+
+type until struct {
+	s Schedule
+	d time.Duration
+}
+
+func (u until) Pace(elapsed time.Duration, hits uint64) (time.Duration, bool) {
+	due, _ := u.s.Due(hits)
+	if due >= u.d {
+		return 0, true
+	}
+	return max(due-elapsed, 0), false
+}
+
+func (u until) Rate(elapsed time.Duration) float64 { return u.s.Rate(elapsed) }

@@ -118,3 +118,20 @@ func TestStrideSplitsExactly(t *testing.T) {
 		}
 	}
 }
+
+func TestUntilStopsAtTheFirstArrivalAtTheEnd(t *testing.T) {
+	s := &ConstantSchedule{PerSecond: 10} // arrivals at 0, 0.1 s, 0.2 s, ...
+	p := Until(s, time.Second)
+	for hits := uint64(0); hits < 10; hits++ {
+		// However late the attack is, every arrival before the end is sent.
+		if wait, stop := p.Pace(2*time.Second, hits); stop || wait != 0 {
+			t.Fatalf("arrival %d: wait %v, stop %v; want it sent at once", hits, wait, stop)
+		}
+	}
+	if _, stop := p.Pace(900*time.Millisecond, 10); !stop {
+		t.Error("arrival 10, due at the end, not stopped")
+	}
+	if wait, _ := p.Pace(250*time.Millisecond, 3); wait != 50*time.Millisecond {
+		t.Errorf("arrival 3 at 250 ms: wait %v, want 50ms", wait)
+	}
+}

@@ -109,7 +109,7 @@ func Generate(ctx context.Context, spec GenerateSpec, out, log io.Writer) error 
 	if raw != nil {
 		loop.raw = raw.add
 	}
-	res := loop.run(ctx, attacker.Attack(targeter, sched, exp.Duration, name))
+	res := loop.run(ctx, attacker.Attack(targeter, engine.Until(sched, exp.Duration), exp.Duration+engine.EndGrace, name))
 	stopBg()
 	bg.Wait()
 	coll.Finish()

@@ -233,7 +233,7 @@ func (e *Engine) Measure(ctx context.Context, job engine.Job) (m *engine.Measure
 	})
 	faultWG.Go(func() { runJoins(faultCtx, start, exp, lbs) })
 	startProbes(faultCtx, &faultWG, lbs, bal, len(backends))
-	results := attacker.Attack(targeter, sched, exp.Duration, name)
+	results := attacker.Attack(targeter, engine.Until(sched, exp.Duration), exp.Duration+engine.EndGrace, name)
 
 	loop := resultLoop{job: job, every: opts.ProgressEvery, start: start, sched: sched, bal: bal, coll: coll, attacker: attacker, proxy: proxy != nil}
 	if raw != nil {
