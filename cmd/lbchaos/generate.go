@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -34,8 +35,19 @@ func cmdGenerate(ctx context.Context, args []string, stdin io.Reader, stdout, st
 		start    = fs.String("start", "", "the shared start of the attack, RFC 3339 with nanoseconds (required)")
 		conns    = fs.Int("max-conns", 0, "connections per instance at most (default: from the open-file limit)")
 		raw      = fs.Bool("raw", false, "add every result, in Vegeta's encoding, to the stream")
+		proxy    = fs.String("proxy", "", "a proxy strategy: the base URL of the proxy under test, which every request goes to")
 		targets  []string
+		ups      = map[string]int{}
 	)
+	fs.Func("upstream", "with --proxy: NAME=ID, an upstream as the proxy names it and its instance id (repeat)", func(s string) error {
+		name, id, ok := strings.Cut(s, "=")
+		n, err := strconv.Atoi(id)
+		if !ok || name == "" || err != nil || n < 0 {
+			return fmt.Errorf("want NAME=ID, got %q", s)
+		}
+		ups[name] = n
+		return nil
+	})
 	fs.Func("target", "an instance's base URL (repeat, one per instance, in id order; required)", func(s string) error {
 		targets = append(targets, s)
 		return nil
@@ -72,6 +84,12 @@ func cmdGenerate(ctx context.Context, args []string, stdin io.Reader, stdout, st
 			return &exitError{2, fmt.Errorf("--target %q: not a base URL such as http://127.0.0.1:8080", t)}
 		}
 	}
+	var proxyURL *url.URL
+	if *proxy != "" {
+		if proxyURL, err = url.Parse(*proxy); err != nil || proxyURL.Host == "" {
+			return &exitError{2, fmt.Errorf("--proxy %q: not a base URL such as http://127.0.0.1:8080", *proxy)}
+		}
+	}
 	var data []byte
 	if *file == "-" {
 		data, err = io.ReadAll(stdin)
@@ -99,6 +117,7 @@ func cmdGenerate(ctx context.Context, args []string, stdin io.Reader, stdout, st
 		return err
 	}
 	return real.Generate(ctx, real.GenerateSpec{
-		Exp: exp, Strategy: *strategy, Targets: urls, Generator: *gen, Start: at, Raw: *raw, MaxConnsPerInstance: *conns,
+		Exp: exp, Strategy: *strategy, Targets: urls, Proxy: proxyURL, Upstreams: ups,
+		Generator: *gen, Start: at, Raw: *raw, MaxConnsPerInstance: *conns,
 	}, stdout, stderr)
 }

@@ -129,7 +129,6 @@ func TestRunErrors(t *testing.T) {
 		{"bad rate", []string{"run", "baseline", "--rate", "-3"}, 2, "--rate: must be > 0"},
 		{"generators zero", []string{"run", "baseline", "--generators", "0"}, 2, "--generators: must be >= 1, got 0"},
 		{"generators too many", []string{"run", "baseline", "--generators", "65"}, 2, "--generators: must be within [1, 64], got 65"},
-		{"generators with a proxy", []string{"run", "fast-fail", "--backends", "process", "--generators", "2", "--strategies", "round-robin,nginx:round_robin"}, 1, "strategy nginx:round_robin: generators (2) apply to built-in strategies; run proxy strategies with one generator"},
 		{"generate without strategy", []string{"generate"}, 2, "--strategy: required"},
 		{"generate bad index", []string{"generate", "--strategy", "p2c", "--generators", "2", "--generator", "2"}, 2, "--generator: must be within [0, 1], got 2"},
 		{"generate bad start", []string{"generate", "--strategy", "p2c", "--generators", "2", "--generator", "1", "--start", "now"}, 2, "--start: "},

@@ -166,6 +166,21 @@ func (m *Merger) Progress() GeneratorProgress {
 	return sum
 }
 
+// Unnamed returns the generators' results of a proxy strategy that no
+// instance was named for (GeneratorResult.Unnamed), once every stream is
+// read.
+func (m *Merger) Unnamed() []SeqOutcome {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []SeqOutcome
+	for _, r := range m.results {
+		if r != nil {
+			out = append(out, r.Unnamed...)
+		}
+	}
+	return out
+}
+
 // Late returns how late each generator was ready to send, after the shared
 // start (0 when in time).
 func (m *Merger) Late() []time.Duration {

@@ -87,6 +87,16 @@ type GeneratorResult struct {
 	CapHits     int64
 	ConnBound   int
 	Notes       []string
+	// Unnamed are the results of a proxy strategy that no instance was
+	// named for, by their sequence number in the whole run, for the
+	// coordinator to attribute from the proxy's access log.
+	Unnamed []SeqOutcome
+}
+
+// SeqOutcome is a request's outcome with its sequence number.
+type SeqOutcome struct {
+	Seq     uint64
+	Outcome Outcome
 }
 
 type bucketFrame struct {

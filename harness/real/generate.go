@@ -12,6 +12,7 @@ import (
 
 	"github.com/lbchaos/lbchaos/experiments"
 	"github.com/lbchaos/lbchaos/harness/engine"
+	"github.com/lbchaos/lbchaos/harness/proxies"
 	"github.com/lbchaos/lbchaos/harness/transport"
 	"github.com/lbchaos/lbchaos/strategies"
 )
@@ -20,12 +21,16 @@ import (
 // (`generators: N`): the coordinator runs the fleet and the faults, and
 // each of its generators (`lbchaos generate`) sends its share of the load.
 type GenerateSpec struct {
-	// Exp is the resolved experiment; Strategy the one strategy to run,
-	// a built-in one.
+	// Exp is the resolved experiment; Strategy the one strategy to run.
 	Exp      *experiments.Experiment
 	Strategy string
 	// Targets are the instances' base URLs, in id order.
 	Targets []*url.URL
+	// Proxy, for a proxy strategy, is where the coordinator's proxy under
+	// test listens: every request goes there. Upstreams maps how the
+	// proxy names its upstreams to instance ids (proxies.Proxy.Upstreams).
+	Proxy     *url.URL
+	Upstreams map[string]int
 	// Generator is this generator's index among Exp.Generators: it sends
 	// request k of the one arrival schedule when k mod Exp.Generators ==
 	// Generator, through its Exp.Replicas balancers.
@@ -54,8 +59,8 @@ func Generate(ctx context.Context, spec GenerateSpec, out, log io.Writer) error 
 		return fmt.Errorf("generator %d: not one of the experiment's %d (0 to %d)", gen, gens, gens-1)
 	case len(spec.Targets) != n:
 		return fmt.Errorf("%d targets for %d instances", len(spec.Targets), n)
-	case strategies.IsProxy(name):
-		return fmt.Errorf("strategy %s: a proxy is measured by one generator", name)
+	case strategies.IsProxy(name) != (spec.Proxy != nil):
+		return fmt.Errorf("strategy %s: a proxy strategy needs the proxy's URL, and only a proxy strategy takes one", name)
 	}
 	conns := spec.MaxConnsPerInstance
 	if conns == 0 {
@@ -63,11 +68,22 @@ func Generate(ctx context.Context, spec GenerateSpec, out, log io.Writer) error 
 	}
 	start := spec.Start
 	events := engine.NewEventLog(start)
-	lbs, err := engine.GeneratorBalancers(exp, name, strategies.SystemClock{}, gen, gens, events)
-	if err != nil {
-		return fmt.Errorf("strategy %s: %w", name, err)
+	var (
+		lbs []*strategies.Balancer
+		bal *transport.Balancer
+	)
+	if spec.Proxy != nil {
+		ids := spec.Upstreams
+		upstream := func(u string) (int, bool) { return proxies.InstanceIn(ids, u) }
+		bal = transport.NewProxyClient(spec.Proxy, upstream, n, exp.Timeout, proxyConns(conns, n), ctx)
+		bal.SetGenerator(gen, gens)
+	} else {
+		var err error
+		if lbs, err = engine.GeneratorBalancers(exp, name, strategies.SystemClock{}, gen, gens, events); err != nil {
+			return fmt.Errorf("strategy %s: %w", name, err)
+		}
+		bal = transport.NewBalancer(lbs, spec.Targets, exp.Timeout, conns, ctx)
 	}
-	bal := transport.NewBalancer(lbs, spec.Targets, exp.Timeout, conns, ctx)
 	defer bal.CloseIdleConnections()
 	attacker := newAttacker(bal, exp.Rate/float64(gens))
 	targeter := newTargeter(exp, &start, gen, gens)
@@ -105,7 +121,7 @@ func Generate(ctx context.Context, spec GenerateSpec, out, log io.Writer) error 
 	one.Strategies = []string{name}
 	job := engine.Job{Exp: &one, Log: log}
 	loop := resultLoop{job: job, every: 5 * time.Second, start: start, sched: sched, bal: bal, coll: coll, attacker: attacker,
-		tick: func(p engine.GeneratorProgress) { _ = sw.Progress(p) }}
+		proxy: spec.Proxy != nil, tick: func(p engine.GeneratorProgress) { _ = sw.Progress(p) }}
 	if raw != nil {
 		loop.raw = raw.add
 	}
@@ -128,6 +144,11 @@ func Generate(ctx context.Context, spec GenerateSpec, out, log io.Writer) error 
 		Ejections:   engine.Ejections(lbs),
 		CapHits:     bal.CapHits(),
 		ConnBound:   conns,
+		Unnamed:     res.unnamed,
+	}
+	// The proxy logged the whole run's sequence numbers.
+	for i := range result.Unnamed {
+		result.Unnamed[i].Seq = result.Unnamed[i].Seq*uint64(gens) + uint64(gen)
 	}
 	if rerr != nil {
 		result.Notes = append(result.Notes, fmt.Sprintf("%s: generator %d: raw results incomplete: %v", name, gen, rerr))

@@ -249,18 +249,7 @@ func (e *Engine) Measure(ctx context.Context, job engine.Job) (m *engine.Measure
 	}
 	m = &engine.Measurement{ConnBound: conns, CapHits: bal.CapHits()}
 	if proxy != nil {
-		proxy.Stop() // flushes its access log
-		names, aerr := proxy.Attribution()
-		if aerr != nil {
-			m.Notes = append(m.Notes, fmt.Sprintf("%s: the proxy's access log could not be read (%v); %d requests without an answer stay unattributed.", name, aerr, len(unnamed)))
-		}
-		for _, u := range unnamed {
-			if id, ok := names[u.seq]; ok {
-				u.o.Instance = id
-			}
-			coll.Add(u.o)
-		}
-		m.Notes = append(m.Notes, fmt.Sprintf("%s: a real %s between the load generator and the backends; its own ejections and health checks are not observed, and its latency includes the extra hop.", name, proxy.Kind()))
+		m.Notes = append(m.Notes, attributeProxy(proxy, name, unnamed, coll)...)
 	}
 	coll.Finish()
 	elapsed := attackTime(exp.Duration, interrupted)
@@ -279,6 +268,25 @@ func (e *Engine) Measure(ctx context.Context, job engine.Job) (m *engine.Measure
 		setUtilization(ctx, fl, exp, m, span)
 	}
 	return m, faults.error()
+}
+
+// attributeProxy stops the proxy under test, attributes the results no
+// instance was named for from its access log, adds them to coll and
+// returns the notes on the proxy.
+func attributeProxy(proxy *proxies.Proxy, name string, unnamed []engine.SeqOutcome, coll *engine.Collector) []string {
+	var notes []string
+	proxy.Stop() // flushes its access log
+	names, aerr := proxy.Attribution()
+	if aerr != nil {
+		notes = append(notes, fmt.Sprintf("%s: the proxy's access log could not be read (%v); %d requests without an answer stay unattributed.", name, aerr, len(unnamed)))
+	}
+	for _, u := range unnamed {
+		if id, ok := names[u.Seq]; ok {
+			u.Outcome.Instance = id
+		}
+		coll.Add(u.Outcome)
+	}
+	return append(notes, fmt.Sprintf("%s: a real %s between the load generator and the backends; its own ejections and health checks are not observed, and its latency includes the extra hop.", name, proxy.Kind()))
 }
 
 // newAttacker returns the Vegeta attacker of a load of rate requests per
@@ -353,9 +361,9 @@ type resultLoop struct {
 }
 
 type loopResult struct {
-	sent        int64         // every result, aborted ones included
-	interrupted time.Duration // since start; -1 when not interrupted
-	unnamed     []seqOutcome  // proxy: results to attribute
+	sent        int64               // every result, aborted ones included
+	interrupted time.Duration       // since start; -1 when not interrupted
+	unnamed     []engine.SeqOutcome // proxy: results to attribute
 }
 
 // run reads results until the channel closes; when ctx is done it stops
@@ -396,7 +404,7 @@ func (l *resultLoop) run(ctx context.Context, results <-chan *vegeta.Result) loo
 			if l.proxy && o.Instance < 0 && routed {
 				// Neither the backend nor the proxy named an instance (the
 				// client gave up first): the proxy's access log will.
-				out.unnamed = append(out.unnamed, seqOutcome{res.Seq, o})
+				out.unnamed = append(out.unnamed, engine.SeqOutcome{Seq: res.Seq, Outcome: o})
 				continue
 			}
 			coll.Add(o)
@@ -441,12 +449,6 @@ func classify(res *vegeta.Result, start time.Time, rt *transport.Route, routed b
 		o.Key, o.HasKey = rt.Key, rt.HasKey
 	}
 	return o
-}
-
-// seqOutcome is a result waiting for attribution.
-type seqOutcome struct {
-	seq uint64
-	o   engine.Outcome
 }
 
 // proxyConns bounds the client's connections to a proxy under test: the

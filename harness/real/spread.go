@@ -6,10 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -22,6 +24,7 @@ import (
 	"github.com/lbchaos/lbchaos/faultyserver"
 	"github.com/lbchaos/lbchaos/harness/engine"
 	"github.com/lbchaos/lbchaos/harness/fleet"
+	"github.com/lbchaos/lbchaos/harness/proxies"
 	"github.com/lbchaos/lbchaos/reports"
 	"github.com/lbchaos/lbchaos/strategies"
 )
@@ -34,18 +37,13 @@ const DefaultGeneratorLead = time.Second
 // (generators > 1) cannot do: the generators need the lbchaos executable;
 // each sends to the instances' addresses as they were at the start, so an
 // instance that moves (a killed container's new port) would not be
-// followed; and a proxy strategy is left to the single-process run.
+// followed.
 func checkGenerators(exp *experiments.Experiment, lbchaos string) error {
 	if exp.Generators <= 1 {
 		return nil
 	}
 	if lbchaos == "" {
 		return fmt.Errorf("generators (%d): the generators are lbchaos processes (lbchaos generate), and the engine was given no lbchaos executable (real.Options.LbchaosBinary)", exp.Generators)
-	}
-	for _, name := range exp.Strategies {
-		if strategies.IsProxy(name) {
-			return fmt.Errorf("strategy %s: generators (%d) apply to built-in strategies; run proxy strategies with one generator", name, exp.Generators)
-		}
 	}
 	for _, f := range exp.Faults {
 		if c, ok := f.Spec.(faultyserver.ContainerFault); ok && c.Relocates() {
@@ -80,6 +78,14 @@ func (e *Engine) measureSpread(ctx context.Context, job engine.Job, fl fleet.Fle
 			}
 		}()
 	}
+	// A proxy strategy: one proxy, which every generator sends to.
+	var proxy *proxies.Proxy
+	if strategies.IsProxy(name) {
+		if proxy, err = proxies.Start(ctx, name, exp.ProxyFiles[name], targets, exp.Timeout, opts.LbchaosBinary, exp.Seed); err != nil {
+			return nil, err
+		}
+		defer proxy.Close()
+	}
 	faults := newFaultRunner(fl, exp.Faults, exp.Duration, func(int, *url.URL) {})
 	if err := faults.applyInitial(ctx); err != nil {
 		return nil, err
@@ -104,7 +110,7 @@ func (e *Engine) measureSpread(ctx context.Context, job engine.Job, fl fleet.Fle
 	// The connection bound holds for the run: the generators share it.
 	conns = max(1, conns/gens)
 	for g := range gens {
-		gen, err := startGenerator(runCtx, opts.LbchaosBinary, exp, name, g, targets, start, conns, raw != nil, job.Log)
+		gen, err := startGenerator(runCtx, opts.LbchaosBinary, exp, name, g, targets, proxy, start, conns, raw != nil, job.Log)
 		if err != nil {
 			interrupt()
 			wg.Wait()
@@ -156,9 +162,14 @@ func (e *Engine) measureSpread(ctx context.Context, job engine.Job, fl fleet.Fle
 		}
 		return nil, err
 	}
+	var proxyNotes []string
+	if proxy != nil {
+		proxyNotes = attributeProxy(proxy, name, merger.Unnamed(), coll)
+	}
 	if m, err = merger.Measurement(name, exp.FaultyInstances()); err != nil {
 		return nil, err
 	}
+	m.Notes = append(m.Notes, proxyNotes...)
 	m.Interrupted = m.Interrupted || faultStop.Load()
 	for g, err := range rawErrs {
 		if err != nil {
@@ -224,12 +235,13 @@ type generatorProc struct {
 	stderr *lastLines
 }
 
-// startGenerator launches generator g of exp's strategy name: `lbchaos
-// generate`, the experiment on its standard input, its stream on its
+// startGenerator launches generator g of exp's strategy name (sending to
+// proxy, when not nil): `lbchaos generate`, the experiment on its standard
+// input, its stream on its
 // standard output, its progress (prefixed with its index) on log. When ctx
 // is done it is interrupted, and killed if it has not ended the timeout
 // and 10 s later.
-func startGenerator(ctx context.Context, bin string, exp *experiments.Experiment, name string, g int, targets []*url.URL, start time.Time, conns int, raw bool, log io.Writer) (*generatorProc, error) {
+func startGenerator(ctx context.Context, bin string, exp *experiments.Experiment, name string, g int, targets []*url.URL, proxy *proxies.Proxy, start time.Time, conns int, raw bool, log io.Writer) (*generatorProc, error) {
 	args := []string{"generate",
 		"--source", exp.Source,
 		"--experiment", "-",
@@ -244,6 +256,13 @@ func startGenerator(ctx context.Context, bin string, exp *experiments.Experiment
 	}
 	for _, t := range targets {
 		args = append(args, "--target", t.String())
+	}
+	if proxy != nil {
+		args = append(args, "--proxy", proxy.URL().String())
+		ups := proxy.Upstreams()
+		for _, u := range slices.Sorted(maps.Keys(ups)) {
+			args = append(args, "--upstream", u+"="+strconv.Itoa(ups[u]))
+		}
 	}
 	if raw {
 		args = append(args, "--raw")
