@@ -7,7 +7,10 @@
 // open-loop load through a balancing transport to real backends of a
 // fleet.Provider) and harness/sim (the same model in virtual time). What
 // both need is here too: the result collector, the arrival schedule, the
-// request keys, and the balancers built the same way for either.
+// request keys, and the balancers built the same way for either; and, for
+// a load spread over several generators (generators: N), each generator's
+// share of the schedule (Stride), the stream that carries a generator's
+// results (StreamWriter) and the Merger that merges the streams exactly.
 package engine
 
 import (

@@ -38,7 +38,9 @@ var errSimReset = errors.New("simulated connection reset by peer")
 // virtual clock, and instances that draw service times and fault plans
 // from the sources the real servers would seed. Container faults (pause,
 // kill, cpu) are simulated by their Plan. The generator never falls behind,
-// so send lag is 0 and the generator is never behind.
+// so send lag is 0 and the generator is never behind. With generators: N
+// the load is split as a real distributed run splits it, through the same
+// stream and merge (see simGenerator).
 //
 // When ctx is cancelled the strategy in progress stops at the current
 // virtual instant and its requests still in flight are left out as aborted.
