@@ -219,6 +219,11 @@ func (m *Merger) Measurement(name string, faulty []int) (*Measurement, error) {
 		out.Notes = append(out.Notes, r.Notes...)
 	}
 	out.GeneratorBehind = behind
+	for g, r := range m.results {
+		if r.Behind {
+			out.Notes = append(out.Notes, fmt.Sprintf("%s: generator %d of %d fell behind its share: %d requests sent where its schedule had %d.", name, g, m.gens, r.Sent, r.Scheduled))
+		}
+	}
 	sortEvents(m.events)
 	if len(m.events) > MaxEvents {
 		out.EventDrops += len(m.events) - MaxEvents
