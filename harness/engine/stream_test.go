@@ -148,3 +148,37 @@ func TestStreamWrongGenerator(t *testing.T) {
 		t.Fatalf("error %v, want one naming the stream's generator", err)
 	}
 }
+
+// TestMergedBehindIfAnyGeneratorWas: the merged run fell behind when any
+// generator fell behind its share, even if the totals look on schedule,
+// and a note names that generator.
+func TestMergedBehindIfAnyGeneratorWas(t *testing.T) {
+	m := NewMerger(newStreamCollector(), 2)
+	for g, res := range []GeneratorResult{
+		{Sent: 1000, Scheduled: 1000},
+		{Sent: 985, Scheduled: 1000, Behind: true},
+	} {
+		var buf bytes.Buffer
+		c := newStreamCollector()
+		sw := NewStreamWriter(&buf, StreamHeader{Generator: g, Generators: 2, Instances: 3, Buckets: c.Buckets()})
+		c.EmitBuckets(func(b int, hs []*hdrhistogram.PackedHistogram) { _ = sw.Bucket(b, hs) })
+		c.Finish()
+		if err := sw.End(c, NewEventLog(time.Time{}), res); err != nil {
+			t.Fatal(err)
+		}
+		if err := m.Read(g, &buf, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := m.Measurement("s", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !got.GeneratorBehind || got.Sent != 1985 || got.Scheduled != 2000 {
+		t.Errorf("behind %v, sent %d of %d; want behind, 1985 of 2000", got.GeneratorBehind, got.Sent, got.Scheduled)
+	}
+	want := "s: generator 1 of 2 fell behind its share: 985 requests sent where its schedule had 1000."
+	if len(got.Notes) != 1 || got.Notes[0] != want {
+		t.Errorf("notes %q, want [%q]", got.Notes, want)
+	}
+}
