@@ -892,24 +892,8 @@ func TestInterruptGeneratorsLeavesNoProcess(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	generators := func() []string {
-		var found []string
-		entries, _ := os.ReadDir("/proc")
-		for _, e := range entries {
-			cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-			if err == nil && bytes.HasPrefix(cmdline, []byte(bin+"\x00generate\x00")) {
-				found = append(found, e.Name())
-			}
-		}
-		return found
-	}
-	deadline := time.Now().Add(20 * time.Second)
-	for len(generators()) < 2 && time.Now().Before(deadline) {
-		time.Sleep(50 * time.Millisecond)
-	}
-	if n := len(generators()); n != 2 {
-		t.Fatalf("%d generators running, want 2\n%s", n, stderr.String())
-	}
+	generators := func() []string { return generatorsOf(bin) }
+	waitForGenerators(t, bin, 2, &stderr)
 	time.Sleep(2500 * time.Millisecond) // into the attack
 	if err := syscall.Kill(-cmd.Process.Pid, syscall.SIGINT); err != nil {
 		t.Fatal(err)
@@ -926,5 +910,58 @@ func TestInterruptGeneratorsLeavesNoProcess(t *testing.T) {
 	if !s.Partial || s.Generators != 2 || len(s.Strategies) != 1 || !s.Strategies[0].Partial || s.Strategies[0].Requests == 0 {
 		raw, _ := json.Marshal(s)
 		t.Errorf("summary not partial with 2 generators as expected: %s", raw)
+	}
+}
+
+// generatorsOf returns the pids of the running `bin generate` processes.
+func generatorsOf(bin string) []string {
+	var found []string
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err == nil && bytes.HasPrefix(cmdline, []byte(bin+"\x00generate\x00")) {
+			found = append(found, e.Name())
+		}
+	}
+	return found
+}
+
+func waitForGenerators(t *testing.T, bin string, n int, stderr *syncBuffer) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for len(generatorsOf(bin)) < n && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if got := len(generatorsOf(bin)); got != n {
+		t.Fatalf("%d generators running, want %d\n%s", got, n, stderr.String())
+	}
+}
+
+// TestKilledCoordinatorLeavesNoGenerator: a run killed outright (SIGKILL,
+// no chance to clean up) takes its generators with it.
+func TestKilledCoordinatorLeavesNoGenerator(t *testing.T) {
+	if testing.Short() || runtime.GOOS != "linux" {
+		t.Skip("builds and runs the binary; reads /proc")
+	}
+	bin := buildStatic(t)
+	cmd := exec.Command(bin, "run", "fast-fail", "--strategies", "round-robin", "--generators", "2", "--duration", "30s", "--rate", "300",
+		"--out", filepath.Join(t.TempDir(), "out"), "--backends", "process")
+	var stderr syncBuffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitForGenerators(t, bin, 2, &stderr)
+	time.Sleep(1500 * time.Millisecond) // into the attack
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	deadline := time.Now().Add(10 * time.Second)
+	for len(generatorsOf(bin)) > 0 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if left := generatorsOf(bin); len(left) > 0 {
+		t.Errorf("generators outlived their coordinator: pids %v", left)
 	}
 }
