@@ -31,3 +31,19 @@ func TestReportsSayGeneratorsAreBalancers(t *testing.T) {
 		}
 	}
 }
+
+func TestCompareNamesTheGenerators(t *testing.T) {
+	a, b := sampleSummary(), sampleSummary()
+	b.Generators = 4
+	var out bytes.Buffer
+	if err := WriteComparison(&out, a, b); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.SplitN(out.String(), "\n", 3)
+	if strings.Contains(lines[0], "generators") || !strings.Contains(lines[1], ", 4 generators, seed") {
+		t.Errorf("run lines %q, want only B's to name its 4 generators", lines[:2])
+	}
+	if want := "NOTE: the runs had 1 and 4 load generators: a client-side strategy ran as that many independent balancers"; !strings.Contains(out.String(), want) {
+		t.Errorf("comparison lacks %q", want)
+	}
+}
