@@ -150,6 +150,9 @@ func checkProxies(exp *experiments.Experiment, lbchaos string) error {
 }
 
 // Measure implements engine.Engine: one strategy against a fresh fleet.
+// With exp.Generators > 1 this process is the coordinator: it runs the
+// fleet and the faults, and the load comes from its generators
+// (measureSpread).
 func (e *Engine) Measure(ctx context.Context, job engine.Job) (m *engine.Measurement, err error) {
 	exp, name, opts := job.Exp, job.Name(), e.opts
 	conns := opts.MaxConnsPerInstance
