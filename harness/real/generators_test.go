@@ -18,6 +18,7 @@ import (
 
 	"github.com/lbchaos/lbchaos/experiments"
 	"github.com/lbchaos/lbchaos/harness"
+	"github.com/lbchaos/lbchaos/harness/engine"
 	"github.com/lbchaos/lbchaos/harness/internal/runtest"
 	"github.com/lbchaos/lbchaos/harness/process"
 	"github.com/lbchaos/lbchaos/reports"
@@ -133,12 +134,12 @@ func TestCheckGenerators(t *testing.T) {
 	tests := []struct {
 		name    string
 		exp     *experiments.Experiment
-		lbchaos string
+		lbchaos engine.Launcher
 		want    string
 	}{
-		{"one generator", crash, "", ""},
-		{"no executable", &two, "", "generators (2): the generators are lbchaos processes (lbchaos generate), and the engine was given no lbchaos executable"},
-		{"an instance that moves", &two, "/bin/lbchaos", `generators (2): mode "kill" brings the instance back on a new address, which the generators do not follow; run it with one generator`},
+		{"one generator", crash, nil, ""},
+		{"no executable", &two, nil, "generators (2): the generators are lbchaos processes (lbchaos generate), and the engine was given no lbchaos executable"},
+		{"an instance that moves", &two, LocalLauncher{Binary: "/bin/lbchaos"}, `generators (2): mode "kill" brings the instance back on a new address, which the generators do not follow; run it with one generator`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

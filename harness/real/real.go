@@ -49,8 +49,12 @@ type Options struct {
 	// command sets it to itself.
 	LbchaosBinary string
 	// GeneratorLead is how long after launching its generators a
-	// distributed run starts (default DefaultGeneratorLead).
+	// distributed run starts (default DefaultGeneratorLead), when they
+	// are local processes (Launcher nil).
 	GeneratorLead time.Duration
+	// Launcher starts a distributed run's generators (generators > 1);
+	// nil runs them as local processes of LbchaosBinary (LocalLauncher).
+	Launcher engine.Launcher
 }
 
 // Engine is the real engine.
@@ -85,7 +89,7 @@ func (e *Engine) Check(exp *experiments.Experiment) ([]string, error) {
 	if err := fleet.Check(exp, e.opts.Provider); err != nil {
 		return nil, err
 	}
-	if err := checkGenerators(exp, e.opts.LbchaosBinary); err != nil {
+	if err := checkGenerators(exp, e.launcher()); err != nil {
 		return nil, err
 	}
 	if err := checkProxies(exp, e.opts.LbchaosBinary); err != nil {

@@ -38,11 +38,11 @@ const DefaultGeneratorLead = time.Second
 // each sends to the instances' addresses as they were at the start, so an
 // instance that moves (a killed container's new port) would not be
 // followed.
-func checkGenerators(exp *experiments.Experiment, lbchaos string) error {
+func checkGenerators(exp *experiments.Experiment, l engine.Launcher) error {
 	if exp.Generators <= 1 {
 		return nil
 	}
-	if lbchaos == "" {
+	if l == nil {
 		return fmt.Errorf("generators (%d): the generators are lbchaos processes (lbchaos generate), and the engine was given no lbchaos executable (real.Options.LbchaosBinary)", exp.Generators)
 	}
 	for _, f := range exp.Faults {
@@ -91,31 +91,32 @@ func (e *Engine) measureSpread(ctx context.Context, job engine.Job, fl fleet.Fle
 		return nil, err
 	}
 
-	lead := opts.GeneratorLead
-	if lead <= 0 {
-		lead = DefaultGeneratorLead
-	}
-	start := time.Now().Add(lead)
+	launcher := e.launcher()
+	start := time.Now().Add(launcher.Lead())
 	// runCtx interrupts every generator: on the caller's cancel, on the
 	// first generator that fails, on a fault that cannot be applied.
 	runCtx, interrupt := context.WithCancel(ctx)
 	defer interrupt()
-	fmt.Fprintf(job.Log, "      %d generators (lbchaos generate), from %s\n", gens, start.Format("15:04:05.000"))
+	fmt.Fprintf(job.Log, "      %d generators (lbchaos generate, %s), from %s\n", gens, launcher.Name(), start.Format("15:04:05.000"))
 
+	// The connection bound holds for the run: the generators share it.
+	conns = max(1, conns/gens)
+	generators, err := launcher.Launch(runCtx, engine.LaunchSpec{
+		N:          gens,
+		Args:       generateArgs(exp, name, targets, proxy, start, conns, raw != nil),
+		Experiment: exp.Raw,
+		Grace:      exp.Timeout + 10*time.Second,
+		Log:        job.Log,
+	})
+	if err != nil {
+		return nil, err
+	}
 	var (
 		wg      sync.WaitGroup
 		errs    = make([]error, gens)
 		rawErrs = make([]error, gens)
 	)
-	// The connection bound holds for the run: the generators share it.
-	conns = max(1, conns/gens)
-	for g := range gens {
-		gen, err := startGenerator(runCtx, opts.LbchaosBinary, exp, name, g, targets, proxy, start, conns, raw != nil, job.Log)
-		if err != nil {
-			interrupt()
-			wg.Wait()
-			return nil, fmt.Errorf("generator %d: %w", g, err)
-		}
+	for g, gen := range generators {
 		wg.Go(func() {
 			var sink io.Writer
 			var decoded chan error
@@ -125,13 +126,14 @@ func (e *Engine) measureSpread(ctx context.Context, job engine.Job, fl fleet.Fle
 				go func() { decoded <- decodeRaw(pr, raw) }()
 				defer func() { _ = pw.Close(); rawErrs[g] = <-decoded }()
 			}
-			rerr := merger.Read(g, gen.stdout, sink)
+			stream := gen.Stream()
+			rerr := merger.Read(g, stream, sink)
 			if rerr != nil {
 				// Stop it: its results cannot be merged.
 				interrupt()
-				_, _ = io.Copy(io.Discard, gen.stdout)
+				_, _ = io.Copy(io.Discard, stream)
 			}
-			if err := gen.wait(rerr); err != nil {
+			if err := gen.Wait(rerr); err != nil {
 				errs[g] = err
 				interrupt()
 			}
@@ -227,26 +229,13 @@ func decodeRaw(r io.Reader, w *rawWriter) error {
 	}
 }
 
-// generatorProc is a running generator.
-type generatorProc struct {
-	index  int
-	cmd    *exec.Cmd
-	stdout io.ReadCloser
-	stderr *lastLines
-}
-
-// startGenerator launches generator g of exp's strategy name (sending to
-// proxy, when not nil): `lbchaos generate`, the experiment on its standard
-// input, its stream on its
-// standard output, its progress (prefixed with its index) on log. When ctx
-// is done it is interrupted, and killed if it has not ended the timeout
-// and 10 s later.
-func startGenerator(ctx context.Context, bin string, exp *experiments.Experiment, name string, g int, targets []*url.URL, proxy *proxies.Proxy, start time.Time, conns int, raw bool, log io.Writer) (*generatorProc, error) {
-	args := []string{"generate",
+// generateArgs are the arguments every generator of strategy name runs
+// with, after "generate" and but for --generator and --experiment (see
+// engine.LaunchSpec).
+func generateArgs(exp *experiments.Experiment, name string, targets []*url.URL, proxy *proxies.Proxy, start time.Time, conns int, raw bool) []string {
+	args := []string{
 		"--source", exp.Source,
-		"--experiment", "-",
 		"--strategy", name,
-		"--generator", strconv.Itoa(g),
 		"--generators", strconv.Itoa(exp.Generators),
 		"--duration", exp.Duration.String(),
 		"--rate", strconv.FormatFloat(exp.Rate, 'g', -1, 64),
@@ -267,11 +256,68 @@ func startGenerator(ctx context.Context, bin string, exp *experiments.Experiment
 	if raw {
 		args = append(args, "--raw")
 	}
-	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.Stdin = bytes.NewReader(exp.Raw)
+	return args
+}
+
+// launcher returns what starts a distributed run's generators: the
+// Launcher option, else local processes of the lbchaos executable; nil
+// when the engine has neither.
+func (e *Engine) launcher() engine.Launcher {
+	switch {
+	case e.opts.Launcher != nil:
+		return e.opts.Launcher
+	case e.opts.LbchaosBinary != "":
+		return LocalLauncher{Binary: e.opts.LbchaosBinary, LeadTime: e.opts.GeneratorLead}
+	}
+	return nil
+}
+
+// LocalLauncher runs the generators as processes of this machine: Binary
+// (the lbchaos executable) `generate`, the experiment on its standard
+// input.
+type LocalLauncher struct {
+	Binary string
+	// LeadTime is the time between launch and the shared start (default
+	// DefaultGeneratorLead).
+	LeadTime time.Duration
+}
+
+// Name implements engine.Launcher.
+func (LocalLauncher) Name() string { return "local processes" }
+
+// Lead implements engine.Launcher.
+func (l LocalLauncher) Lead() time.Duration {
+	if l.LeadTime <= 0 {
+		return DefaultGeneratorLead
+	}
+	return l.LeadTime
+}
+
+// Launch implements engine.Launcher: generator g's progress goes to
+// spec.Log prefixed with its index. When ctx is done each is interrupted,
+// and killed if it has not ended spec.Grace later.
+func (l LocalLauncher) Launch(ctx context.Context, spec engine.LaunchSpec) ([]engine.Generator, error) {
+	gens := make([]engine.Generator, 0, spec.N)
+	for g := range spec.N {
+		p, err := l.start(ctx, spec, g)
+		if err != nil {
+			for _, started := range gens {
+				started.(*generatorProc).kill()
+			}
+			return nil, fmt.Errorf("generator %d: %w", g, err)
+		}
+		gens = append(gens, p)
+	}
+	return gens, nil
+}
+
+func (l LocalLauncher) start(ctx context.Context, spec engine.LaunchSpec, g int) (*generatorProc, error) {
+	args := append([]string{"generate", "--generator", strconv.Itoa(g), "--experiment", "-"}, spec.Args...)
+	cmd := exec.CommandContext(ctx, l.Binary, args...)
+	cmd.Stdin = bytes.NewReader(spec.Experiment)
 	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
-	cmd.WaitDelay = exp.Timeout + 10*time.Second
-	stderr := &lastLines{w: log, prefix: fmt.Sprintf("      generator %d: ", g)}
+	cmd.WaitDelay = spec.Grace
+	stderr := &lastLines{w: spec.Log, prefix: fmt.Sprintf("      generator %d: ", g)}
 	cmd.Stderr = stderr
 	endWithParent(cmd)
 	stdout, err := cmd.StdoutPipe()
@@ -284,9 +330,25 @@ func startGenerator(ctx context.Context, bin string, exp *experiments.Experiment
 	return &generatorProc{index: g, cmd: cmd, stdout: stdout, stderr: stderr}, nil
 }
 
-// wait waits for the generator to exit and returns an error naming it when
-// it failed or its stream (read with error rerr) was incomplete.
-func (p *generatorProc) wait(rerr error) error {
+// generatorProc is a running generator process.
+type generatorProc struct {
+	index  int
+	cmd    *exec.Cmd
+	stdout io.ReadCloser
+	stderr *lastLines
+}
+
+// Stream implements engine.Generator.
+func (p *generatorProc) Stream() io.Reader { return p.stdout }
+
+// kill ends a generator whose run never started.
+func (p *generatorProc) kill() {
+	_ = p.cmd.Process.Kill()
+	_ = p.cmd.Wait()
+}
+
+// Wait implements engine.Generator.
+func (p *generatorProc) Wait(rerr error) error {
 	werr := p.cmd.Wait()
 	if werr != nil && p.cmd.ProcessState != nil && p.cmd.ProcessState.Success() {
 		// Interrupted (Wait then returns the context's error), it ended
