@@ -33,6 +33,7 @@ type file struct {
 	Keys          *fileKeys     `yaml:"keys"`
 	Requests      *fileRequests `yaml:"requests"`
 	Replicas      *int          `yaml:"replicas"`
+	Generators    *int          `yaml:"generators"`
 	KeyMetric     string        `yaml:"key_metric"`
 	Expect        yaml.Node     `yaml:"expect"`
 }
@@ -204,6 +205,10 @@ func (f *file) build(source, dir string) (*Experiment, error) {
 	e.Replicas = 1
 	if f.Replicas != nil {
 		e.Replicas = *f.Replicas
+	}
+	e.Generators = 1
+	if f.Generators != nil {
+		e.Generators = *f.Generators
 	}
 	if f.Keys != nil {
 		if e.Keys, err = f.Keys.build(); err != nil {

@@ -158,6 +158,9 @@ func TestBadFiles(t *testing.T) {
 		{name: "everyone joins late", replace: [2]string{"instances: {count: 3, service: {dist: fixed, value: 10ms}}", "instances: {service: {dist: fixed, value: 10ms}, groups: [{count: 2, join_at: 1s}]}"}, want: "t.yaml: instances: every instance has a join_at after the start"},
 		{name: "warm-up overlaps a fault", replace: [2]string{"instances: {count: 3, service: {dist: fixed, value: 10ms}}", "instances: {service: {dist: fixed, value: 10ms}, groups: [{count: 2}, {join_at: 2s, warmup: {duration: 3s, factor: 5}}]}"}, add: "faults: [{instance: 2, at: 4s, fault: {mode: hang}}]\n", want: "t.yaml: faults[1]: the warm-up of instance 2 overlaps faults[0]"},
 		{name: "replicas zero", add: "replicas: 0\n", want: "t.yaml: replicas: must be within [1, 64], got 0"},
+		{name: "generators zero", add: "generators: 0\n", want: "t.yaml: generators: must be within [1, 64], got 0"},
+		{name: "generators negative", add: "generators: -2\n", want: "t.yaml: generators: must be within [1, 64], got -2"},
+		{name: "too many balancers", add: "generators: 8\nreplicas: 9\n", want: "t.yaml: generators: 8 generators of 9 replicas are 72 balancers; at most 64"},
 		{name: "keys without dist", add: "keys: {n: 10}\n", want: "t.yaml: keys.dist: is required"},
 		{name: "keys bad dist", add: "keys: {dist: pareto, n: 10}\n", want: `t.yaml: keys.dist: must be uniform, zipf or sequence, got "pareto"`},
 		{name: "zipf without s", add: "keys: {dist: zipf, n: 10}\n", want: "t.yaml: keys.s: is required for zipf"},
@@ -237,6 +240,12 @@ func TestOverrides(t *testing.T) {
 	}
 	if _, err := e.Apply(Overrides{Strategies: []string{"nope"}}); err == nil || !strings.Contains(err.Error(), "strategies[0]") {
 		t.Errorf("bad strategy override: %v", err)
+	}
+	if got, err := e.Apply(Overrides{Generators: 3}); err != nil || got.Generators != 3 || e.Generators != 1 {
+		t.Errorf("--generators 3: generators %v (file's %d), error %v", got, e.Generators, err)
+	}
+	if _, err := e.Apply(Overrides{Generators: -1}); err == nil || !strings.Contains(err.Error(), "--generators: must be within [1, 64], got -1") {
+		t.Errorf("--generators -1: error %v", err)
 	}
 	if _, err := e.Apply(Overrides{Rate: -1}); err == nil || !strings.Contains(err.Error(), "--rate") {
 		t.Errorf("negative rate: %v", err)

@@ -69,6 +69,13 @@ type Experiment struct {
 	// balancers of each strategy, each seeing only its own in-flight
 	// counts (1 = one balancer).
 	Replicas int
+	// Generators spreads the load over this many load generators, each a
+	// process of its own (the simulator splits it the same way): request
+	// k goes to generator k mod Generators, all on one schedule from a
+	// shared start, and each runs Replicas balancers of each strategy. So
+	// Generators × Replicas independent client-side balancers in all
+	// (1 = one process).
+	Generators int
 	// KeyMetric is the metric the experiment exists to show, one of
 	// KeyMetrics(); DefaultKeyMetric when the file names none.
 	KeyMetric string

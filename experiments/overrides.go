@@ -19,6 +19,9 @@ type Overrides struct {
 	External []External
 	// HealthPath replaces instances.health (cmd: --health-path).
 	HealthPath string
+	// Generators replaces generators (cmd: --generators); 0 keeps the
+	// file's.
+	Generators int
 }
 
 // Apply returns a copy of e with the overrides applied and validated; the
@@ -48,6 +51,12 @@ func (e *Experiment) Apply(o Overrides) (*Experiment, error) {
 			return nil, fmt.Errorf("--rate: must be > 0, got %v", o.Rate)
 		}
 		c.Rate = o.Rate
+	}
+	if o.Generators != 0 {
+		if o.Generators < 1 || o.Generators > MaxGenerators {
+			return nil, fmt.Errorf("--generators: must be within [1, %d], got %d", MaxGenerators, o.Generators)
+		}
+		c.Generators = o.Generators
 	}
 	if o.Seed != nil {
 		c.Seed = *o.Seed

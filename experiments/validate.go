@@ -88,6 +88,12 @@ func (e *Experiment) Validate() error {
 	if e.Replicas < 1 || e.Replicas > 64 {
 		return fieldErr("replicas", "must be within [1, 64], got %d", e.Replicas)
 	}
+	if e.Generators < 1 || e.Generators > MaxGenerators {
+		return fieldErr("generators", "must be within [1, %d], got %d", MaxGenerators, e.Generators)
+	}
+	if e.Generators*e.Replicas > 64 {
+		return fieldErr("generators", "%d generators of %d replicas are %d balancers; at most 64", e.Generators, e.Replicas, e.Generators*e.Replicas)
+	}
 	if e.Keys != nil {
 		if err := e.Keys.validate(); err != nil {
 			return err
@@ -287,6 +293,9 @@ func overlaps(a, b Fault) bool {
 
 // fieldErr is the error of every check, the field's path first:
 // "field: why". Parse prefixes the source file the same way.
+// MaxGenerators bounds generators: load generator processes.
+const MaxGenerators = 64
+
 func fieldErr(field, format string, args ...any) error {
 	return fmt.Errorf("%s: %s", field, fmt.Sprintf(format, args...))
 }

@@ -175,7 +175,7 @@ func strategyOf(exp *experiments.Experiment, name string, m *engine.Measurement)
 	if m.Elapsed > 0 {
 		s.AchievedRate = float64(m.Sent) / m.Elapsed.Seconds()
 	}
-	s.GeneratorBehind = float64(m.Sent) < 0.99*float64(m.Scheduled)
+	s.GeneratorBehind = float64(m.Sent) < 0.99*float64(m.Scheduled) || m.GeneratorBehind
 	s.Ejections = m.Ejections
 	s.Events = m.Events
 	s.Partial = m.Interrupted
@@ -226,6 +226,9 @@ func newSummary(exp *experiments.Experiment, info engine.Info) *reports.Summary 
 		GoVersion:       runtime.Version(),
 		CPUs:            runtime.NumCPU(),
 		Version:         Version,
+	}
+	if exp.Generators > 1 {
+		sum.Generators = exp.Generators
 	}
 	if info.Virtual {
 		// A simulated summary depends on the experiment alone.

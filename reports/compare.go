@@ -25,6 +25,9 @@ func WriteComparison(w io.Writer, a, b *Summary) error {
 	if a.DurationS != b.DurationS || a.TargetRate != b.TargetRate {
 		fmt.Fprintf(w, "NOTE: the runs differ in load: %g s at %g req/s against %g s at %g req/s\n", a.DurationS, a.TargetRate, b.DurationS, b.TargetRate)
 	}
+	if ga, gb := max(1, a.Generators), max(1, b.Generators); ga != gb {
+		fmt.Fprintf(w, "NOTE: the runs had %d and %d load generators: a client-side strategy ran as that many independent balancers\n", ga, gb)
+	}
 	for _, r := range []*Summary{a, b} {
 		if r.Partial {
 			fmt.Fprintf(w, "NOTE: %s is a partial run\n", describeRun(r))
@@ -66,7 +69,11 @@ func WriteComparison(w io.Writer, a, b *Summary) error {
 }
 
 func describeRun(s *Summary) string {
-	return fmt.Sprintf("%s, %s engine, %s backends, seed %d, started %s", s.Experiment, s.Engine, s.Backends, s.Seed, s.Started.Format("2006-01-02T15:04:05Z"))
+	gens := ""
+	if s.Generators > 1 {
+		gens = fmt.Sprintf(", %d generators", s.Generators)
+	}
+	return fmt.Sprintf("%s, %s engine, %s backends%s, seed %d, started %s", s.Experiment, s.Engine, s.Backends, gens, s.Seed, s.Started.Format("2006-01-02T15:04:05Z"))
 }
 
 func strategyNamed(s *Summary, name string) (Strategy, bool) {

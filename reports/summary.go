@@ -38,6 +38,9 @@ type Summary struct {
 	Workers     int           `json:"workers"`             // workers per instance (0 = unlimited)
 	Service     string        `json:"service,omitempty"`   // service-time distribution, human readable
 	Faults      []FaultWindow `json:"faults,omitempty"`
+	// Generators is how many load generators shared the load (generators:
+	// N), each with its own client-side balancers; absent means one.
+	Generators int `json:"generators,omitempty"`
 	// Partial is true when the run was interrupted; the numbers cover only
 	// what was measured before the interruption.
 	Partial bool `json:"partial,omitempty"`

@@ -253,6 +253,11 @@ func settings(s *Summary) (set, env []row) {
 	add(&set, "arrivals", s.Arrival)
 	add(&set, "target rate", fmtNum(s.TargetRate)+" req/s")
 	add(&set, "duration per strategy", fmtNum(s.DurationS)+" s")
+	if s.Generators > 1 {
+		add(&set, "load generators", fmt.Sprintf("%d generators on one arrival schedule (request k to generator k mod %d), each with its own balancers: "+
+			"a built-in strategy ran as %d independent client-side balancers (times its replicas), each seeing only its own share of the load; "+
+			"proxy strategies are unaffected (every generator sends to the one proxy)", s.Generators, s.Generators, s.Generators))
+	}
 	if s.TimeoutMs > 0 {
 		add(&set, "request timeout", fmtNum(s.TimeoutMs)+" ms")
 	}

@@ -38,6 +38,8 @@ Usage:
                                     every namespace (Kubernetes)
   lbchaos signal STOP|CONT          what the kube backends' pause runs inside a pod: signal the pod's
                                     other processes
+  lbchaos generate [flags]          internal: one load generator of a distributed run (generators: N),
+                                    started by lbchaos run; results on stdout for it to merge
   lbchaos version
 `
 
@@ -95,6 +97,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return cmdCompare(args[1:], stdout, stderr)
 	case "image":
 		return cmdImage(ctx, args[1:], stdout, stderr)
+	case "generate":
+		return cmdGenerate(ctx, args[1:], os.Stdin, stdout, stderr)
 	case "clean":
 		return cmdClean(ctx, args[1:], stdout, stderr)
 	case "signal":

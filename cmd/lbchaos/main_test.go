@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -131,6 +132,11 @@ func TestRunErrors(t *testing.T) {
 		{"bad docker network", []string{"run", "baseline", "--docker-network", "overlay"}, 2, `--docker-network: unknown value "overlay"`},
 		{"container fault in process", []string{"run", "crash", "--backends", "process"}, 1, `faults[0]: mode "kill" acts on containers, which process backends do not have; run with --backends docker`},
 		{"bad rate", []string{"run", "baseline", "--rate", "-3"}, 2, "--rate: must be > 0"},
+		{"generators zero", []string{"run", "baseline", "--generators", "0"}, 2, "--generators: must be >= 1, got 0"},
+		{"generators too many", []string{"run", "baseline", "--generators", "65"}, 2, "--generators: must be within [1, 64], got 65"},
+		{"generate without strategy", []string{"generate"}, 2, "--strategy: required"},
+		{"generate bad index", []string{"generate", "--strategy", "p2c", "--generators", "2", "--generator", "2"}, 2, "--generator: must be within [0, 1], got 2"},
+		{"generate bad start", []string{"generate", "--strategy", "p2c", "--generators", "2", "--generator", "1", "--start", "now"}, 2, "--start: "},
 		{"bad duration flag", []string{"run", "baseline", "--duration", "soon"}, 2, `invalid value "soon" for flag -duration`},
 		{"bad strategy", []string{"run", "baseline", "--strategies", "round-robin,fastest"}, 2, `strategies[1]: unknown strategy "fastest"`},
 		{"missing file", []string{"run", "./does-not-exist.yaml"}, 1, "does-not-exist.yaml"},
@@ -872,4 +878,95 @@ strategies: [round-robin]
 			t.Error("a refused run wrote its output directory")
 		}
 	})
+}
+
+// TestInterruptGeneratorsLeavesNoProcess: Ctrl-C on a run with generators
+// (SIGINT to its process group, as a terminal sends it) interrupts its
+// generators, merges what they measured as partial results, and leaves
+// none of them running.
+func TestInterruptGeneratorsLeavesNoProcess(t *testing.T) {
+	if testing.Short() || runtime.GOOS != "linux" {
+		t.Skip("builds and runs the binary; reads /proc")
+	}
+	bin := buildStatic(t)
+	out := filepath.Join(t.TempDir(), "out")
+	cmd := exec.Command(bin, "run", "fast-fail", "--strategies", "round-robin", "--generators", "2", "--duration", "30s", "--rate", "300", "--out", out, "--backends", "process")
+	var stderr syncBuffer
+	cmd.Stderr = &stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	generators := func() []string { return generatorsOf(bin) }
+	waitForGenerators(t, bin, 2, &stderr)
+	time.Sleep(2500 * time.Millisecond) // into the attack
+	if err := syscall.Kill(-cmd.Process.Pid, syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	err := cmd.Wait()
+	var xe *exec.ExitError
+	if !errors.As(err, &xe) || xe.ExitCode() != 130 {
+		t.Fatalf("exit: %v, want code 130\n%s", err, stderr.String())
+	}
+	if left := generators(); len(left) > 0 {
+		t.Errorf("generators left running: pids %v", left)
+	}
+	s := readSummary(t, out)
+	if !s.Partial || s.Generators != 2 || len(s.Strategies) != 1 || !s.Strategies[0].Partial || s.Strategies[0].Requests == 0 {
+		raw, _ := json.Marshal(s)
+		t.Errorf("summary not partial with 2 generators as expected: %s", raw)
+	}
+}
+
+// generatorsOf returns the pids of the running `bin generate` processes.
+func generatorsOf(bin string) []string {
+	var found []string
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err == nil && bytes.HasPrefix(cmdline, []byte(bin+"\x00generate\x00")) {
+			found = append(found, e.Name())
+		}
+	}
+	return found
+}
+
+func waitForGenerators(t *testing.T, bin string, n int, stderr *syncBuffer) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for len(generatorsOf(bin)) < n && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if got := len(generatorsOf(bin)); got != n {
+		t.Fatalf("%d generators running, want %d\n%s", got, n, stderr.String())
+	}
+}
+
+// TestKilledCoordinatorLeavesNoGenerator: a run killed outright (SIGKILL,
+// no chance to clean up) takes its generators with it.
+func TestKilledCoordinatorLeavesNoGenerator(t *testing.T) {
+	if testing.Short() || runtime.GOOS != "linux" {
+		t.Skip("builds and runs the binary; reads /proc")
+	}
+	bin := buildStatic(t)
+	cmd := exec.Command(bin, "run", "fast-fail", "--strategies", "round-robin", "--generators", "2", "--duration", "30s", "--rate", "300",
+		"--out", filepath.Join(t.TempDir(), "out"), "--backends", "process")
+	var stderr syncBuffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitForGenerators(t, bin, 2, &stderr)
+	time.Sleep(1500 * time.Millisecond) // into the attack
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	deadline := time.Now().Add(10 * time.Second)
+	for len(generatorsOf(bin)) > 0 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if left := generatorsOf(bin); len(left) > 0 {
+		t.Errorf("generators outlived their coordinator: pids %v", left)
+	}
 }

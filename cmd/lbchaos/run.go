@@ -55,6 +55,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		quiet    = fs.Bool("quiet", false, "no progress lines")
 		raw      = fs.Bool("raw", true, "keep raw data in the output directory: every result in Vegeta's encoding (results-*.bin, for vegeta report/plot) and HdrHistogram logs (latency-*.hlog); real engine only")
 		engine   = fs.String("engine", "real", "real (real HTTP backends and load) or sim (the same model in virtual time: deterministic, seconds)")
+		gens     = fs.Int("generators", 0, "load generator processes sharing each strategy's load (default: the experiment's generators, else 1): request k goes to generator k mod N, all on one schedule; each runs its own balancers (replicas), so N generators are N independent client-side balancers; proxy strategies need 1")
 		dnet     = fs.String("docker-network", "auto", "how the harness reaches docker backends on 127.0.0.1: published (ports published by the engine; portable), host (containers share the host's network namespace; no userland proxy), or auto (host for a local Linux engine, else published)")
 	)
 	var kf kubeFlags
@@ -79,11 +80,19 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	var ov experiments.Overrides
 	ov.Duration, ov.Rate = *duration, *rate
+	var badGens bool
 	fs.Visit(func(f *flag.Flag) {
-		if f.Name == "seed" {
+		switch f.Name {
+		case "seed":
 			ov.Seed = seed
+		case "generators":
+			badGens = *gens < 1
+			ov.Generators = *gens
 		}
 	})
+	if badGens {
+		return &exitError{2, fmt.Errorf("--generators: must be >= 1, got %d", *gens)}
+	}
 	if *strats != "" {
 		for _, s := range splitStrategies(*strats) {
 			if s != "" {

@@ -27,27 +27,45 @@ func StrategySeed(seed uint64, name string) *rand.Rand {
 const MaxEvents = 100000
 
 // EventLog records a strategy's ejections, re-admissions, health changes
-// and joins, with their time from the start of the attack. Safe for
-// concurrent use.
+// and joins, with their time from the start of the attack and the replica
+// (balancer) that made them. Safe for concurrent use.
 type EventLog struct {
 	mu     sync.Mutex
 	start  time.Time
-	events []reports.Event
+	events []loggedEvent
 	drops  int
+}
+
+// loggedEvent is an event with the replica that recorded it and its place
+// in that replica's order: together with the time, a total order that
+// does not depend on how the replicas were spread over event logs (one
+// process, or one log per generator, merged).
+type loggedEvent struct {
+	reports.Event
+	replica int
+	seq     int
 }
 
 // NewEventLog returns a log whose times count from start.
 func NewEventLog(start time.Time) *EventLog { return &EventLog{start: start} }
 
-// Add records e, or counts it as dropped beyond MaxEvents.
-func (l *EventLog) Add(e strategies.Event) {
+// Add records e of replica 0, or counts it as dropped beyond MaxEvents.
+func (l *EventLog) Add(e strategies.Event) { l.AddFrom(0, e) }
+
+// AddFrom records e of the given replica, or counts it as dropped beyond
+// MaxEvents.
+func (l *EventLog) AddFrom(replica int, e strategies.Event) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if len(l.events) >= MaxEvents {
 		l.drops++
 		return
 	}
-	l.events = append(l.events, reports.Event{TimeS: e.Time.Sub(l.start).Seconds(), Instance: e.Endpoint, Kind: e.Kind, Detail: e.Detail})
+	l.events = append(l.events, loggedEvent{
+		Event:   reports.Event{TimeS: e.Time.Sub(l.start).Seconds(), Instance: e.Endpoint, Kind: e.Kind, Detail: e.Detail},
+		replica: replica,
+		seq:     len(l.events),
+	})
 }
 
 // SetStart moves the origin of the times recorded from now on.
@@ -57,14 +75,30 @@ func (l *EventLog) SetStart(t time.Time) {
 	l.mu.Unlock()
 }
 
-// Sorted returns the events in time order (stable) and how many were
-// dropped.
+// Sorted returns the events ordered by time, then replica, then the
+// order the replica recorded them in, and how many were dropped.
 func (l *EventLog) Sorted() (events []reports.Event, drops int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	events = l.events
-	sort.SliceStable(events, func(i, j int) bool { return events[i].TimeS < events[j].TimeS })
+	sortEvents(l.events)
+	events = make([]reports.Event, len(l.events))
+	for i, e := range l.events {
+		events[i] = e.Event
+	}
 	return events, l.drops
+}
+
+func sortEvents(es []loggedEvent) {
+	sort.SliceStable(es, func(i, j int) bool {
+		a, b := &es[i], &es[j]
+		if a.TimeS != b.TimeS {
+			return a.TimeS < b.TimeS
+		}
+		if a.replica != b.replica {
+			return a.replica < b.replica
+		}
+		return a.seq < b.seq
+	})
 }
 
 // NewBalancers builds exp.Replicas independent balancers of strategy name
@@ -73,13 +107,19 @@ func (l *EventLog) Sorted() (events []reports.Event, drops int) {
 // are recorded in events from then on. Both engines build them here, so a
 // strategy sees the same seed, weights and host set in each.
 func NewBalancers(exp *experiments.Experiment, name string, clock strategies.Clock, events *EventLog) ([]*strategies.Balancer, error) {
+	return GeneratorBalancers(exp, name, clock, 0, 1, events)
+}
+
+// GeneratorBalancers builds the exp.Replicas balancers of generator gen of
+// gens: its replica r is replica gens*r+gen of a single process running
+// gens*exp.Replicas replicas, seeded as that one is. Request k goes to
+// generator k mod gens and, there, to replica (k div gens) mod
+// exp.Replicas, which is replica k mod (gens*exp.Replicas) of the single
+// process: gens generators of R replicas are one process of gens*R
+// replicas, spread.
+func GeneratorBalancers(exp *experiments.Experiment, name string, clock strategies.Clock, gen, gens int, events *EventLog) ([]*strategies.Balancer, error) {
 	n := exp.Instances.Count
 	var armed atomic.Bool
-	record := func(e strategies.Event) {
-		if armed.Load() {
-			events.Add(e)
-		}
-	}
 	initial := make([]int, 0, n)
 	for id := range n {
 		if exp.Instances.Instance(id).JoinAt == 0 {
@@ -88,15 +128,20 @@ func NewBalancers(exp *experiments.Experiment, name string, clock strategies.Clo
 	}
 	lbs := make([]*strategies.Balancer, max(1, exp.Replicas))
 	for r := range lbs {
+		global := gens*r + gen
 		seedName := name
-		if r > 0 {
-			seedName = fmt.Sprintf("%s#%d", name, r)
+		if global > 0 {
+			seedName = fmt.Sprintf("%s#%d", name, global)
 		}
 		lb, err := strategies.New(name, strategies.Env{
-			N:       n,
-			Clock:   clock,
-			Rand:    StrategySeed(exp.Seed, seedName),
-			Events:  record,
+			N:     n,
+			Clock: clock,
+			Rand:  StrategySeed(exp.Seed, seedName),
+			Events: func(e strategies.Event) {
+				if armed.Load() {
+					events.AddFrom(global, e)
+				}
+			},
 			Weights: exp.Instances.Weights(),
 		})
 		if err != nil {

@@ -53,14 +53,17 @@ type Collector struct {
 	bucket    time.Duration
 	settle    time.Duration // how long after a bucket ends its requests may still finish
 
-	mu           sync.Mutex
-	overall      *hdrhistogram.Histogram
-	lag          *hdrhistogram.Histogram
-	inst         []instAgg
-	series       []reports.InstanceSeries
-	open         map[int][]*hdrhistogram.PackedHistogram // bucket -> per-instance histograms
-	finalized    int                                     // buckets < finalized are reduced
-	late         int64                                   // results that arrived for an already reduced bucket
+	mu        sync.Mutex
+	overall   *hdrhistogram.Histogram
+	lag       *hdrhistogram.Histogram
+	inst      []instAgg
+	series    []reports.InstanceSeries
+	open      map[int][]*hdrhistogram.PackedHistogram // bucket -> per-instance histograms
+	finalized int                                     // buckets < finalized are reduced (or emitted)
+	// emit, when set, receives each finished bucket's histograms instead
+	// of reduce (EmitBuckets).
+	emit         func(b int, hists []*hdrhistogram.PackedHistogram)
+	late         int64 // results that arrived for an already reduced bucket
 	requests     int64
 	successes    int64
 	timeouts     int64
@@ -141,7 +144,7 @@ func (c *Collector) Add(o Outcome) {
 		return
 	}
 	if o.HasKey {
-		c.countKey(o.Key, o.Instance)
+		c.countKeyN(o.Key, o.Instance, 1)
 	}
 	a := &c.inst[o.Instance]
 	a.requests++
@@ -176,6 +179,9 @@ func (c *Collector) Add(o Outcome) {
 	_ = hs[o.Instance].RecordValue(us)
 }
 
+// Buckets is how many one-second buckets the collector keeps.
+func (c *Collector) Buckets() int { return len(c.series[0].Requests) }
+
 func (c *Collector) bucketOf(sentAt time.Duration) int {
 	b := int(sentAt / c.bucket)
 	return min(max(b, 0), len(c.series[0].Requests)-1)
@@ -203,9 +209,31 @@ func (c *Collector) Sweep(elapsed time.Duration) {
 		if elapsed < end {
 			return
 		}
-		c.reduce(c.finalized)
+		c.close(c.finalized)
 		c.finalized++
 	}
+}
+
+// EmitBuckets makes the collector hand each finished second's histograms,
+// indexed by instance (nil where an instance had none, and a nil slice for
+// a second without any), to emit in bucket order, instead of reducing
+// them to percentiles: a generator streams them to the coordinator, which
+// merges them (MergeBuckets). emit runs with the collector locked. Call it
+// before the first Add.
+func (c *Collector) EmitBuckets(emit func(b int, hists []*hdrhistogram.PackedHistogram)) {
+	c.mu.Lock()
+	c.emit = emit
+	c.mu.Unlock()
+}
+
+// close finishes bucket b: emits or reduces it. c.mu held.
+func (c *Collector) close(b int) {
+	if c.emit != nil {
+		c.emit(b, c.open[b])
+		delete(c.open, b)
+		return
+	}
+	c.reduce(b)
 }
 
 // reduce replaces bucket b's histograms by their percentiles. c.mu held.
@@ -225,7 +253,7 @@ func (c *Collector) Finish() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for ; c.finalized < len(c.series[0].Requests); c.finalized++ {
-		c.reduce(c.finalized)
+		c.close(c.finalized)
 	}
 }
 
@@ -306,20 +334,20 @@ func (c *Collector) Strategy(name string, faulty []int) reports.Strategy {
 	return s
 }
 
-// countKey counts a request with key to instance; the lists are short, as
-// a key goes to one instance or a few.
-func (c *Collector) countKey(key uint64, instance int) {
+// countKeyN counts n requests with key to instance; the lists are short,
+// as a key goes to one instance or a few.
+func (c *Collector) countKeyN(key uint64, instance int, n int64) {
 	if c.keys == nil {
 		c.keys = map[uint64][]keyCount{}
 	}
 	kc := c.keys[key]
 	for i := range kc {
 		if kc[i].instance == int32(instance) {
-			kc[i].n++
+			kc[i].n += n
 			return
 		}
 	}
-	c.keys[key] = append(kc, keyCount{instance: int32(instance), n: 1})
+	c.keys[key] = append(kc, keyCount{instance: int32(instance), n: n})
 }
 
 // affinity is the share of keyed requests served by their key's home, the

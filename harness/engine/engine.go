@@ -7,7 +7,10 @@
 // open-loop load through a balancing transport to real backends of a
 // fleet.Provider) and harness/sim (the same model in virtual time). What
 // both need is here too: the result collector, the arrival schedule, the
-// request keys, and the balancers built the same way for either.
+// request keys, and the balancers built the same way for either; and, for
+// a load spread over several generators (generators: N), each generator's
+// share of the schedule (Stride), the stream that carries a generator's
+// results (StreamWriter) and the Merger that merges the streams exactly.
 package engine
 
 import (
@@ -89,6 +92,9 @@ type Measurement struct {
 	// below 99% of Scheduled.
 	Sent      int64
 	Scheduled uint64
+	// GeneratorBehind is set by a distributed run when any of its
+	// generators sent less than 99% of its own share of the schedule.
+	GeneratorBehind bool
 	// Elapsed is how long the attack sent requests: its duration, or until
 	// it was interrupted.
 	Elapsed     time.Duration

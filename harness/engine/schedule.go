@@ -140,3 +140,73 @@ func NewSchedule(arrival string, rate float64, seed uint64) Schedule {
 	}
 	return NewPoissonSchedule(rate, seed)
 }
+
+// Stride returns generator gen's share of s among gens generators: its
+// j-th arrival is s's arrival j*gens+gen, so that the generators together
+// send s's arrivals, each exactly once, at their times. With one generator
+// it is s.
+func Stride(s Schedule, gen, gens int) Schedule {
+	if gens <= 1 {
+		return s
+	}
+	return &strideSchedule{s: s, gen: uint64(gen), gens: uint64(gens)}
+}
+
+type strideSchedule struct {
+	s         Schedule
+	gen, gens uint64
+}
+
+// Global returns the index in the whole schedule of the generator's j-th
+// arrival.
+func (t *strideSchedule) Global(j uint64) uint64 { return j*t.gens + t.gen }
+
+// Due implements Schedule.
+func (t *strideSchedule) Due(j uint64) (time.Duration, bool) { return t.s.Due(t.Global(j)) }
+
+// Count implements Schedule.
+func (t *strideSchedule) Count(d time.Duration) uint64 {
+	c := t.s.Count(d)
+	if c <= t.gen {
+		return 0
+	}
+	return (c - t.gen + t.gens - 1) / t.gens
+}
+
+// Pace implements vegeta.Pacer.
+func (t *strideSchedule) Pace(elapsed time.Duration, hits uint64) (time.Duration, bool) {
+	due, _ := t.Due(hits)
+	return max(due-elapsed, 0), false
+}
+
+// Rate implements vegeta.Pacer: the generator's share of the mean rate.
+func (t *strideSchedule) Rate(elapsed time.Duration) float64 {
+	return t.s.Rate(elapsed) / float64(t.gens)
+}
+
+// EndGrace is how long after its duration an attack paced by Until may
+// still send the arrivals due before the end that it is late for.
+const EndGrace = 100 * time.Millisecond
+
+// Until paces s for an attack of duration d: it sends every arrival due
+// before d and stops at the first one due at or after it. Run the attack
+// for d + EndGrace: Vegeta's own duration check, made before each arrival
+// is paced, would drop an arrival due just before d whenever the one before
+// it left a little late, so the count sent would vary by one or two from
+// run to run (and between one generator and several).
+func Until(s Schedule, d time.Duration) vegeta.Pacer { return until{s, d} }
+
+type until struct {
+	s Schedule
+	d time.Duration
+}
+
+func (u until) Pace(elapsed time.Duration, hits uint64) (time.Duration, bool) {
+	due, _ := u.s.Due(hits)
+	if due >= u.d {
+		return 0, true
+	}
+	return max(due-elapsed, 0), false
+}
+
+func (u until) Rate(elapsed time.Duration) float64 { return u.s.Rate(elapsed) }

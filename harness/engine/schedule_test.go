@@ -89,3 +89,49 @@ func TestPoissonScheduleForgetsOnlyTheDistantPast(t *testing.T) {
 		t.Error("arrival inside the window not reported")
 	}
 }
+
+// TestStrideSplitsExactly: the generators' shares of a schedule, together,
+// are the schedule: every arrival once, at its time, and their counts add
+// up to the schedule's at any time.
+func TestStrideSplitsExactly(t *testing.T) {
+	for _, gens := range []int{1, 2, 3, 4} {
+		whole := NewSchedule("poisson", 1000, 7)
+		shares := make([]Schedule, gens)
+		for g := range shares {
+			shares[g] = Stride(NewSchedule("poisson", 1000, 7), g, gens)
+		}
+		for k := uint64(0); k < 5000; k++ {
+			want, _ := whole.Due(k)
+			got, _ := shares[k%uint64(gens)].Due(k / uint64(gens))
+			if got != want {
+				t.Fatalf("%d generators: arrival %d at %v, want %v", gens, k, got, want)
+			}
+		}
+		for _, d := range []time.Duration{0, time.Millisecond, 777 * time.Millisecond, 3 * time.Second} {
+			var sum uint64
+			for _, s := range shares {
+				sum += s.Count(d)
+			}
+			if want := whole.Count(d); sum != want {
+				t.Errorf("%d generators: counts before %v add up to %d, want %d", gens, d, sum, want)
+			}
+		}
+	}
+}
+
+func TestUntilStopsAtTheFirstArrivalAtTheEnd(t *testing.T) {
+	s := &ConstantSchedule{PerSecond: 10} // arrivals at 0, 0.1 s, 0.2 s, ...
+	p := Until(s, time.Second)
+	for hits := uint64(0); hits < 10; hits++ {
+		// However late the attack is, every arrival before the end is sent.
+		if wait, stop := p.Pace(2*time.Second, hits); stop || wait != 0 {
+			t.Fatalf("arrival %d: wait %v, stop %v; want it sent at once", hits, wait, stop)
+		}
+	}
+	if _, stop := p.Pace(900*time.Millisecond, 10); !stop {
+		t.Error("arrival 10, due at the end, not stopped")
+	}
+	if wait, _ := p.Pace(250*time.Millisecond, 3); wait != 50*time.Millisecond {
+		t.Errorf("arrival 3 at 250 ms: wait %v, want 50ms", wait)
+	}
+}

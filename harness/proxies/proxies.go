@@ -12,6 +12,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"net/url"
@@ -304,12 +305,17 @@ func (p *proxyProcess) attribution() (map[uint64]int, error) {
 
 // instanceOf maps an upstream as the proxy names it to an instance id;
 // of a list of those tried ("addr1, addr2", nginx after a retry) the last.
-func (p *proxyProcess) instanceOf(upstream string) (int, bool) {
+func (p *proxyProcess) instanceOf(upstream string) (int, bool) { return InstanceIn(p.ids, upstream) }
+
+// InstanceIn maps an upstream as a proxy names it to an instance id by
+// ids (Proxy.Upstreams); of a list of those tried ("addr1, addr2", nginx
+// after a retry) the last.
+func InstanceIn(ids map[string]int, upstream string) (int, bool) {
 	parts := strings.FieldsFunc(upstream, func(r rune) bool { return r == ',' || r == ' ' })
 	if len(parts) == 0 {
 		return 0, false
 	}
-	id, ok := p.ids[parts[len(parts)-1]]
+	id, ok := ids[parts[len(parts)-1]]
 	return id, ok
 }
 
@@ -381,6 +387,11 @@ func (x *Proxy) Kind() string { return x.p.cfg.spec.Kind }
 // InstanceOf maps an upstream as the proxy names it (UpstreamHeader, its
 // access log) to an instance id.
 func (x *Proxy) InstanceOf(upstream string) (int, bool) { return x.p.instanceOf(upstream) }
+
+// Upstreams returns how the proxy names its upstreams, each with its
+// instance id, for InstanceIn: what InstanceOf knows, to hand to another
+// process.
+func (x *Proxy) Upstreams() map[string]int { return maps.Clone(x.p.ids) }
 
 // Stop stops the proxy gracefully (its access log flushed), waits until it
 // is gone, and keeps its directory for Attribution. Idempotent.

@@ -2,6 +2,7 @@ package real
 
 import (
 	"bufio"
+	"io"
 	"os"
 	"path/filepath"
 	"time"
@@ -23,6 +24,11 @@ func newRawWriter(path string) (*rawWriter, error) {
 	if err != nil {
 		return nil, err
 	}
+	return newRawEncoder(f), nil
+}
+
+// newRawEncoder encodes results to f, closed by close.
+func newRawEncoder(f io.WriteCloser) *rawWriter {
 	w := &rawWriter{ch: make(chan *vegeta.Result, 1<<14), done: make(chan error, 1)}
 	go func() {
 		bw := bufio.NewWriterSize(f, 1<<20)
@@ -41,7 +47,7 @@ func newRawWriter(path string) (*rawWriter, error) {
 		}
 		w.done <- werr
 	}()
-	return w, nil
+	return w
 }
 
 // add queues r; it blocks only when the encoder is 16384 results behind.

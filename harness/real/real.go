@@ -44,8 +44,17 @@ type Options struct {
 	// HdrHistogram log (latency-<strategy>.hlog).
 	RawDir string
 	// LbchaosBinary is the lbchaos executable that "lbchaos:..." proxy
-	// strategies run as `lbchaos proxy`; the command sets it to itself.
+	// strategies run as `lbchaos proxy`, and that a distributed run
+	// (generators > 1) runs as its generators, `lbchaos generate`; the
+	// command sets it to itself.
 	LbchaosBinary string
+	// GeneratorLead is how long after launching its generators a
+	// distributed run starts (default DefaultGeneratorLead), when they
+	// are local processes (Launcher nil).
+	GeneratorLead time.Duration
+	// Launcher starts a distributed run's generators (generators > 1);
+	// nil runs them as local processes of LbchaosBinary (LocalLauncher).
+	Launcher engine.Launcher
 }
 
 // Engine is the real engine.
@@ -78,6 +87,9 @@ func (e *Engine) Info() engine.Info {
 // and each file strategy (nginx:file, haproxy:file) one naming its file.
 func (e *Engine) Check(exp *experiments.Experiment) ([]string, error) {
 	if err := fleet.Check(exp, e.opts.Provider); err != nil {
+		return nil, err
+	}
+	if err := checkGenerators(exp, e.launcher()); err != nil {
 		return nil, err
 	}
 	if err := checkProxies(exp, e.opts.LbchaosBinary); err != nil {
@@ -142,6 +154,9 @@ func checkProxies(exp *experiments.Experiment, lbchaos string) error {
 }
 
 // Measure implements engine.Engine: one strategy against a fresh fleet.
+// With exp.Generators > 1 this process is the coordinator: it runs the
+// fleet and the faults, and the load comes from its generators
+// (measureSpread).
 func (e *Engine) Measure(ctx context.Context, job engine.Job) (m *engine.Measurement, err error) {
 	exp, name, opts := job.Exp, job.Name(), e.opts
 	conns := opts.MaxConnsPerInstance
@@ -164,6 +179,9 @@ func (e *Engine) Measure(ctx context.Context, job engine.Job) (m *engine.Measure
 		}
 		targets[i] = b.URL
 	}
+	if exp.Generators > 1 {
+		return e.measureSpread(ctx, job, fl, targets, conns)
+	}
 
 	events := engine.NewEventLog(time.Now())
 	var (
@@ -184,23 +202,9 @@ func (e *Engine) Measure(ctx context.Context, job engine.Job) (m *engine.Measure
 		bal = transport.NewBalancer(lbs, targets, exp.Timeout, conns, ctx)
 	}
 	defer bal.CloseIdleConnections()
-	client := &http.Client{
-		Transport: bal, // applies the request timeout itself
-		Timeout:   0,
-		CheckRedirect: func(*http.Request, []*http.Request) error {
-			return http.ErrUseLastResponse
-		},
-	}
-	attacker := vegeta.NewAttacker(
-		vegeta.Client(client),
-		vegeta.Workers(uint64(max(10, min(exp.Rate/20, 1000)))),
-		// Keep no body in the results, yet read every body to its end
-		// (Vegeta discards what is past MaxBody), so that a service's cost
-		// of sending it is real: TestRunTargetsFile checks it.
-		vegeta.MaxBody(0),
-	)
+	attacker := newAttacker(bal, exp.Rate)
 	var start time.Time // set just before the attack; read by the targeter
-	targeter := newTargeter(exp, &start)
+	targeter := newTargeter(exp, &start, 0, 1)
 	sched := engine.NewSchedule(exp.Arrival, exp.Rate, exp.Seed)
 	coll := engine.NewCollector(len(backends), exp.Duration, exp.Timeout, exp.SlowThreshold)
 
@@ -235,78 +239,15 @@ func (e *Engine) Measure(ctx context.Context, job engine.Job) (m *engine.Measure
 		})
 	})
 	faultWG.Go(func() { runJoins(faultCtx, start, exp, lbs) })
-	// A built-in strategy's active health checks; a proxy under test (no
-	// lbs) probes its backends itself, if configured to.
-	if len(lbs) > 0 {
-		if pc, ok := lbs[0].Probes(); ok {
-			for _, b := range backends {
-				faultWG.Go(func() { transport.Probe(faultCtx, pc, b.ID, bal, lbs) })
-			}
-		}
-	}
-	results := attacker.Attack(targeter, sched, exp.Duration, name)
+	startProbes(faultCtx, &faultWG, lbs, bal, len(backends))
+	results := attacker.Attack(targeter, engine.Until(sched, exp.Duration), exp.Duration+engine.EndGrace, name)
 
-	tick := time.NewTicker(time.Second)
-	defer tick.Stop()
-	var (
-		sent        int64 // every result, aborted ones included
-		errs        int64
-		interrupted time.Duration = -1
-		lastLog                   = start
-		unnamed     []seqOutcome  // proxy strategies: results to attribute from the access log
-		done        = ctx.Done()
-	)
-	for results != nil {
-		select {
-		case res, ok := <-results:
-			if !ok {
-				results = nil
-				break
-			}
-			sent++
-			if raw != nil {
-				raw.add(res)
-			}
-			rt, routed := bal.Take(res.Seq)
-			if routed && rt.Aborted.Load() {
-				coll.Abort()
-				continue
-			}
-			if due, ok := sched.Due(res.Seq); ok {
-				coll.RecordLag(res.Timestamp.Sub(start) - due)
-			}
-			o := classify(res, start, rt, routed)
-			if !o.Success {
-				errs++
-			}
-			if proxy != nil && o.Instance < 0 && routed {
-				// Neither the backend nor the proxy named an instance (the
-				// client gave up first): the proxy's access log will.
-				unnamed = append(unnamed, seqOutcome{res.Seq, o})
-				continue
-			}
-			coll.Add(o)
-		case now := <-tick.C:
-			coll.Sweep(now.Sub(start))
-			if job.Progress != nil {
-				job.Progress(engine.Progress{Strategy: name, Index: job.Index + 1, Total: len(exp.Strategies),
-					Elapsed: now.Sub(start), Duration: exp.Duration, Results: sent, Errors: errs, InFlight: bal.InFlight()})
-			} else if now.Sub(lastLog) >= opts.ProgressEvery {
-				lastLog = now
-				el := now.Sub(start).Truncate(time.Second)
-				if el <= exp.Duration {
-					fmt.Fprintf(job.Log, "      %v/%v: %d results, %.2f%% errors\n", el, exp.Duration, sent, 100*ratio(errs, sent))
-				} else {
-					fmt.Fprintf(job.Log, "      %v: attack over; %d results, waiting for %d requests still in flight (timeout %v)\n",
-						el, sent, bal.InFlight(), exp.Timeout)
-				}
-			}
-		case <-done:
-			done = nil
-			interrupted = time.Since(start)
-			attacker.Stop()
-		}
+	loop := resultLoop{job: job, every: opts.ProgressEvery, start: start, sched: sched, bal: bal, coll: coll, attacker: attacker, proxy: proxy != nil}
+	if raw != nil {
+		loop.raw = raw.add
 	}
+	res := loop.run(ctx, results)
+	sent, interrupted, unnamed := res.sent, res.interrupted, res.unnamed
 	span := time.Since(start) // until the last request ended
 	stopFaults()
 	faultWG.Wait()
@@ -315,18 +256,7 @@ func (e *Engine) Measure(ctx context.Context, job engine.Job) (m *engine.Measure
 	}
 	m = &engine.Measurement{ConnBound: conns, CapHits: bal.CapHits()}
 	if proxy != nil {
-		proxy.Stop() // flushes its access log
-		names, aerr := proxy.Attribution()
-		if aerr != nil {
-			m.Notes = append(m.Notes, fmt.Sprintf("%s: the proxy's access log could not be read (%v); %d requests without an answer stay unattributed.", name, aerr, len(unnamed)))
-		}
-		for _, u := range unnamed {
-			if id, ok := names[u.seq]; ok {
-				u.o.Instance = id
-			}
-			coll.Add(u.o)
-		}
-		m.Notes = append(m.Notes, fmt.Sprintf("%s: a real %s between the load generator and the backends; its own ejections and health checks are not observed, and its latency includes the extra hop.", name, proxy.Kind()))
+		m.Notes = append(m.Notes, attributeProxy(proxy, name, unnamed, coll)...)
 	}
 	coll.Finish()
 	elapsed := attackTime(exp.Duration, interrupted)
@@ -341,21 +271,175 @@ func (e *Engine) Measure(ctx context.Context, job engine.Job) (m *engine.Measure
 	m.Ejections = engine.Ejections(lbs)
 	m.Events, m.EventDrops = events.Sorted()
 	m.Aborted, m.Unattributed = coll.Aborted(), coll.Unattributed()
-	// External instances' and an app's workers are the simulator's model,
-	// not theirs: no utilization.
-	if interrupted < 0 && !exp.Instances.Foreign() {
-		for _, b := range fl.Backends() {
-			if b.Control == nil {
-				continue
-			}
-			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
-			if stats, err := b.Control.Stats(sctx); err == nil {
-				engine.SetUtilization(&m.Strategy.Instances[b.ID], stats.BusyS, exp.Instances.Instance(b.ID).Workers, span)
-			}
-			cancel()
-		}
+	if interrupted < 0 {
+		setUtilization(ctx, fl, exp, m, span)
 	}
 	return m, faults.error()
+}
+
+// attributeProxy stops the proxy under test, attributes the results no
+// instance was named for from its access log, adds them to coll and
+// returns the notes on the proxy.
+func attributeProxy(proxy *proxies.Proxy, name string, unnamed []engine.SeqOutcome, coll *engine.Collector) []string {
+	var notes []string
+	proxy.Stop() // flushes its access log
+	names, aerr := proxy.Attribution()
+	if aerr != nil {
+		notes = append(notes, fmt.Sprintf("%s: the proxy's access log could not be read (%v); %d requests without an answer stay unattributed.", name, aerr, len(unnamed)))
+	}
+	for _, u := range unnamed {
+		if id, ok := names[u.Seq]; ok {
+			u.Outcome.Instance = id
+		}
+		coll.Add(u.Outcome)
+	}
+	return append(notes, fmt.Sprintf("%s: a real %s between the load generator and the backends; its own ejections and health checks are not observed, and its latency includes the extra hop.", name, proxy.Kind()))
+}
+
+// newAttacker returns the Vegeta attacker of a load of rate requests per
+// second through bal.
+func newAttacker(bal *transport.Balancer, rate float64) *vegeta.Attacker {
+	client := &http.Client{
+		Transport: bal, // applies the request timeout itself
+		Timeout:   0,
+		CheckRedirect: func(*http.Request, []*http.Request) error {
+			return http.ErrUseLastResponse
+		},
+	}
+	return vegeta.NewAttacker(
+		vegeta.Client(client),
+		vegeta.Workers(uint64(max(10, min(rate/20, 1000)))),
+		// Keep no body in the results, yet read every body to its end
+		// (Vegeta discards what is past MaxBody), so that a service's cost
+		// of sending it is real: TestRunTargetsFile checks it.
+		vegeta.MaxBody(0),
+	)
+}
+
+// startProbes starts a built-in strategy's active health checks of the
+// instances, in wg until ctx is done; a proxy under test (no lbs) probes
+// its backends itself, if configured to.
+func startProbes(ctx context.Context, wg *sync.WaitGroup, lbs []*strategies.Balancer, bal *transport.Balancer, instances int) {
+	if len(lbs) == 0 {
+		return
+	}
+	if pc, ok := lbs[0].Probes(); ok {
+		for id := range instances {
+			wg.Go(func() { transport.Probe(ctx, pc, id, bal, lbs) })
+		}
+	}
+}
+
+// setUtilization sets the instances' utilization in m from their servers'
+// busy time over span. External instances' and an app's workers are the
+// simulator's model, not theirs: no utilization.
+func setUtilization(ctx context.Context, fl fleet.Fleet, exp *experiments.Experiment, m *engine.Measurement, span time.Duration) {
+	if exp.Instances.Foreign() {
+		return
+	}
+	for _, b := range fl.Backends() {
+		if b.Control == nil {
+			continue
+		}
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+		if stats, err := b.Control.Stats(sctx); err == nil {
+			engine.SetUtilization(&m.Strategy.Instances[b.ID], stats.BusyS, exp.Instances.Instance(b.ID).Workers, span)
+		}
+		cancel()
+	}
+}
+
+// resultLoop reads an attack's results into its collector until the
+// attack ends, sweeping the collector and reporting progress every second.
+type resultLoop struct {
+	job      engine.Job
+	every    time.Duration // progress lines on job.Log without job.Progress
+	start    time.Time
+	sched    engine.Schedule
+	bal      *transport.Balancer
+	coll     *engine.Collector
+	attacker *vegeta.Attacker
+	raw      func(*vegeta.Result) // nil: no raw results kept
+	// proxy keeps the results no instance was named for, to attribute
+	// from the proxy's access log.
+	proxy bool
+	// tick, when set, is called every second with the progress.
+	tick func(engine.GeneratorProgress)
+}
+
+type loopResult struct {
+	sent        int64               // every result, aborted ones included
+	interrupted time.Duration       // since start; -1 when not interrupted
+	unnamed     []engine.SeqOutcome // proxy: results to attribute
+}
+
+// run reads results until the channel closes; when ctx is done it stops
+// the attack.
+func (l *resultLoop) run(ctx context.Context, results <-chan *vegeta.Result) loopResult {
+	exp, name, start, coll, bal := l.job.Exp, l.job.Name(), l.start, l.coll, l.bal
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	var (
+		errs    int64
+		lastLog = start
+		done    = ctx.Done()
+		out     = loopResult{interrupted: -1}
+	)
+	for results != nil {
+		select {
+		case res, ok := <-results:
+			if !ok {
+				results = nil
+				break
+			}
+			out.sent++
+			if l.raw != nil {
+				l.raw(res)
+			}
+			rt, routed := bal.Take(res.Seq)
+			if routed && rt.Aborted.Load() {
+				coll.Abort()
+				continue
+			}
+			if due, ok := l.sched.Due(res.Seq); ok {
+				coll.RecordLag(res.Timestamp.Sub(start) - due)
+			}
+			o := classify(res, start, rt, routed)
+			if !o.Success {
+				errs++
+			}
+			if l.proxy && o.Instance < 0 && routed {
+				// Neither the backend nor the proxy named an instance (the
+				// client gave up first): the proxy's access log will.
+				out.unnamed = append(out.unnamed, engine.SeqOutcome{Seq: res.Seq, Outcome: o})
+				continue
+			}
+			coll.Add(o)
+		case now := <-tick.C:
+			coll.Sweep(now.Sub(start))
+			if l.tick != nil {
+				l.tick(engine.GeneratorProgress{Results: out.sent, Errors: errs, InFlight: bal.InFlight()})
+			}
+			if l.job.Progress != nil {
+				l.job.Progress(engine.Progress{Strategy: name, Index: l.job.Index + 1, Total: len(exp.Strategies),
+					Elapsed: now.Sub(start), Duration: exp.Duration, Results: out.sent, Errors: errs, InFlight: bal.InFlight()})
+			} else if now.Sub(lastLog) >= l.every {
+				lastLog = now
+				el := now.Sub(start).Truncate(time.Second)
+				if el <= exp.Duration {
+					fmt.Fprintf(l.job.Log, "      %v/%v: %d results, %.2f%% errors\n", el, exp.Duration, out.sent, 100*ratio(errs, out.sent))
+				} else {
+					fmt.Fprintf(l.job.Log, "      %v: attack over; %d results, waiting for %d requests still in flight (timeout %v)\n",
+						el, out.sent, bal.InFlight(), exp.Timeout)
+				}
+			}
+		case <-done:
+			done = nil
+			out.interrupted = time.Since(start)
+			l.attacker.Stop()
+		}
+	}
+	return out
 }
 
 // classify turns a Vegeta result and its route into an outcome.
@@ -372,12 +456,6 @@ func classify(res *vegeta.Result, start time.Time, rt *transport.Route, routed b
 		o.Key, o.HasKey = rt.Key, rt.HasKey
 	}
 	return o
-}
-
-// seqOutcome is a result waiting for attribution.
-type seqOutcome struct {
-	seq uint64
-	o   engine.Outcome
 }
 
 // proxyConns bounds the client's connections to a proxy under test: the

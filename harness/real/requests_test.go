@@ -260,7 +260,7 @@ requests:
 strategies: [key-hash]
 `)
 	start := time.Now()
-	tr := newTargeter(exp, &start)
+	tr := newTargeter(exp, &start, 0, 1)
 	pick := engine.NewRequestPicker(exp.Requests, exp.Seed)
 	counts := [2]int{}
 	for k := range uint64(2000) {

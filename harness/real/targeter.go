@@ -22,8 +22,9 @@ const backendBase = "http://lbchaos-backend"
 // without requests), carrying its key, if any, in strategies.KeyHeader —
 // the one header the balancing transport reads keys from. *start is the
 // attack's start, for keys that change over time (a hot key from some
-// point on).
-func newTargeter(exp *experiments.Experiment, start *time.Time) vegeta.Targeter {
+// point on). The targeter is generator gen's of gens: its k-th call is
+// request k*gens+gen of the whole load.
+func newTargeter(exp *experiments.Experiment, start *time.Time, gen, gens int) vegeta.Targeter {
 	keys := engine.ExperimentKeys(exp)
 	pick := engine.NewRequestPicker(exp.Requests, exp.Seed)
 	var tgts []vegeta.Target
@@ -36,7 +37,7 @@ func newTargeter(exp *experiments.Experiment, start *time.Time) vegeta.Targeter 
 	}
 	var next atomic.Uint64
 	return func(t *vegeta.Target) error {
-		k := next.Add(1) - 1
+		k := (next.Add(1)-1)*uint64(gens) + uint64(gen)
 		i := 0
 		if pick != nil {
 			i = pick.Pick(k)

@@ -38,7 +38,9 @@ var errSimReset = errors.New("simulated connection reset by peer")
 // virtual clock, and instances that draw service times and fault plans
 // from the sources the real servers would seed. Container faults (pause,
 // kill, cpu) are simulated by their Plan. The generator never falls behind,
-// so send lag is 0 and the generator is never behind.
+// so send lag is 0 and the generator is never behind. With generators: N
+// the load is split as a real distributed run splits it, through the same
+// stream and merge (see simGenerator).
 //
 // When ctx is cancelled the strategy in progress stops at the current
 // virtual instant and its requests still in flight are left out as aborted.
@@ -96,24 +98,16 @@ func simStrategy(ctx context.Context, exp *experiments.Experiment, name string, 
 	interrupted := s.run(ctx.Done())
 	elapsed := exp.Duration
 	if interrupted {
-		for range s.abortWaiting() {
-			s.coll.Abort()
-		}
+		s.abortWaiting()
 		elapsed = min(elapsed, s.clock.now)
 	}
-	s.coll.Finish()
-
-	m := &engine.Measurement{
-		Strategy:     s.coll.Strategy(name, exp.FaultyInstances()),
-		Sent:         s.sent,
-		Scheduled:    uint64(s.sent), // the simulated generator never falls behind
-		Elapsed:      elapsed,
-		Interrupted:  interrupted,
-		Ejections:    engine.Ejections(s.lbs),
-		Aborted:      s.coll.Aborted(),
-		Unattributed: s.coll.Unattributed(),
+	m, err := s.measure(exp, name, elapsed, interrupted)
+	if err != nil {
+		return nil, err
 	}
-	m.Events, m.EventDrops = events.Sorted()
+	if len(s.gens) == 1 && s.gens[0].stream == nil {
+		m.Events, m.EventDrops = events.Sorted()
+	}
 	span := max(elapsed, s.clock.now) // until the last request ended
 	for i := range s.insts {
 		engine.SetUtilization(&m.Strategy.Instances[i], s.insts[i].busyFor.Seconds(), s.insts[i].workers, span)
@@ -134,4 +128,10 @@ type simHooks struct {
 	result func(o engine.Outcome, so strategies.Outcome)
 	// second is called at every whole virtual second after 0.
 	second func(now time.Duration)
+	// stream sends the outcomes through a generator's stream, encoded,
+	// decoded and merged, also with one generator.
+	stream bool
+	// final sees the collector the measurement came from, finished (the
+	// merged one when streamed).
+	final func(*engine.Collector)
 }

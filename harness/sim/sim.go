@@ -67,10 +67,13 @@ type sim struct {
 	keep     bool // KeepAbandoned
 	hooks    simHooks
 
-	clock  simClock
-	lbs    []*strategies.Balancer // replicas; request k goes to k mod len
-	keys   *engine.KeySource      // nil: requests carry no key
-	coll   *engine.Collector
+	clock simClock
+	lbs   []*strategies.Balancer // replicas; request k goes to k mod len
+	keys  *engine.KeySource      // nil: requests carry no key
+	// gens holds the generators: request k is generator k mod len's, and
+	// its outcome goes to that generator's collector. One, unless the
+	// experiment spreads its load (generators: N; see generators.go).
+	gens   []simGenerator
 	sched  engine.Schedule
 	insts  []simInstance
 	events eventQueue
@@ -93,7 +96,6 @@ type sim struct {
 
 	k       uint64        // index of the next arrival
 	arrival time.Duration // its time, never when there is none
-	sent    int64
 }
 
 // simInstance is one simulated faultyserver.Server.
@@ -132,6 +134,7 @@ type simReq struct {
 	prev    int32         // in the waiting list; next also links the free list
 	next    int32
 	inst    int32
+	src     int32 // the generator that sent it
 	gen     uint32
 	status  int32 // kindFail: the status answered
 	kind    uint8
@@ -146,7 +149,6 @@ func newSim(exp *experiments.Experiment, name string, hooks simHooks, events *en
 		qlimit:    exp.Instances.QueueLimit,
 		keep:      exp.Instances.KeepAbandoned,
 		hooks:     hooks,
-		coll:      engine.NewCollector(n, exp.Duration, exp.Timeout, exp.SlowThreshold),
 		sched:     engine.NewSchedule(exp.Arrival, exp.Rate, exp.Seed),
 		insts:     make([]simInstance, n),
 		free:      -1,
@@ -172,12 +174,10 @@ func newSim(exp *experiments.Experiment, name string, hooks simHooks, events *en
 		}
 		s.insts[i] = simInstance{rng: rng, sampler: smp, workers: in.Workers}
 	}
-	lbs, err := engine.NewBalancers(exp, name, &s.clock, events)
-	if err != nil {
+	if err := s.newGenerators(exp, name, hooks.stream, events); err != nil {
 		return nil, err
 	}
-	s.lbs = lbs
-	if pc, ok := lbs[0].Probes(); ok {
+	if pc, ok := s.lbs[0].Probes(); ok {
 		s.probe, s.nextProbe = pc, pc.Interval
 	}
 	s.arrival = s.due(0)
@@ -265,7 +265,9 @@ func (s *sim) control(t time.Duration) {
 		}
 		return
 	}
-	s.coll.Sweep(t)
+	for i := range s.gens {
+		s.gens[i].coll.Sweep(t)
+	}
 	if s.hooks.second != nil {
 		s.hooks.second(t)
 	}
@@ -274,10 +276,11 @@ func (s *sim) control(t time.Duration) {
 
 // arrive sends the request due at t.
 func (s *sim) arrive(t time.Duration) {
-	s.sent++
 	k := s.k
 	s.k++
 	s.arrival = s.due(s.k)
+	src := int32(k % uint64(len(s.gens)))
+	s.gens[src].sent++
 
 	var req strategies.Request
 	if s.keys != nil {
@@ -285,7 +288,7 @@ func (s *sim) arrive(t time.Duration) {
 	}
 	ep, done := s.lbs[k%uint64(len(s.lbs))].Pick(req)
 	if ep == strategies.NoHost {
-		s.report(ep, t, done, 0, engine.ErrNoHost, false, req)
+		s.report(ep, t, done, 0, engine.ErrNoHost, false, req, src)
 		return
 	}
 	in := &s.insts[ep]
@@ -296,26 +299,26 @@ func (s *sim) arrive(t time.Duration) {
 	}
 	switch a.Kind {
 	case faultyserver.ActionReset:
-		s.report(ep, t, done, 0, errSimReset, false, req)
+		s.report(ep, t, done, 0, errSimReset, false, req, src)
 	case faultyserver.ActionFail:
-		r := s.alloc(ep, t, req, done, kindFail, stWaiting)
+		r := s.alloc(ep, t, req, done, kindFail, stWaiting, src)
 		s.reqs[r].status = int32(a.Status)
 		s.schedule(t+a.Delay, r)
 	case faultyserver.ActionHang:
-		s.alloc(ep, t, req, done, kindHang, stWaiting)
+		s.alloc(ep, t, req, done, kindHang, stWaiting, src)
 	default:
 		switch {
 		case in.workers == 0 || in.busy < in.workers:
 			// A free worker means an empty queue: release hands a worker
 			// straight to the oldest waiter.
 			in.busy++
-			r := s.alloc(ep, t, req, done, kindServe, stWaiting|stWorking)
+			r := s.alloc(ep, t, req, done, kindServe, stWaiting|stWorking, src)
 			s.reqs[r].began = t
 			s.schedule(t+a.Service, r)
 		case s.qlimit > 0 && in.queue.len() >= s.qlimit:
-			s.report(ep, t, done, 503, nil, false, req)
+			s.report(ep, t, done, 503, nil, false, req, src)
 		default:
-			r := s.alloc(ep, t, req, done, kindServe, stWaiting|stQueued)
+			r := s.alloc(ep, t, req, done, kindServe, stWaiting|stQueued, src)
 			s.reqs[r].service = a.Service
 			in.queue.push(r)
 		}
@@ -398,7 +401,7 @@ func (s *sim) end(i int32, status int, err error, timeout bool) {
 	r.state &^= stWaiting
 	done := r.done
 	r.done = nil
-	s.report(int(r.inst), r.at, done, status, err, timeout, strategies.Request{Key: r.key, HasKey: r.state&stKeyed != 0})
+	s.report(int(r.inst), r.at, done, status, err, timeout, strategies.Request{Key: r.key, HasKey: r.state&stKeyed != 0}, r.src)
 }
 
 // report delivers the outcome of a request that arrived at sentAt and ends
@@ -406,7 +409,7 @@ func (s *sim) end(i int32, status int, err error, timeout bool) {
 //
 // An answer (status not 0) carries the instance's load as the real server
 // reports it: the other requests holding a worker or queued.
-func (s *sim) report(inst int, sentAt time.Duration, done func(strategies.Outcome), status int, err error, timeout bool, req strategies.Request) {
+func (s *sim) report(inst int, sentAt time.Duration, done func(strategies.Outcome), status int, err error, timeout bool, req strategies.Request, src int32) {
 	lat := s.clock.now - sentAt
 	so := strategies.Outcome{Status: status, Err: err, Timeout: timeout, Latency: lat}
 	if status != 0 {
@@ -423,7 +426,7 @@ func (s *sim) report(inst int, sentAt time.Duration, done func(strategies.Outcom
 		Key:      req.Key,
 		HasKey:   req.HasKey,
 	}
-	s.coll.Add(o)
+	s.gens[src].coll.Add(o)
 	if s.hooks.result != nil {
 		s.hooks.result(o, so)
 	}
@@ -431,7 +434,7 @@ func (s *sim) report(inst int, sentAt time.Duration, done func(strategies.Outcom
 
 // alloc takes a slot for a request arriving at t and appends it to the
 // waiting list.
-func (s *sim) alloc(inst int, t time.Duration, req strategies.Request, done func(strategies.Outcome), kind, state uint8) int32 {
+func (s *sim) alloc(inst int, t time.Duration, req strategies.Request, done func(strategies.Outcome), kind, state uint8, src int32) int32 {
 	i := s.free
 	if i >= 0 {
 		s.free = s.reqs[i].next
@@ -443,7 +446,7 @@ func (s *sim) alloc(inst int, t time.Duration, req strategies.Request, done func
 		s.reqs = append(s.reqs, simReq{})
 	}
 	r := &s.reqs[i]
-	r.at, r.done, r.inst, r.kind, r.state = t, done, int32(inst), kind, state
+	r.at, r.done, r.inst, r.kind, r.state, r.src = t, done, int32(inst), kind, state, src
 	r.key = req.Key
 	if req.HasKey {
 		r.state |= stKeyed
@@ -477,12 +480,12 @@ func (s *sim) schedule(t time.Duration, i int32) {
 }
 
 // abortWaiting drops the requests whose client still waits, as an
-// interrupted run cancels them, and returns how many there were.
-func (s *sim) abortWaiting() int {
-	n := s.waiting
+// interrupted run cancels them, and counts them as aborted by the
+// generators that sent them.
+func (s *sim) abortWaiting() {
 	for i := s.head; i >= 0; i = s.reqs[i].next {
 		s.reqs[i].done = nil
+		s.gens[s.reqs[i].src].coll.Abort()
 	}
 	s.head, s.tail, s.waiting = -1, -1, 0
-	return n
 }

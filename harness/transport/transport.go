@@ -51,6 +51,9 @@ type Balancer struct {
 	upstream func(string) (int, bool)
 	// noRoutes: nobody takes routes (lbchaos proxy), so none is kept.
 	noRoutes bool
+	// gen and gens (> 1) make a proxy client generator gen's of gens: the
+	// proxy sees, and logs, the whole run's sequence numbers.
+	gen, gens uint64
 	// connCap is the per-instance connection bound; capHits counts requests
 	// that found their instance at the bound (they queue in the client).
 	connCap  int
@@ -114,6 +117,11 @@ func NewProxyClient(proxy *url.URL, upstream func(string) (int, bool), instances
 	b.proxy, b.upstream = proxy, upstream
 	return b
 }
+
+// SetGenerator makes a proxy client generator gen's of gens: the sequence
+// number the proxy sees and logs for request seq is seq*gens+gen, the
+// request's number in the whole run, unique across the generators.
+func (b *Balancer) SetGenerator(gen, gens int) { b.gen, b.gens = uint64(gen), uint64(gens) }
 
 // SetTarget points instance id at a new base URL, for requests picked from
 // now on (a restarted container may publish a different port).
@@ -239,6 +247,9 @@ func (b *Balancer) RoundTrip(req *http.Request) (*http.Response, error) {
 	out.URL.Scheme = target.Scheme
 	out.URL.Host = target.Host
 	out.Host = target.Host
+	if b.proxy != nil && b.gens > 1 && seqErr == nil {
+		out.Header.Set(SeqHeader, strconv.FormatUint(seq*b.gens+b.gen, 10))
+	}
 
 	finish := func(status int, load string, err error) {
 		stop()
