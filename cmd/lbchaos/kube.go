@@ -15,8 +15,10 @@ import (
 	"github.com/lbchaos/lbchaos/experiments"
 	"github.com/lbchaos/lbchaos/faultyserver"
 	"github.com/lbchaos/lbchaos/harness/docker"
+	"github.com/lbchaos/lbchaos/harness/engine"
 	"github.com/lbchaos/lbchaos/harness/kube"
 	"github.com/lbchaos/lbchaos/harness/kube/localcluster"
+	"github.com/lbchaos/lbchaos/strategies"
 )
 
 // kubeFlags are the flags of --backends kube.
@@ -26,6 +28,10 @@ type kubeFlags struct {
 	load       bool
 	network    string
 	cpuRequest string
+	// generators runs a distributed run's generators as an Indexed Job
+	// (false: local processes); lead is their start's lead.
+	generators bool
+	lead       time.Duration
 }
 
 func (k *kubeFlags) bind(fs *flag.FlagSet) {
@@ -34,6 +40,8 @@ func (k *kubeFlags) bind(fs *flag.FlagSet) {
 	fs.BoolVar(&k.load, "kube-load", false, "--backends kube: import the backend image into the local cluster of make kube-up (its containerd) before the run")
 	fs.StringVar(&k.network, "kube-network", "auto", "--backends kube: how lbchaos reaches the pods: host (hostNetwork pods, each on its own 127.0.0.1 port; a cluster on this machine), pod (pod IPs, port 8080; lbchaos runs inside the cluster or on a node), or auto (host when the API server is on a loopback address)")
 	fs.StringVar(&k.cpuRequest, "kube-cpu-request", kube.DefaultCPURequest, "--backends kube: each pod's CPU request (a hundred pods of 10m fit on two CPUs)")
+	fs.BoolVar(&k.generators, "kube-generators", true, "--backends kube with generators > 1: run the generators as the pods of an Indexed Job in the run's namespace, their results read from the pods' logs (false: as processes of this machine)")
+	fs.DurationVar(&k.lead, "kube-generator-lead", kube.DefaultGeneratorLead, "--backends kube with generators > 1: the time between creating the generators' Job and their shared start (scheduling and starting the pods)")
 }
 
 // check validates the flags against --backends before anything starts.
@@ -49,7 +57,11 @@ func (k kubeFlags) check(backends string) error {
 	if backends == "kube" {
 		return nil
 	}
-	set := k.kubeconfig != "" || k.image != "" || k.load || k.network != "auto" || k.cpuRequest != kube.DefaultCPURequest
+	if k.lead <= 0 {
+		return fmt.Errorf("--kube-generator-lead: must be positive, got %v", k.lead)
+	}
+	set := k.kubeconfig != "" || k.image != "" || k.load || k.network != "auto" || k.cpuRequest != kube.DefaultCPURequest ||
+		!k.generators || k.lead != kube.DefaultGeneratorLead
 	if set {
 		return fmt.Errorf("--kubeconfig and --kube-* act on kube backends; give --backends kube too (got --backends %s)", backends)
 	}
@@ -98,6 +110,23 @@ func (k kubeFlags) provider(ctx context.Context, exp *experiments.Experiment, lo
 		}
 	}
 	return kube.New(ctx, opts)
+}
+
+// launcher returns the launcher of exp's generators on p's cluster, nil
+// for a run of one generator or with --kube-generators=false (local
+// processes).
+func (k kubeFlags) launcher(p *kube.Provider, exp *experiments.Experiment) (engine.Launcher, error) {
+	if exp.Generators <= 1 || !k.generators {
+		return nil, nil
+	}
+	if p.Network() != kube.NetworkHost {
+		for _, name := range exp.Strategies {
+			if strategies.IsProxy(name) {
+				return nil, fmt.Errorf("--generators %d with strategy %s: its proxy runs on this machine, which generator pods on pod IPs cannot reach; use --kube-network host, or --kube-generators=false", exp.Generators, name)
+			}
+		}
+	}
+	return p.Launcher(k.lead), nil
 }
 
 // loadLocal imports image into the local cluster of make kube-up.

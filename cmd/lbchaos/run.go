@@ -15,6 +15,7 @@ import (
 
 	"github.com/lbchaos/lbchaos/experiments"
 	"github.com/lbchaos/lbchaos/harness"
+	"github.com/lbchaos/lbchaos/harness/kube"
 	"github.com/lbchaos/lbchaos/harness/real"
 	"github.com/lbchaos/lbchaos/harness/sim"
 	"github.com/lbchaos/lbchaos/reports"
@@ -146,6 +147,11 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		}
 		if *raw {
 			ropts.RawDir = dir
+		}
+		if kp, ok := provider.(*kube.Provider); ok {
+			if ropts.Launcher, err = kf.launcher(kp, exp); err != nil {
+				return &exitError{2, err}
+			}
 		}
 		opts.Engine = real.New(ropts)
 	default:

@@ -1,0 +1,456 @@
+package kube
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/client-go/rest"
+
+	"github.com/lbchaos/lbchaos/harness/engine"
+)
+
+// A distributed run's generators on the cluster: each strategy's attack is
+// one Indexed Job (completions = parallelism = N), whose pod of index K
+// runs `lbchaos generate --generator K` from the backend image, the
+// experiment file mounted from a ConfigMap. The coordinator reads each
+// pod's stream from its log through the API server (pods/log, follow), so
+// nothing is shared between the pods but the API. The pods share the
+// backends' network mode: with NetworkHost they reach the instances on
+// 127.0.0.1 like the coordinator does, with NetworkPod on their pod IPs.
+
+// DefaultGeneratorLead is the time between creating a Job and its shared
+// start: scheduling and starting N pods of an image the nodes have.
+const DefaultGeneratorLead = 10 * time.Second
+
+// Labels of the generators' objects.
+const (
+	labelGenerators = "io.lbchaos.generators" // the Job's name
+	// jobIndexAnnotation is set by the Job controller on each pod of an
+	// Indexed Job.
+	jobIndexAnnotation = "batch.kubernetes.io/job-completion-index"
+	// experimentDir is where a generator pod finds the experiment.
+	experimentDir  = "/etc/lbchaos"
+	experimentFile = "experiment.yaml"
+	// generatorContainer names the generator pods' one container.
+	generatorContainer = "generator"
+)
+
+// generatorReadyTimeout bounds the wait, beyond the lead, for a
+// generator's pod to start running.
+const generatorReadyTimeout = 60 * time.Second
+
+// Launcher returns an engine.Launcher that runs a distributed run's
+// generators as an Indexed Job in the run's namespace, lead (0 =
+// DefaultGeneratorLead) before the shared start.
+func (p *Provider) Launcher(lead time.Duration) engine.Launcher {
+	if lead <= 0 {
+		lead = DefaultGeneratorLead
+	}
+	return &jobLauncher{p: p, lead: lead, image: p.opts.Image, readyTimeout: generatorReadyTimeout}
+}
+
+type jobLauncher struct {
+	p     *Provider
+	lead  time.Duration
+	image string // the generators' image: the backend image, lbchaos
+	// readyTimeout bounds the wait, beyond the lead, for a pod to run.
+	readyTimeout time.Duration
+	seq          atomic.Int64
+
+	batchOnce sync.Once
+	batch     *rest.RESTClient
+	batchErr  error
+}
+
+func (l *jobLauncher) Name() string {
+	return fmt.Sprintf("pods of an Indexed Job in namespace %s", l.p.ns)
+}
+
+func (l *jobLauncher) Lead() time.Duration { return l.lead }
+
+// batchClient is a REST client of the batch/v1 API (Jobs), made on first
+// use.
+func (l *jobLauncher) batchClient() (*rest.RESTClient, error) {
+	l.batchOnce.Do(func() {
+		s := runtime.NewScheme()
+		if err := batchv1.AddToScheme(s); err != nil {
+			l.batchErr = err
+			return
+		}
+		c := rest.CopyConfig(l.p.cfg)
+		c.APIPath = "/apis"
+		c.GroupVersion = &batchv1.SchemeGroupVersion
+		c.NegotiatedSerializer = serializer.NewCodecFactory(s).WithoutConversion()
+		c.ContentType = runtime.ContentTypeJSON
+		if c.UserAgent == "" {
+			c.UserAgent = "lbchaos"
+		}
+		l.batch, l.batchErr = rest.RESTClientFor(c)
+	})
+	return l.batch, l.batchErr
+}
+
+// Launch implements engine.Launcher: it creates the ConfigMap and the Job
+// and returns one Generator per index at once; each finds its pod when its
+// stream is first read. When ctx is done the Job and the ConfigMap are
+// deleted: the Job's pods get SIGTERM, which interrupts a generator as
+// Ctrl-C does (it ends its stream with what it measured), within their
+// grace period of spec.Grace.
+func (l *jobLauncher) Launch(ctx context.Context, spec engine.LaunchSpec) ([]engine.Generator, error) {
+	batch, err := l.batchClient()
+	if err != nil {
+		return nil, fmt.Errorf("kube generators: %w", err)
+	}
+	p := l.p
+	name := fmt.Sprintf("lbchaos-gen-%d", l.seq.Add(1))
+	labels := map[string]string{LabelRun: p.runID, labelGenerators: name}
+	cm := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
+		BinaryData: map[string][]byte{experimentFile: spec.Experiment},
+	}
+	if err := p.cs.create(ctx, p.ns, "configmaps", cm, &corev1.ConfigMap{}); err != nil {
+		return nil, fmt.Errorf("kube generators: create ConfigMap %s/%s: %w", p.ns, name, err)
+	}
+	job := generatorJob(p, l.image, name, labels, spec)
+	if err := batch.Post().Namespace(p.ns).Resource("jobs").Body(job).Do(ctx).Into(&batchv1.Job{}); err != nil {
+		l.remove(context.WithoutCancel(ctx), name)
+		return nil, fmt.Errorf("kube generators: create Job %s/%s: %w", p.ns, name, err)
+	}
+	go func() {
+		<-ctx.Done()
+		l.remove(context.WithoutCancel(ctx), name)
+	}()
+	deadline := time.Now().Add(l.lead + l.readyTimeout)
+	gens := make([]engine.Generator, spec.N)
+	for g := range spec.N {
+		gens[g] = &podGenerator{
+			l: l, ctx: ctx, job: name, index: g, deadline: deadline,
+			grace: spec.Grace,
+			log:   &prefixLines{w: spec.Log, prefix: fmt.Sprintf("      generator %d: ", g)},
+		}
+	}
+	return gens, nil
+}
+
+// generatorJob is the Indexed Job of spec's generators.
+func generatorJob(p *Provider, image, name string, labels map[string]string, spec engine.LaunchSpec) *batchv1.Job {
+	n := int32(spec.N)
+	indexed := batchv1.IndexedCompletion
+	noRetry := int32(0)
+	grace := int64(spec.Grace / time.Second)
+	args := append([]string{"generate",
+		// The Job controller sets JOB_COMPLETION_INDEX in each pod; the
+		// kubelet expands $(VAR) in args.
+		"--generator", "$(JOB_COMPLETION_INDEX)",
+		"--experiment", experimentDir + "/" + experimentFile,
+	}, spec.Args...)
+	return &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
+		Spec: batchv1.JobSpec{
+			CompletionMode: &indexed,
+			Completions:    &n,
+			Parallelism:    &n,
+			// A generator's stream is its share of one measurement: a
+			// second try would measure another schedule, so none.
+			BackoffLimit: &noRetry,
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{
+					RestartPolicy:                 corev1.RestartPolicyNever,
+					HostNetwork:                   p.network == NetworkHost,
+					AutomountServiceAccountToken:  new(bool),
+					EnableServiceLinks:            new(bool),
+					TerminationGracePeriodSeconds: &grace,
+					Containers: []corev1.Container{{
+						Name:            generatorContainer,
+						Image:           image,
+						ImagePullPolicy: p.opts.PullPolicy,
+						Command:         []string{"/lbchaos"},
+						Args:            args,
+						Resources: corev1.ResourceRequirements{
+							Requests: corev1.ResourceList{corev1.ResourceCPU: p.request},
+						},
+						VolumeMounts: []corev1.VolumeMount{{Name: "experiment", MountPath: experimentDir, ReadOnly: true}},
+					}},
+					Volumes: []corev1.Volume{{Name: "experiment", VolumeSource: corev1.VolumeSource{
+						ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: name}},
+					}}},
+				},
+			},
+		},
+	}
+}
+
+// remove deletes the Job name (its pods in the background, each with its
+// grace period) and its ConfigMap; what is already gone is no error.
+func (l *jobLauncher) remove(ctx context.Context, name string) {
+	ctx, cancel := context.WithTimeout(ctx, cleanupTimeout)
+	defer cancel()
+	if batch, err := l.batchClient(); err == nil {
+		bg := metav1.DeletePropagationBackground
+		err := batch.Delete().Namespace(l.p.ns).Resource("jobs").Name(name).
+			Body(&metav1.DeleteOptions{PropagationPolicy: &bg}).Do(ctx).Error()
+		if err != nil && !isNotFound(err) {
+			fmt.Fprintf(l.p.opts.Log, "kube: warning: delete Job %s/%s: %v (the namespace's deletion removes it)\n", l.p.ns, name, err)
+		}
+	}
+	if err := l.p.cs.delete(ctx, l.p.ns, "configmaps", name, metav1.DeleteOptions{}); err != nil && !isNotFound(err) {
+		fmt.Fprintf(l.p.opts.Log, "kube: warning: delete ConfigMap %s/%s: %v (the namespace's deletion removes it)\n", l.p.ns, name, err)
+	}
+}
+
+// podGenerator is the generator of one index of a Job: its pod, found when
+// its stream is first read.
+type podGenerator struct {
+	l        *jobLauncher
+	ctx      context.Context
+	job      string
+	index    int
+	deadline time.Time // for its pod to run
+	grace    time.Duration
+	log      *prefixLines
+
+	once   sync.Once
+	pod    string
+	stream io.Reader
+	err    error
+}
+
+// Stream implements engine.Generator: the pod's log, its stream lines
+// passed on and every other line (the generator's progress and errors, on
+// its standard error) written to the run's log.
+func (g *podGenerator) Stream() io.Reader { return readerFunc(g.read) }
+
+type readerFunc func([]byte) (int, error)
+
+func (f readerFunc) Read(b []byte) (int, error) { return f(b) }
+
+func (g *podGenerator) read(b []byte) (int, error) {
+	g.once.Do(func() {
+		var pod *corev1.Pod
+		if pod, g.err = g.waitRunning(); g.err != nil {
+			return
+		}
+		g.pod = pod.Name
+		var rc io.ReadCloser
+		rc, g.err = g.l.p.cs.logs(context.WithoutCancel(g.ctx), g.l.p.ns, pod.Name, &corev1.PodLogOptions{Container: generatorContainer, Follow: true})
+		if g.err != nil {
+			g.err = fmt.Errorf("log of pod %s: %w", pod.Name, g.err)
+			return
+		}
+		g.stream = splitStream(rc, g.log)
+	})
+	if g.err != nil {
+		return 0, g.err
+	}
+	return g.stream.Read(b)
+}
+
+// waitRunning waits until the pod of g's index has started (running or
+// already ended) and returns it. A pod that cannot start (its image
+// missing on the node) or that is not running by the deadline is an error
+// that quotes its status.
+func (g *podGenerator) waitRunning() (*corev1.Pod, error) {
+	p := g.l.p
+	sel := metav1.ListOptions{LabelSelector: labelGenerators + "=" + g.job}
+	var last *corev1.Pod
+	for {
+		pods, err := p.cs.listPods(g.ctx, p.ns, sel)
+		if err == nil {
+			for i := range pods.Items {
+				pod := &pods.Items[i]
+				if pod.Annotations[jobIndexAnnotation] != strconv.Itoa(g.index) {
+					continue
+				}
+				last = pod
+				switch pod.Status.Phase {
+				case corev1.PodRunning, corev1.PodSucceeded, corev1.PodFailed:
+					return pod, nil
+				}
+				if why := cannotStart(pod); why != "" {
+					return nil, fmt.Errorf("pod %s cannot start: %s", pod.Name, why)
+				}
+			}
+		}
+		if g.ctx.Err() != nil {
+			return nil, g.ctx.Err()
+		}
+		if time.Now().After(g.deadline) {
+			if last == nil {
+				return nil, fmt.Errorf("Job %s/%s created no pod of index %d (is the Job controller running?)", p.ns, g.job, g.index)
+			}
+			return nil, fmt.Errorf("pod %s not running by %s: %s", last.Name, g.deadline.Format("15:04:05"), podState(last))
+		}
+		select {
+		case <-g.ctx.Done():
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// cannotStart says why pod's generator cannot start, or "" while it may.
+func cannotStart(pod *corev1.Pod) string {
+	for _, cs := range pod.Status.ContainerStatuses {
+		if w := cs.State.Waiting; w != nil {
+			switch w.Reason {
+			case "ErrImageNeverPull", "ErrImagePull", "ImagePullBackOff", "InvalidImageName", "CreateContainerConfigError", "CreateContainerError":
+				return w.Reason + ": " + w.Message
+			}
+		}
+	}
+	return ""
+}
+
+// podState describes pod's phase and its containers' states.
+func podState(pod *corev1.Pod) string {
+	parts := []string{"phase " + string(pod.Status.Phase)}
+	for _, c := range pod.Status.Conditions {
+		if c.Status != corev1.ConditionTrue && c.Message != "" {
+			parts = append(parts, fmt.Sprintf("%s: %s", c.Type, c.Message))
+		}
+	}
+	for _, cs := range pod.Status.ContainerStatuses {
+		if w := cs.State.Waiting; w != nil {
+			parts = append(parts, fmt.Sprintf("container %s waiting: %s %s", cs.Name, w.Reason, w.Message))
+		}
+	}
+	return strings.Join(parts, "; ")
+}
+
+// Wait implements engine.Generator: once its stream was read to its end, a
+// generator whose stream was complete succeeded unless its container
+// exited non-zero; an incomplete stream is an error naming the pod, its
+// exit and its last words.
+func (g *podGenerator) Wait(rerr error) error {
+	exit := g.exit()
+	if rerr == nil && exit == "" {
+		return nil
+	}
+	who := fmt.Sprintf("generator %d", g.index)
+	if g.pod != "" {
+		who += fmt.Sprintf(" (pod %s/%s)", g.l.p.ns, g.pod)
+	}
+	var why []string
+	if exit != "" {
+		why = append(why, exit)
+	}
+	if rerr != nil {
+		why = append(why, fmt.Sprintf("its results: %v", rerr))
+	}
+	msg := who + ": " + strings.Join(why, "; ")
+	if last := g.log.last(); last != "" {
+		msg += "; its last words: " + last
+	}
+	return errors.New(msg)
+}
+
+// exit waits, up to the pod's grace period, for its container to end and
+// describes a non-zero exit ("" for a clean one, or when the pod is gone
+// or never ran).
+func (g *podGenerator) exit() string {
+	if g.pod == "" {
+		return ""
+	}
+	p := g.l.p
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(g.ctx), g.grace+10*time.Second)
+	defer cancel()
+	for {
+		pod, err := p.cs.getPod(ctx, p.ns, g.pod)
+		if isNotFound(err) {
+			return ""
+		}
+		if err == nil {
+			for _, cs := range pod.Status.ContainerStatuses {
+				if t := cs.State.Terminated; cs.Name == generatorContainer && t != nil {
+					if t.ExitCode == 0 {
+						return ""
+					}
+					return fmt.Sprintf("exited with code %d (%s) %s", t.ExitCode, t.Reason, strings.TrimSpace(t.Message))
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Sprintf("its pod did not end within %v", g.grace+10*time.Second)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// splitStream returns the stream lines of a generator pod's log rc (those
+// carrying engine.StreamPrefix) and writes every other line to log. The
+// returned reader closes rc at its end.
+func splitStream(rc io.ReadCloser, log *prefixLines) io.Reader {
+	pr, pw := io.Pipe()
+	go func() {
+		defer rc.Close()
+		sc := bufio.NewReaderSize(rc, 64<<10)
+		for {
+			line, err := sc.ReadSlice('\n')
+			if err == bufio.ErrBufferFull {
+				// Longer than any stream line: not one. Pass it on whole.
+				rest, rerr := sc.ReadBytes('\n')
+				line, err = append(append([]byte(nil), line...), rest...), rerr
+			}
+			if len(line) > 0 {
+				if bytes.Contains(line, []byte(engine.StreamPrefix)) {
+					if _, werr := pw.Write(line); werr != nil {
+						_, _ = io.Copy(io.Discard, sc)
+						return
+					}
+				} else {
+					log.line(line)
+				}
+			}
+			if err != nil {
+				if err == io.EOF {
+					err = nil
+				}
+				pw.CloseWithError(err)
+				return
+			}
+		}
+	}()
+	return pr
+}
+
+// prefixLines writes lines to w with a prefix and keeps the last one.
+type prefixLines struct {
+	mu     sync.Mutex
+	w      io.Writer
+	prefix string
+	lastL  string
+}
+
+func (l *prefixLines) line(b []byte) {
+	s := strings.TrimRight(string(b), "\r\n")
+	if strings.TrimSpace(s) == "" {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.lastL = strings.TrimSpace(s)
+	if l.w != nil {
+		fmt.Fprintf(l.w, "%s%s\n", l.prefix, s)
+	}
+}
+
+func (l *prefixLines) last() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.lastL
+}
