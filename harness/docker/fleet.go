@@ -2,7 +2,6 @@ package docker
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net/netip"
@@ -340,11 +339,8 @@ func (f *dockerFleet) Reuse(ctx context.Context) (*dockerFleet, error) {
 // inst returns instance id, or an error when f is closed or has no such
 // instance.
 func (f *dockerFleet) inst(id int) (*dockerInstance, error) {
-	if f.Closed() {
-		return nil, errors.New("docker backends: fleet closed")
-	}
-	if id < 0 || id >= len(f.insts) {
-		return nil, fmt.Errorf("docker backends: instance %d does not exist (the fleet has %d)", id, len(f.insts))
+	if err := f.Usable(id); err != nil {
+		return nil, fmt.Errorf("docker backends: %w", err)
 	}
 	return f.insts[id], nil
 }
