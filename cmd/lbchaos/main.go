@@ -53,6 +53,11 @@ func (e *exitError) Error() string { return e.err.Error() }
 func (e *exitError) Unwrap() error { return e.err }
 
 func main() {
+	// A closed stdout (lbchaos run ... | head) makes writes fail instead of
+	// ending the process, so that a run still removes its containers and
+	// namespaces. (Handled, not ignored: children such as nginx start
+	// with the default.)
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	go func() {
 		// After the first signal, restore the default so a second one ends

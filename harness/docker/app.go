@@ -134,16 +134,14 @@ func (p *Provider) startAppFleet(ctx context.Context, spec fleet.Spec, seq int) 
 	if err := p.CheckApp(ctx, spec.App); err != nil {
 		return nil, fmt.Errorf("docker backends: %w", err)
 	}
+	// All at once: ports asked for one after the other may repeat.
+	ports, err := fleet.FreeLoopbackPorts(2 * spec.Count)
+	if err != nil {
+		return nil, fmt.Errorf("docker backends: free ports on 127.0.0.1: %w", err)
+	}
 	return p.startEach(ctx, spec, seq, 2, func(ctx context.Context, id int, ctrs []testcontainers.Container) (*dockerInstance, fleet.Backend, error) {
 		fail := func(err error) (*dockerInstance, fleet.Backend, error) { return nil, fleet.Backend{}, err }
-		appPort, err := fleet.FreeLoopbackPort()
-		if err != nil {
-			return fail(fmt.Errorf("instance %d: a free port on 127.0.0.1: %w", id, err))
-		}
-		sidePort, err := fleet.FreeLoopbackPort()
-		if err != nil {
-			return fail(fmt.Errorf("instance %d: a free port on 127.0.0.1: %w", id, err))
-		}
+		appPort, sidePort := ports[2*id], ports[2*id+1]
 		areq, sreq, err := p.appRequests(spec, seq, id, appPort, sidePort)
 		if err != nil {
 			return fail(fmt.Errorf("instance %d: %w", id, err))

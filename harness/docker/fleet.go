@@ -2,7 +2,6 @@ package docker
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net/netip"
@@ -135,13 +134,18 @@ func (p *Provider) startFleet(ctx context.Context, spec fleet.Spec, seq int) (*d
 	if spec.App != nil {
 		return p.startAppFleet(ctx, spec, seq)
 	}
+	var ports []int
+	if p.opts.HostNetwork {
+		// All at once: ports asked for one after the other may repeat.
+		var err error
+		if ports, err = fleet.FreeLoopbackPorts(spec.Count); err != nil {
+			return nil, fmt.Errorf("docker backends: free ports on 127.0.0.1: %w", err)
+		}
+	}
 	return p.startEach(ctx, spec, seq, 1, func(ctx context.Context, id int, ctrs []testcontainers.Container) (*dockerInstance, fleet.Backend, error) {
 		port := 0
 		if p.opts.HostNetwork {
-			var err error
-			if port, err = fleet.FreeLoopbackPort(); err != nil {
-				return nil, fleet.Backend{}, fmt.Errorf("instance %d: a free port on 127.0.0.1: %w", id, err)
-			}
+			port = ports[id]
 		}
 		req, err := p.request(spec, seq, id, port)
 		if err != nil {
@@ -335,11 +339,8 @@ func (f *dockerFleet) Reuse(ctx context.Context) (*dockerFleet, error) {
 // inst returns instance id, or an error when f is closed or has no such
 // instance.
 func (f *dockerFleet) inst(id int) (*dockerInstance, error) {
-	if f.Closed() {
-		return nil, errors.New("docker backends: fleet closed")
-	}
-	if id < 0 || id >= len(f.insts) {
-		return nil, fmt.Errorf("docker backends: instance %d does not exist (the fleet has %d)", id, len(f.insts))
+	if err := f.Usable(id); err != nil {
+		return nil, fmt.Errorf("docker backends: %w", err)
 	}
 	return f.insts[id], nil
 }

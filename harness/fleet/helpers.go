@@ -11,21 +11,11 @@ import (
 
 // What the providers of servers they start (containers, pods) share.
 
-// FreeLoopbackPort asks the kernel for a free 127.0.0.1 port for a server
-// that shares the host's network namespace. Another process could take it
-// before the server binds it; the server then fails to start and its
-// provider's error says so.
-func FreeLoopbackPort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
-}
-
-// FreeLoopbackPorts returns n distinct free 127.0.0.1 ports, holding each
-// until all are found: ports asked for one after the other may repeat.
+// FreeLoopbackPorts returns n distinct free 127.0.0.1 ports for servers
+// that share the host's network namespace, holding each until all are
+// found: ports asked for one after the other may repeat. Another process
+// could take one before its server binds it; the server then fails to
+// start and its provider's error says so.
 func FreeLoopbackPorts(n int) ([]int, error) {
 	ports := make([]int, 0, n)
 	for range n {

@@ -188,6 +188,19 @@ func (a *Addresses) MarkClosed() bool {
 	return true
 }
 
+// Usable returns an error when the fleet is closed or has no instance id.
+func (a *Addresses) Usable(id int) error {
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	if a.closed {
+		return errors.New("fleet closed")
+	}
+	if id < 0 || id >= len(a.backends) {
+		return fmt.Errorf("instance %d does not exist (the fleet has %d)", id, len(a.backends))
+	}
+	return nil
+}
+
 // Closed reports whether MarkClosed was called.
 func (a *Addresses) Closed() bool {
 	a.mu.RLock()

@@ -80,3 +80,19 @@ func TestPool(t *testing.T) {
 		t.Error("a fleet released after Close was not terminated")
 	}
 }
+
+// TestFreeLoopbackPorts: a fleet's ports are distinct (one after the
+// other, the kernel may hand out one twice).
+func TestFreeLoopbackPorts(t *testing.T) {
+	ports, err := fleet.FreeLoopbackPorts(300)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[int]bool{}
+	for _, p := range ports {
+		if seen[p] || p <= 0 {
+			t.Fatalf("port %d repeated or invalid in %v", p, ports)
+		}
+		seen[p] = true
+	}
+}

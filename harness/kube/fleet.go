@@ -2,7 +2,6 @@ package kube
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -135,11 +134,8 @@ func (f *kubeFleet) Reuse(ctx context.Context) (*kubeFleet, error) {
 // inst returns instance id, or an error when f is closed or has no such
 // instance.
 func (f *kubeFleet) inst(id int) (*instance, error) {
-	if f.Closed() {
-		return nil, errors.New("kube backends: fleet closed")
-	}
-	if id < 0 || id >= len(f.insts) {
-		return nil, fmt.Errorf("kube backends: instance %d does not exist (the fleet has %d)", id, len(f.insts))
+	if err := f.Usable(id); err != nil {
+		return nil, fmt.Errorf("kube backends: %w", err)
 	}
 	return f.insts[id], nil
 }

@@ -149,16 +149,16 @@ var (
 	_ fleet.AppProvider       = (*Provider)(nil)
 )
 
-// ErrNoCluster is wrapped by the errors of New, Connect and Available when
+// ErrNoCluster is wrapped by the errors of New, Available and the sweeps when
 // no API server answered or no kubeconfig was found.
 var ErrNoCluster = errors.New("no Kubernetes API server answered")
 
 // apiTimeout bounds the first call to the API server.
 const apiTimeout = 10 * time.Second
 
-// Connect returns a client of the cluster opts name (Kubeconfig or Config)
+// connect returns a client of the cluster opts name (Kubeconfig or Config)
 // after checking that its API server answers, and the server's address.
-func Connect(ctx context.Context, opts Options) (*api, *rest.Config, error) {
+func connect(ctx context.Context, opts Options) (*api, *rest.Config, error) {
 	cfg := opts.Config
 	if cfg == nil {
 		var err error
@@ -188,7 +188,7 @@ func Connect(ctx context.Context, opts Options) (*api, *rest.Config, error) {
 
 // Available returns nil when the cluster kubeconfig names answers.
 func Available(ctx context.Context, kubeconfig string) error {
-	_, _, err := Connect(ctx, Options{Kubeconfig: kubeconfig})
+	_, _, err := connect(ctx, Options{Kubeconfig: kubeconfig})
 	return err
 }
 
@@ -266,7 +266,7 @@ func New(ctx context.Context, opts Options) (*Provider, error) {
 	if err != nil || req.Sign() <= 0 {
 		return nil, fmt.Errorf("kube backends: cpu request %q: want a positive CPU quantity such as 10m or 0.1", opts.CPURequest)
 	}
-	cs, cfg, err := Connect(ctx, opts)
+	cs, cfg, err := connect(ctx, opts)
 	if err != nil {
 		return nil, err
 	}

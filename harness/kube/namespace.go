@@ -121,7 +121,7 @@ func sweepWith(ctx context.Context, kubeconfig string, log io.Writer, scope swee
 	if log == nil {
 		log = io.Discard
 	}
-	cs, _, err := Connect(ctx, Options{Kubeconfig: kubeconfig})
+	cs, _, err := connect(ctx, Options{Kubeconfig: kubeconfig})
 	if err != nil {
 		return 0, err
 	}

@@ -265,6 +265,9 @@ func (p *Provider) waitReady(ctx context.Context, seq int, insts []*instance) ([
 				}
 				in := insts[idx]
 				if why := podProblem(pod); why != "" {
+					if strings.Contains(why, "Image") {
+						why += " (the node must have the image: --kube-load, or make kube-load IMAGES=..., imports it into the local cluster; for another cluster push it where the nodes pull from)"
+					}
 					return nil, fmt.Errorf("instance %d (pod %s/%s) cannot start: %s%s", in.id, p.ns, pod.Name, why, p.diagnose(pod.Name))
 				}
 				u := p.backendURL(in, pod)

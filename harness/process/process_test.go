@@ -91,7 +91,7 @@ faults:
 strategies: [random]
 `)
 	err := fleet.Check(exp, Provider{})
-	want := `frozen.yaml: faults[1]: mode "pause" acts on containers, which process backends do not have; run with --backends docker`
+	want := `frozen.yaml: faults[1]: mode "pause" acts on containers, which process backends do not have; run with --backends docker (or kube)`
 	if err == nil || err.Error() != want {
 		t.Errorf("err %v\nwant %s", err, want)
 	}

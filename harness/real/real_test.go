@@ -350,7 +350,7 @@ faults: [{instance: 1, at: 0s, until: 500ms, fault: {mode: pause}}]
 strategies: [random]
 `)
 	sum, err := run(context.Background(), exp, Options{})
-	want := `frozen.yaml: faults[0]: mode "pause" acts on containers, which process backends do not have; run with --backends docker`
+	want := `frozen.yaml: faults[0]: mode "pause" acts on containers, which process backends do not have; run with --backends docker (or kube)`
 	if err == nil || err.Error() != want || sum != nil {
 		t.Fatalf("err = %v\nwant %s", err, want)
 	}
