@@ -37,7 +37,7 @@ type kubeFlags struct {
 func (k *kubeFlags) bind(fs *flag.FlagSet) {
 	fs.StringVar(&k.kubeconfig, "kubeconfig", "", "--backends kube: the cluster's kubeconfig (default: $KUBECONFIG, then ~/.kube/config, then the in-cluster account)")
 	fs.StringVar(&k.image, "kube-image", "", "--backends kube: the backend image the pods run, which the cluster's nodes must have or pull (default: the image lbchaos builds with Docker from itself, lbchaos-backend:<hash>, run with imagePullPolicy Never: load it into the cluster first, or give --kube-load)")
-	fs.BoolVar(&k.load, "kube-load", false, "--backends kube: import the backend image into the local cluster of make kube-up (its containerd) before the run")
+	fs.BoolVar(&k.load, "kube-load", false, "--backends kube: import the backend image into the local cluster of make kube-up (its containerd) before the run; automatic when the image is built here and the kubeconfig names that cluster while it runs")
 	fs.StringVar(&k.network, "kube-network", "auto", "--backends kube: how lbchaos reaches the pods: host (hostNetwork pods, each on its own 127.0.0.1 port; a cluster on this machine), pod (pod IPs, port 8080; lbchaos runs inside the cluster or on a node), or auto (host when the API server is on a loopback address)")
 	fs.StringVar(&k.cpuRequest, "kube-cpu-request", kube.DefaultCPURequest, "--backends kube: each pod's CPU request (a hundred pods of 10m fit on two CPUs)")
 	fs.BoolVar(&k.generators, "kube-generators", true, "--backends kube with generators > 1: run the generators as the pods of an Indexed Job in the run's namespace, their results read from the pods' logs (false: as processes of this machine)")
@@ -100,6 +100,10 @@ func (k kubeFlags) provider(ctx context.Context, exp *experiments.Experiment, lo
 		}
 		// Built here, so no registry has it: the node must have been given it.
 		opts.PullPolicy = corev1.PullNever
+		if !k.load && namesLocalCluster(k.kubeconfig) {
+			// The running cluster of make kube-up: give it the image.
+			k.load = true
+		}
 		if !k.load {
 			fmt.Fprintf(logw, "lbchaos: the pods run image %s, which the cluster's nodes must have (make kube-load IMAGES=%s, or --kube-load, for the local cluster)\n", opts.Image, opts.Image)
 		}
@@ -129,11 +133,32 @@ func (k kubeFlags) launcher(p *kube.Provider, exp *experiments.Experiment) (engi
 	return p.Launcher(k.lead), nil
 }
 
+// localLayout is the layout of the local cluster of make kube-up.
+func localLayout() localcluster.Layout {
+	v := localcluster.DefaultVersion
+	return localcluster.Layout{Version: v, CacheDir: localcluster.DefaultCacheDir(v), StateDir: localcluster.DefaultStateDir}
+}
+
+// namesLocalCluster reports whether kubeconfig names the running local
+// cluster of make kube-up: it has a record, and its admin kubeconfig
+// names the same API server.
+func namesLocalCluster(kubeconfig string) bool {
+	l := localLayout()
+	if _, err := os.Stat(l.RecordFile()); err != nil {
+		return false
+	}
+	local, err := kube.Server(l.Kubeconfig("admin"))
+	if err != nil {
+		return false
+	}
+	mine, err := kube.Server(kubeconfig)
+	return err == nil && mine == local
+}
+
 // loadLocal imports image into the local cluster of make kube-up.
 func loadLocal(ctx context.Context, image string, logw io.Writer) error {
-	v := localcluster.DefaultVersion
 	err := localcluster.Load(ctx, localcluster.Options{
-		Layout: localcluster.Layout{Version: v, CacheDir: localcluster.DefaultCacheDir(v), StateDir: localcluster.DefaultStateDir},
+		Layout: localLayout(),
 		Images: []string{image},
 		Log:    logw,
 	})

@@ -194,6 +194,17 @@ func Available(ctx context.Context, kubeconfig string) error {
 
 // restConfig loads the kubeconfig: path, else $KUBECONFIG, else
 // ~/.kube/config, else the in-cluster configuration.
+// Server returns the API server's URL of the cluster kubeconfig names
+// (resolved as New resolves it: "" means $KUBECONFIG, then
+// ~/.kube/config, then the in-cluster account).
+func Server(kubeconfig string) (string, error) {
+	cfg, err := restConfig(kubeconfig)
+	if err != nil {
+		return "", err
+	}
+	return cfg.Host, nil
+}
+
 func restConfig(path string) (*rest.Config, error) {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	rules.ExplicitPath = path
