@@ -246,13 +246,32 @@ func (g *podGenerator) read(b []byte) (int, error) {
 			return
 		}
 		g.pod = pod.Name
+		// The log is followed past an interrupt, while the pod ends its
+		// stream, but not for ever: a pod that has not ended its grace
+		// period and half a minute after the interrupt (its node gone)
+		// is cut off, and its stream reported incomplete.
+		logCtx, cancel := context.WithCancel(context.WithoutCancel(g.ctx))
 		var rc io.ReadCloser
-		rc, g.err = g.l.p.cs.logs(context.WithoutCancel(g.ctx), g.l.p.ns, pod.Name, &corev1.PodLogOptions{Container: generatorContainer, Follow: true})
+		rc, g.err = g.l.p.cs.logs(logCtx, g.l.p.ns, pod.Name, &corev1.PodLogOptions{Container: generatorContainer, Follow: true})
 		if g.err != nil {
+			cancel()
 			g.err = fmt.Errorf("log of pod %s: %w", pod.Name, g.err)
 			return
 		}
-		g.stream = splitStream(rc, g.log)
+		done := make(chan struct{})
+		g.stream = splitStream(rc, g.log, func() { close(done); cancel() })
+		go func() {
+			select {
+			case <-done:
+				return
+			case <-g.ctx.Done():
+			}
+			select {
+			case <-done:
+			case <-time.After(g.grace + 30*time.Second):
+				cancel()
+			}
+		}()
 	})
 	if g.err != nil {
 		return 0, g.err
@@ -393,10 +412,11 @@ func (g *podGenerator) exit() string {
 
 // splitStream returns the stream lines of a generator pod's log rc (those
 // carrying engine.StreamPrefix) and writes every other line to log. The
-// returned reader closes rc at its end.
-func splitStream(rc io.ReadCloser, log *prefixLines) io.Reader {
+// returned reader closes rc at its end, and then calls done.
+func splitStream(rc io.ReadCloser, log *prefixLines, done func()) io.Reader {
 	pr, pw := io.Pipe()
 	go func() {
+		defer done()
 		defer rc.Close()
 		sc := bufio.NewReaderSize(rc, 64<<10)
 		for {

@@ -91,9 +91,15 @@ func TestSplitStream(t *testing.T) {
 	log := "starting\n" + engine.StreamPrefix + "AAAA\nprogress 1s\n" + engine.StreamPrefix + "BBBB\n" + strings.Repeat("x", 100<<10) + "\nlast words"
 	var out bytes.Buffer
 	pl := &prefixLines{w: &out, prefix: "g0: "}
-	got, err := io.ReadAll(splitStream(io.NopCloser(strings.NewReader(log)), pl))
+	ended := make(chan struct{})
+	got, err := io.ReadAll(splitStream(io.NopCloser(strings.NewReader(log)), pl, func() { close(ended) }))
 	if err != nil {
 		t.Fatal(err)
+	}
+	select {
+	case <-ended:
+	case <-time.After(5 * time.Second):
+		t.Error("done not called at the log's end")
 	}
 	if want := engine.StreamPrefix + "AAAA\n" + engine.StreamPrefix + "BBBB\n"; string(got) != want {
 		t.Errorf("stream %q, want %q", got, want)
