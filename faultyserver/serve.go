@@ -86,6 +86,7 @@ func serve(ctx context.Context, s instanceHandler, ln net.Listener, logf func(fo
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          log.New(logWriter(logf), "", 0),
+		Protocols:         serveProtocols(),
 	}
 	id := s.instanceID()
 	logf("faultyserver: instance %d listening on %s (%s)", id, ln.Addr(), s.describe())
@@ -116,6 +117,19 @@ func serve(ctx context.Context, s instanceHandler, ln net.Listener, logf func(fo
 		return fmt.Errorf("faultyserver: instance %d: shutdown: %w", id, err)
 	}
 	return nil
+}
+
+// serveProtocols are what an instance speaks on its one port: HTTP/1.1,
+// and HTTP/2 over cleartext (h2c) with prior knowledge, which a client
+// starts with the HTTP/2 preface rather than an Upgrade. Every request is
+// served by the same handler whatever its protocol, so the service model,
+// faults and headers are the same; where a fault closes the connection on
+// HTTP/1.1 (reset), HTTP/2 resets the request's stream alone.
+func serveProtocols() *http.Protocols {
+	p := new(http.Protocols)
+	p.SetHTTP1(true)
+	p.SetUnencryptedHTTP2(true)
+	return p
 }
 
 // logWriter adapts logf to the io.Writer of a log.Logger.

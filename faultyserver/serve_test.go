@@ -2,10 +2,13 @@ package faultyserver
 
 import (
 	"context"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httptrace"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -140,4 +143,135 @@ func BenchmarkServeFixedZeroParallel(b *testing.B) {
 			s.ServeHTTP(w, req)
 		}
 	})
+}
+
+// TestServeSpeaksH2C: one port serves HTTP/1.1 and HTTP/2 over cleartext
+// (prior knowledge) with the same handler: the instance header, a fail
+// fault's status; reset resets the HTTP/2 request's stream, and the
+// connection lives on for the next request.
+func TestServeSpeaksH2C(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- ServeListener(ctx, Config{ID: 3, Workers: 4, Service: Fixed(0)}, ln, nil) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("ServeListener: %v", err)
+		}
+	}()
+	base := "http://" + ln.Addr().String()
+
+	h1 := &http.Transport{}
+	defer h1.CloseIdleConnections()
+	c := &Client{BaseURL: base, HTTP: &http.Client{Transport: h1}}
+	if err := c.Healthy(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var h2c http.Protocols
+	h2c.SetUnencryptedHTTP2(true)
+	h2 := &http.Transport{Protocols: &h2c}
+	defer h2.CloseIdleConnections()
+
+	// get sends GET / over tr and reports the answer and whether it went
+	// on a connection used before.
+	get := func(tr *http.Transport) (resp *http.Response, reused bool, err error) {
+		trace := &httptrace.ClientTrace{GotConn: func(i httptrace.GotConnInfo) { reused = i.Reused }}
+		req, _ := http.NewRequestWithContext(httptrace.WithClientTrace(ctx, trace), http.MethodGet, base+"/", nil)
+		resp, err = tr.RoundTrip(req)
+		if err == nil {
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}
+		return resp, reused, err
+	}
+	for _, tc := range []struct {
+		name  string
+		tr    *http.Transport
+		major int
+	}{{"HTTP/1.1", h1, 1}, {"h2c", h2, 2}} {
+		resp, _, err := get(tc.tr)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if resp.ProtoMajor != tc.major || resp.StatusCode != http.StatusOK || resp.Header.Get(InstanceHeader) != "3" {
+			t.Errorf("%s: %s %d, instance %q; want HTTP/%d 200 from instance 3", tc.name, resp.Proto, resp.StatusCode, resp.Header.Get(InstanceHeader), tc.major)
+		}
+	}
+
+	if err := c.SetFault(ctx, Fail{Status: 502}); err != nil {
+		t.Fatal(err)
+	}
+	if resp, _, err := get(h2); err != nil || resp.StatusCode != http.StatusBadGateway || resp.Header.Get(InstanceHeader) != "3" {
+		t.Errorf("h2c under fail: %v, %v; want 502 from instance 3", resp, err)
+	}
+
+	if err := c.SetFault(ctx, Reset{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := get(h2); err == nil || !strings.Contains(err.Error(), "stream error") {
+		t.Errorf("h2c under reset: %v, want the stream reset", err)
+	}
+	if err := c.ClearFault(ctx); err != nil {
+		t.Fatal(err)
+	}
+	resp, reused, err := get(h2)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("h2c after reset: %v, %v", resp, err)
+	}
+	if !reused {
+		t.Error("h2c after a reset stream: a new connection; want the reset to leave the connection open")
+	}
+}
+
+// TestSidecarSpeaksH2C: the sidecar's port takes h2c too, and forwards
+// the request, body included, to its upstream over HTTP/1.1.
+func TestSidecarSpeaksH2C(t *testing.T) {
+	var upProto atomic.Value
+	up := startUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		upProto.Store(r.Proto)
+		echo(w, r)
+	})
+	s, err := NewSidecar(SidecarConfig{ID: 5, Upstream: up.ts.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- serve(ctx, s, ln, nil) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("serve: %v", err)
+		}
+	}()
+
+	var h2c http.Protocols
+	h2c.SetUnencryptedHTTP2(true)
+	tr := &http.Transport{Protocols: &h2c}
+	defer tr.CloseIdleConnections()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+ln.Addr().String()+"/items?x=1", strings.NewReader("payload"))
+	req.Header.Set("X-Test", "t")
+	resp, err := tr.RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.ProtoMajor != 2 || resp.StatusCode != http.StatusCreated || resp.Header.Get(InstanceHeader) != "5" {
+		t.Errorf("%s %d, instance %q; want HTTP/2 201 from instance 5", resp.Proto, resp.StatusCode, resp.Header.Get(InstanceHeader))
+	}
+	if want := "POST /items ?x=1 t payload"; string(body) != want {
+		t.Errorf("body %q, want %q", body, want)
+	}
+	if got, _ := upProto.Load().(string); got != "HTTP/1.1" {
+		t.Errorf("upstream got %q, want HTTP/1.1", got)
+	}
 }
