@@ -48,7 +48,8 @@ const (
 	// ActionHang never answers: the request ends when its client gives up
 	// or the server closes. It occupies no worker.
 	ActionHang
-	// ActionReset closes the connection without a response.
+	// ActionReset ends the request without a response: its stream, or
+	// with Action.WholeConn its connection.
 	ActionReset
 )
 
@@ -74,6 +75,9 @@ type Action struct {
 	Delay   time.Duration // ActionFail: wait before answering, without a worker
 	Status  int           // ActionFail: status answered
 	Scale   float64       // ActionServe, proxies only: multiplies the upstream's time; <= 1 holds nothing
+	// WholeConn, for ActionReset, closes the request's whole connection
+	// (every HTTP/2 stream on it), not only its stream.
+	WholeConn bool
 }
 
 // A ProxyPlanner is a fault whose plan changes the service time, which a

@@ -87,6 +87,7 @@ func serve(ctx context.Context, s instanceHandler, ln net.Listener, logf func(fo
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          log.New(logWriter(logf), "", 0),
 		Protocols:         serveProtocols(),
+		ConnContext:       connContext,
 	}
 	id := s.instanceID()
 	logf("faultyserver: instance %d listening on %s (%s)", id, ln.Addr(), s.describe())

@@ -2,6 +2,7 @@ package faultyserver
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -273,5 +274,98 @@ func TestSidecarSpeaksH2C(t *testing.T) {
 	}
 	if got, _ := upProto.Load().(string); got != "HTTP/1.1" {
 		t.Errorf("upstream got %q, want HTTP/1.1", got)
+	}
+}
+
+// TestResetScopeOnH2C: on one HTTP/2 connection, a request in progress
+// survives a stream reset of another request, and fails with it when the
+// reset's scope is the connection.
+func TestResetScopeOnH2C(t *testing.T) {
+	for _, tc := range []struct {
+		scope       string
+		slowSurvive bool
+	}{{ResetStream, true}, {ResetConnection, false}} {
+		t.Run(tc.scope, func(t *testing.T) {
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(t.Context())
+			done := make(chan error, 1)
+			go func() { done <- ServeListener(ctx, Config{ID: 1, Workers: 4, Service: Fixed(0)}, ln, nil) }()
+			defer func() {
+				cancel()
+				<-done
+			}()
+			base := "http://" + ln.Addr().String()
+			h1 := &http.Transport{}
+			defer h1.CloseIdleConnections()
+			c := &Client{BaseURL: base, HTTP: &http.Client{Transport: h1}}
+			var h2c http.Protocols
+			h2c.SetUnencryptedHTTP2(true)
+			// One connection for every request of this transport.
+			h2 := &http.Transport{Protocols: &h2c, MaxConnsPerHost: 1}
+			defer h2.CloseIdleConnections()
+			get := func() (int, error) {
+				req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+"/", nil)
+				resp, err := h2.RoundTrip(req)
+				if err != nil {
+					return 0, err
+				}
+				defer resp.Body.Close()
+				if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+					return 0, err
+				}
+				return resp.StatusCode, nil
+			}
+			if _, err := get(); err != nil { // open the connection
+				t.Fatal(err)
+			}
+			if err := c.SetFault(ctx, Slow{Latency: Duration(400 * time.Millisecond)}); err != nil {
+				t.Fatal(err)
+			}
+			slow := make(chan error, 1)
+			go func() {
+				status, err := get()
+				if err == nil && status != http.StatusOK {
+					err = fmt.Errorf("status %d", status)
+				}
+				slow <- err
+			}()
+			waitFor(t, func() bool { st := c.mustStats(t); return st.InFlight == 1 })
+			if err := c.SetFault(ctx, Reset{Scope: tc.scope}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := get(); err == nil {
+				t.Error("a request under reset got an answer")
+			}
+			err = <-slow
+			if tc.slowSurvive && err != nil {
+				t.Errorf("the request in progress on the same connection failed with a stream reset: %v", err)
+			}
+			if !tc.slowSurvive && err == nil {
+				t.Error("the request in progress on the same connection survived a connection reset")
+			}
+		})
+	}
+}
+
+// mustStats returns the instance's stats or fails the test.
+func (c *Client) mustStats(t *testing.T) Stats {
+	t.Helper()
+	st, err := c.Stats(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+// waitFor polls cond for up to 5 s.
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); !cond(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met within 5 s")
+		}
 	}
 }

@@ -308,7 +308,7 @@ func (s *Server) service(w http.ResponseWriter, r *http.Request) {
 		}
 	case ActionReset:
 		s.failed.Add(1)
-		resetConn(w)
+		resetRequest(w, r, a.WholeConn)
 	default:
 		s.serve(ctx, w, a.Service)
 	}
@@ -415,16 +415,29 @@ func (s *Server) answerError(w http.ResponseWriter, load, status int, msg string
 	http.Error(w, msg, status)
 }
 
-// resetConn closes the request's connection without a response. On a TCP
-// connection SO_LINGER is set to 0 first, so the peer gets an RST rather
-// than a FIN. Where hijacking is impossible (HTTP/2, recorders) the handler
-// is aborted with http.ErrAbortHandler, which net/http turns into a closed
-// connection or a reset stream.
-func resetConn(w http.ResponseWriter) {
-	conn, _, err := http.NewResponseController(w).Hijack()
-	if err != nil {
-		panic(http.ErrAbortHandler)
+// resetRequest ends r without a response, abortively: SO_LINGER 0 on the
+// TCP connection, so the peer gets an RST rather than a FIN.
+//
+// On HTTP/1.1 it hijacks and closes the request's connection. Where that
+// is impossible (HTTP/2, recorders) the handler is aborted with
+// http.ErrAbortHandler, which net/http turns into a reset stream (HTTP/2)
+// or a closed connection — unless wholeConn asks for the connection of an
+// HTTP/2 request too: then the connection serve recorded in r's context
+// (connContext) is closed, and every stream on it fails.
+func resetRequest(w http.ResponseWriter, r *http.Request, wholeConn bool) {
+	if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
+		abortiveClose(conn)
+		return
 	}
+	if c, ok := r.Context().Value(connKey{}).(net.Conn); ok && wholeConn {
+		abortiveClose(c)
+	}
+	panic(http.ErrAbortHandler)
+}
+
+// abortiveClose closes conn with SO_LINGER 0 where it is (or wraps) a TCP
+// connection.
+func abortiveClose(conn net.Conn) {
 	raw := conn
 	if nc, ok := conn.(interface{ NetConn() net.Conn }); ok { // *tls.Conn
 		raw = nc.NetConn()
@@ -433,6 +446,15 @@ func resetConn(w http.ResponseWriter) {
 		_ = tc.SetLinger(0)
 	}
 	_ = conn.Close()
+}
+
+// connKey keys the connection of a request in its context (connContext).
+type connKey struct{}
+
+// connContext is an http.Server's ConnContext: it records each request's
+// connection, which a connection-scope reset closes.
+func connContext(ctx context.Context, c net.Conn) context.Context {
+	return context.WithValue(ctx, connKey{}, c)
 }
 
 func (s *Server) health(w http.ResponseWriter, r *http.Request) {

@@ -266,7 +266,7 @@ func (s *Sidecar) service(w http.ResponseWriter, r *http.Request) {
 		}
 	case ActionReset:
 		s.failed.Add(1)
-		resetConn(w)
+		resetRequest(w, r, a.WholeConn)
 	default:
 		s.forward(w, r, a)
 	}
