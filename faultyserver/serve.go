@@ -124,8 +124,9 @@ func serve(ctx context.Context, s instanceHandler, ln net.Listener, logf func(fo
 // and HTTP/2 over cleartext (h2c) with prior knowledge, which a client
 // starts with the HTTP/2 preface rather than an Upgrade. Every request is
 // served by the same handler whatever its protocol, so the service model,
-// faults and headers are the same; where a fault closes the connection on
-// HTTP/1.1 (reset), HTTP/2 resets the request's stream alone.
+// faults and headers are the same; where reset closes the connection on
+// HTTP/1.1, HTTP/2 resets the request's stream alone, unless the reset's
+// scope is the connection.
 func serveProtocols() *http.Protocols {
 	p := new(http.Protocols)
 	p.SetHTTP1(true)
