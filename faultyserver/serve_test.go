@@ -151,31 +151,17 @@ func BenchmarkServeFixedZeroParallel(b *testing.B) {
 // fault's status; reset resets the HTTP/2 request's stream, and the
 // connection lives on for the next request.
 func TestServeSpeaksH2C(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	s, err := New(Config{ID: 3, Workers: 4, Service: Fixed(0)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() { done <- ServeListener(ctx, Config{ID: 3, Workers: 4, Service: Fixed(0)}, ln, nil) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("ServeListener: %v", err)
-		}
-	}()
-	base := "http://" + ln.Addr().String()
-
-	h1 := &http.Transport{}
-	defer h1.CloseIdleConnections()
+	base, h1 := serveForTest(t, s)
+	ctx := t.Context()
 	c := &Client{BaseURL: base, HTTP: &http.Client{Transport: h1}}
 	if err := c.Healthy(ctx); err != nil {
 		t.Fatal(err)
 	}
-	var h2c http.Protocols
-	h2c.SetUnencryptedHTTP2(true)
-	h2 := &http.Transport{Protocols: &h2c}
-	defer h2.CloseIdleConnections()
+	h2 := h2cTransport(t)
 
 	// get sends GET / over tr and reports the answer and whether it went
 	// on a connection used before.
@@ -240,25 +226,10 @@ func TestSidecarSpeaksH2C(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() { done <- serve(ctx, s, ln, nil) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("serve: %v", err)
-		}
-	}()
-
-	var h2c http.Protocols
-	h2c.SetUnencryptedHTTP2(true)
-	tr := &http.Transport{Protocols: &h2c}
-	defer tr.CloseIdleConnections()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+ln.Addr().String()+"/items?x=1", strings.NewReader("payload"))
+	base, _ := serveForTest(t, s)
+	ctx := t.Context()
+	tr := h2cTransport(t)
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, base+"/items?x=1", strings.NewReader("payload"))
 	req.Header.Set("X-Test", "t")
 	resp, err := tr.RoundTrip(req)
 	if err != nil {
@@ -286,26 +257,15 @@ func TestResetScopeOnH2C(t *testing.T) {
 		slowSurvive bool
 	}{{ResetStream, true}, {ResetConnection, false}} {
 		t.Run(tc.scope, func(t *testing.T) {
-			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			s, err := New(Config{ID: 1, Workers: 4, Service: Fixed(0)})
 			if err != nil {
 				t.Fatal(err)
 			}
-			ctx, cancel := context.WithCancel(t.Context())
-			done := make(chan error, 1)
-			go func() { done <- ServeListener(ctx, Config{ID: 1, Workers: 4, Service: Fixed(0)}, ln, nil) }()
-			defer func() {
-				cancel()
-				<-done
-			}()
-			base := "http://" + ln.Addr().String()
-			h1 := &http.Transport{}
-			defer h1.CloseIdleConnections()
+			base, h1 := serveForTest(t, s)
+			ctx := t.Context()
 			c := &Client{BaseURL: base, HTTP: &http.Client{Transport: h1}}
-			var h2c http.Protocols
-			h2c.SetUnencryptedHTTP2(true)
-			// One connection for every request of this transport.
-			h2 := &http.Transport{Protocols: &h2c, MaxConnsPerHost: 1}
-			defer h2.CloseIdleConnections()
+			h2 := h2cTransport(t)
+			h2.MaxConnsPerHost = 1 // one connection for every request
 			get := func() (int, error) {
 				req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+"/", nil)
 				resp, err := h2.RoundTrip(req)
@@ -368,4 +328,37 @@ func waitFor(t *testing.T, cond func() bool) {
 			t.Fatal("condition not met within 5 s")
 		}
 	}
+}
+
+// serveForTest serves h (a Server or a Sidecar) as serve does, on a
+// loopback port, until the test ends, and returns its base URL and an
+// HTTP/1.1 transport.
+func serveForTest(t *testing.T, h instanceHandler) (string, *http.Transport) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- serve(ctx, h, ln, nil) }()
+	h1 := &http.Transport{}
+	t.Cleanup(func() {
+		h1.CloseIdleConnections()
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("serve: %v", err)
+		}
+	})
+	return "http://" + ln.Addr().String(), h1
+}
+
+// h2cTransport is a client transport of HTTP/2 over cleartext with prior
+// knowledge, closed when the test ends.
+func h2cTransport(t *testing.T) *http.Transport {
+	var p http.Protocols
+	p.SetUnencryptedHTTP2(true)
+	tr := &http.Transport{Protocols: &p}
+	t.Cleanup(tr.CloseIdleConnections)
+	return tr
 }

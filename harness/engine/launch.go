@@ -1,8 +1,12 @@
 package engine
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 	"io"
+	"strings"
+	"sync"
 	"time"
 )
 
@@ -49,4 +53,54 @@ type Generator interface {
 	// with error rerr, and returns an error naming it when it failed or
 	// its stream was incomplete (rerr != nil).
 	Wait(rerr error) error
+}
+
+// GeneratorLog is what a launcher does with a generator's progress and
+// errors (its standard error, or the lines of its pod's log that are not
+// its stream): each line goes to the run's log prefixed with the
+// generator's index, and the last one is kept for the error that names a
+// failed generator.
+type GeneratorLog struct {
+	mu      sync.Mutex
+	w       io.Writer
+	prefix  string
+	partial []byte
+	line    string
+}
+
+// NewGeneratorLog returns the log of generator g, writing to w.
+func NewGeneratorLog(w io.Writer, g int) *GeneratorLog {
+	return &GeneratorLog{w: w, prefix: fmt.Sprintf("      generator %d: ", g)}
+}
+
+// Write implements io.Writer; lines may arrive in any pieces.
+func (l *GeneratorLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.partial = append(l.partial, p...)
+	for {
+		i := bytes.IndexByte(l.partial, '\n')
+		if i < 0 {
+			break
+		}
+		line := strings.TrimSuffix(string(l.partial[:i]), "\r")
+		l.partial = l.partial[i+1:]
+		if strings.TrimSpace(line) != "" {
+			l.line = strings.TrimSpace(line)
+			if l.w != nil {
+				fmt.Fprintf(l.w, "%s%s\n", l.prefix, line)
+			}
+		}
+	}
+	return len(p), nil
+}
+
+// Last returns the last line written: the one not ended yet, if any.
+func (l *GeneratorLog) Last() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if s := strings.TrimSpace(string(l.partial)); s != "" {
+		return s
+	}
+	return l.line
 }

@@ -5,19 +5,22 @@ import (
 	"io"
 	"sync"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 )
 
-// The provider speaks to the core/v1 API only (namespaces, pods and their
-// subresources, events), through a REST client whose scheme knows only
-// those types. client-go's clientset would do the same, but importing it
-// registers every API group at init time, which costs every lbchaos
-// process — each backend server included — about 20 MB of memory.
+// The provider speaks to the core/v1 API (namespaces, pods and their
+// subresources, events, ConfigMaps) and batch/v1 (the generators' Jobs),
+// through REST clients whose scheme knows only those types. client-go's
+// clientset would do the same, but importing it registers every API group
+// at init time, which costs every lbchaos process — each backend server
+// included — about 20 MB of memory.
 
 var (
 	schemeOnce  sync.Once
@@ -26,28 +29,41 @@ var (
 	paramsCodec runtime.ParameterCodec
 )
 
-// initScheme builds the core/v1 scheme on first use, not at init.
+// initScheme builds the scheme of core/v1 and batch/v1 (the generators'
+// Jobs) on first use, not at init.
 func initScheme() {
 	schemeOnce.Do(func() {
 		coreScheme = runtime.NewScheme()
 		if err := corev1.AddToScheme(coreScheme); err != nil {
 			panic(err) // a static registration: cannot fail
 		}
+		if err := batchv1.AddToScheme(coreScheme); err != nil {
+			panic(err)
+		}
 		coreCodecs = serializer.NewCodecFactory(coreScheme)
 		paramsCodec = runtime.NewParameterCodec(coreScheme)
 	})
 }
 
-// api is a client of the core/v1 API. ns "" addresses a cluster-scoped
-// resource (namespaces).
+// api is a client of one API group version (core/v1, or batch/v1). ns ""
+// addresses a cluster-scoped resource (namespaces).
 type api struct{ rc *rest.RESTClient }
 
 // newAPI returns a client of the core/v1 API of the server cfg names.
 func newAPI(cfg *rest.Config) (*api, error) {
+	return apiFor(cfg, "/api", corev1.SchemeGroupVersion)
+}
+
+// newBatchAPI returns a client of its batch/v1 API (Jobs).
+func newBatchAPI(cfg *rest.Config) (*api, error) {
+	return apiFor(cfg, "/apis", batchv1.SchemeGroupVersion)
+}
+
+func apiFor(cfg *rest.Config, path string, gv schema.GroupVersion) (*api, error) {
 	initScheme()
 	c := rest.CopyConfig(cfg)
-	c.APIPath = "/api"
-	c.GroupVersion = &corev1.SchemeGroupVersion
+	c.APIPath = path
+	c.GroupVersion = &gv
 	c.NegotiatedSerializer = coreCodecs.WithoutConversion()
 	c.ContentType = runtime.ContentTypeJSON
 	if c.UserAgent == "" {

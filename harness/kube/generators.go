@@ -16,9 +16,6 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/serializer"
-	"k8s.io/client-go/rest"
 
 	"github.com/lbchaos/lbchaos/harness/engine"
 )
@@ -72,7 +69,7 @@ type jobLauncher struct {
 	seq          atomic.Int64
 
 	batchOnce sync.Once
-	batch     *rest.RESTClient
+	batch     *api
 	batchErr  error
 }
 
@@ -82,25 +79,9 @@ func (l *jobLauncher) Name() string {
 
 func (l *jobLauncher) Lead() time.Duration { return l.lead }
 
-// batchClient is a REST client of the batch/v1 API (Jobs), made on first
-// use.
-func (l *jobLauncher) batchClient() (*rest.RESTClient, error) {
-	l.batchOnce.Do(func() {
-		s := runtime.NewScheme()
-		if err := batchv1.AddToScheme(s); err != nil {
-			l.batchErr = err
-			return
-		}
-		c := rest.CopyConfig(l.p.cfg)
-		c.APIPath = "/apis"
-		c.GroupVersion = &batchv1.SchemeGroupVersion
-		c.NegotiatedSerializer = serializer.NewCodecFactory(s).WithoutConversion()
-		c.ContentType = runtime.ContentTypeJSON
-		if c.UserAgent == "" {
-			c.UserAgent = "lbchaos"
-		}
-		l.batch, l.batchErr = rest.RESTClientFor(c)
-	})
+// batchClient is a client of the batch/v1 API (Jobs), made on first use.
+func (l *jobLauncher) batchClient() (*api, error) {
+	l.batchOnce.Do(func() { l.batch, l.batchErr = newBatchAPI(l.p.cfg) })
 	return l.batch, l.batchErr
 }
 
@@ -126,7 +107,7 @@ func (l *jobLauncher) Launch(ctx context.Context, spec engine.LaunchSpec) ([]eng
 		return nil, fmt.Errorf("kube generators: create ConfigMap %s/%s: %w", p.ns, name, err)
 	}
 	job := generatorJob(p, l.image, name, labels, spec)
-	if err := batch.Post().Namespace(p.ns).Resource("jobs").Body(job).Do(ctx).Into(&batchv1.Job{}); err != nil {
+	if err := batch.create(ctx, p.ns, "jobs", job, &batchv1.Job{}); err != nil {
 		l.remove(context.WithoutCancel(ctx), name)
 		return nil, fmt.Errorf("kube generators: create Job %s/%s: %w", p.ns, name, err)
 	}
@@ -140,7 +121,7 @@ func (l *jobLauncher) Launch(ctx context.Context, spec engine.LaunchSpec) ([]eng
 		gens[g] = &podGenerator{
 			l: l, ctx: ctx, job: name, index: g, deadline: deadline,
 			grace: spec.Grace,
-			log:   &prefixLines{w: spec.Log, prefix: fmt.Sprintf("      generator %d: ", g)},
+			log:   engine.NewGeneratorLog(spec.Log, g),
 		}
 	}
 	return gens, nil
@@ -202,8 +183,7 @@ func (l *jobLauncher) remove(ctx context.Context, name string) {
 	defer cancel()
 	if batch, err := l.batchClient(); err == nil {
 		bg := metav1.DeletePropagationBackground
-		err := batch.Delete().Namespace(l.p.ns).Resource("jobs").Name(name).
-			Body(&metav1.DeleteOptions{PropagationPolicy: &bg}).Do(ctx).Error()
+		err := batch.delete(ctx, l.p.ns, "jobs", name, metav1.DeleteOptions{PropagationPolicy: &bg})
 		if err != nil && !isNotFound(err) {
 			fmt.Fprintf(l.p.opts.Log, "kube: warning: delete Job %s/%s: %v (the namespace's deletion removes it)\n", l.p.ns, name, err)
 		}
@@ -222,7 +202,7 @@ type podGenerator struct {
 	index    int
 	deadline time.Time // for its pod to run
 	grace    time.Duration
-	log      *prefixLines
+	log      *engine.GeneratorLog
 
 	once   sync.Once
 	pod    string
@@ -371,7 +351,7 @@ func (g *podGenerator) Wait(rerr error) error {
 		why = append(why, fmt.Sprintf("its results: %v", rerr))
 	}
 	msg := who + ": " + strings.Join(why, "; ")
-	if last := g.log.last(); last != "" {
+	if last := g.log.Last(); last != "" {
 		msg += "; its last words: " + last
 	}
 	return errors.New(msg)
@@ -413,7 +393,7 @@ func (g *podGenerator) exit() string {
 // splitStream returns the stream lines of a generator pod's log rc (those
 // carrying engine.StreamPrefix) and writes every other line to log. The
 // returned reader closes rc at its end, and then calls done.
-func splitStream(rc io.ReadCloser, log *prefixLines, done func()) io.Reader {
+func splitStream(rc io.ReadCloser, log io.Writer, done func()) io.Reader {
 	pr, pw := io.Pipe()
 	go func() {
 		defer done()
@@ -433,7 +413,7 @@ func splitStream(rc io.ReadCloser, log *prefixLines, done func()) io.Reader {
 						return
 					}
 				} else {
-					log.line(line)
+					_, _ = log.Write(line)
 				}
 			}
 			if err != nil {
@@ -446,31 +426,4 @@ func splitStream(rc io.ReadCloser, log *prefixLines, done func()) io.Reader {
 		}
 	}()
 	return pr
-}
-
-// prefixLines writes lines to w with a prefix and keeps the last one.
-type prefixLines struct {
-	mu     sync.Mutex
-	w      io.Writer
-	prefix string
-	lastL  string
-}
-
-func (l *prefixLines) line(b []byte) {
-	s := strings.TrimRight(string(b), "\r\n")
-	if strings.TrimSpace(s) == "" {
-		return
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.lastL = strings.TrimSpace(s)
-	if l.w != nil {
-		fmt.Fprintf(l.w, "%s%s\n", l.prefix, s)
-	}
-}
-
-func (l *prefixLines) last() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.lastL
 }

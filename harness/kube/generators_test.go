@@ -90,7 +90,7 @@ func waitGone(t *testing.T, gone func() bool) {
 func TestSplitStream(t *testing.T) {
 	log := "starting\n" + engine.StreamPrefix + "AAAA\nprogress 1s\n" + engine.StreamPrefix + "BBBB\n" + strings.Repeat("x", 100<<10) + "\nlast words"
 	var out bytes.Buffer
-	pl := &prefixLines{w: &out, prefix: "g0: "}
+	pl := engine.NewGeneratorLog(&out, 0)
 	ended := make(chan struct{})
 	got, err := io.ReadAll(splitStream(io.NopCloser(strings.NewReader(log)), pl, func() { close(ended) }))
 	if err != nil {
@@ -104,8 +104,9 @@ func TestSplitStream(t *testing.T) {
 	if want := engine.StreamPrefix + "AAAA\n" + engine.StreamPrefix + "BBBB\n"; string(got) != want {
 		t.Errorf("stream %q, want %q", got, want)
 	}
-	if !strings.HasPrefix(out.String(), "g0: starting\ng0: progress 1s\ng0: xxx") || pl.last() != "last words" {
-		t.Errorf("log %.60q…, last %q", out.String(), pl.last())
+	const p = "      generator 0: "
+	if !strings.HasPrefix(out.String(), p+"starting\n"+p+"progress 1s\n"+p+"xxx") || pl.Last() != "last words" {
+		t.Errorf("log %.60q…, last %q", out.String(), pl.Last())
 	}
 }
 

@@ -317,7 +317,7 @@ func (l LocalLauncher) start(ctx context.Context, spec engine.LaunchSpec, g int)
 	cmd.Stdin = bytes.NewReader(spec.Experiment)
 	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
 	cmd.WaitDelay = spec.Grace
-	stderr := &lastLines{w: spec.Log, prefix: fmt.Sprintf("      generator %d: ", g)}
+	stderr := engine.NewGeneratorLog(spec.Log, g)
 	cmd.Stderr = stderr
 	endWithParent(cmd)
 	stdout, err := cmd.StdoutPipe()
@@ -335,7 +335,7 @@ type generatorProc struct {
 	index  int
 	cmd    *exec.Cmd
 	stdout io.ReadCloser
-	stderr *lastLines
+	stderr *engine.GeneratorLog
 }
 
 // Stream implements engine.Generator.
@@ -366,45 +366,8 @@ func (p *generatorProc) Wait(rerr error) error {
 		why = append(why, fmt.Sprintf("its results: %v", rerr))
 	}
 	msg := fmt.Sprintf("generator %d (pid %d): %s", p.index, p.cmd.Process.Pid, strings.Join(why, "; "))
-	if last := p.stderr.last(); last != "" {
+	if last := p.stderr.Last(); last != "" {
 		msg += "; its last words: " + last
 	}
 	return errors.New(msg)
-}
-
-// lastLines writes each line to w with a prefix and keeps the last one.
-type lastLines struct {
-	mu      sync.Mutex
-	w       io.Writer
-	prefix  string
-	partial []byte
-	line    string
-}
-
-func (l *lastLines) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.partial = append(l.partial, p...)
-	for {
-		i := bytes.IndexByte(l.partial, '\n')
-		if i < 0 {
-			break
-		}
-		line := string(l.partial[:i])
-		l.partial = l.partial[i+1:]
-		if strings.TrimSpace(line) != "" {
-			l.line = strings.TrimSpace(line)
-			fmt.Fprintf(l.w, "%s%s\n", l.prefix, line)
-		}
-	}
-	return len(p), nil
-}
-
-func (l *lastLines) last() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if s := strings.TrimSpace(string(l.partial)); s != "" {
-		return s
-	}
-	return l.line
 }
