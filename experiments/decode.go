@@ -34,6 +34,8 @@ type file struct {
 	Requests      *fileRequests `yaml:"requests"`
 	Replicas      *int          `yaml:"replicas"`
 	Generators    *int          `yaml:"generators"`
+	Protocol      string        `yaml:"protocol"`
+	Connections   *int          `yaml:"connections"`
 	KeyMetric     string        `yaml:"key_metric"`
 	Expect        yaml.Node     `yaml:"expect"`
 }
@@ -209,6 +211,15 @@ func (f *file) build(source, dir string) (*Experiment, error) {
 	e.Generators = 1
 	if f.Generators != nil {
 		e.Generators = *f.Generators
+	}
+	e.Protocol = DefaultProtocol
+	if f.Protocol != "" {
+		e.Protocol = f.Protocol
+	}
+	if f.Connections != nil {
+		e.Connections = *f.Connections
+	} else if e.Protocol != ProtocolHTTP1 {
+		e.Connections = DefaultConnections
 	}
 	if f.Keys != nil {
 		if e.Keys, err = f.Keys.build(); err != nil {

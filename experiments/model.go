@@ -37,6 +37,27 @@ const (
 	ArrivalConstant = "constant" // evenly spaced requests
 )
 
+// Protocols the load speaks to the balancer or the instances.
+const (
+	// ProtocolHTTP1 is HTTP/1.1 with keep-alive connection pools (default).
+	ProtocolHTTP1 = "http1"
+	// ProtocolH2C is HTTP/2 over cleartext (prior knowledge): each
+	// balancer replica holds Connections connections and multiplexes its
+	// requests onto them.
+	ProtocolH2C = "h2c"
+	// ProtocolGRPC is a unary gRPC call (faultyserver.GRPCMethod) over
+	// HTTP/2, Connections connections per replica.
+	ProtocolGRPC = "grpc"
+	DefaultProtocol = ProtocolHTTP1
+)
+
+// Protocols are the values of protocol.
+var Protocols = []string{ProtocolHTTP1, ProtocolH2C, ProtocolGRPC}
+
+// DefaultConnections is connections when the file names none and the
+// protocol multiplexes (h2c, grpc).
+const DefaultConnections = 1
+
 // Experiment is a validated experiment with every default filled in.
 type Experiment struct {
 	Name          string
@@ -76,6 +97,15 @@ type Experiment struct {
 	// Generators × Replicas independent client-side balancers in all
 	// (1 = one process).
 	Generators int
+	// Protocol is what the load speaks: ProtocolHTTP1 (default),
+	// ProtocolH2C or ProtocolGRPC.
+	Protocol string
+	// Connections is how many client connections each balancer replica
+	// holds when the protocol multiplexes requests (h2c, grpc), and how
+	// many connections a connection-level strategy (a +pinned wrapper, an
+	// L4 proxy) balances; 0 for http1 without those, whose keep-alive
+	// pools grow as needed.
+	Connections int
 	// KeyMetric is the metric the experiment exists to show, one of
 	// KeyMetrics(); DefaultKeyMetric when the file names none.
 	KeyMetric string

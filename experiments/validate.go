@@ -94,6 +94,15 @@ func (e *Experiment) Validate() error {
 	if e.Generators*e.Replicas > 64 {
 		return fieldErr("generators", "%d generators of %d replicas are %d balancers; at most 64", e.Generators, e.Replicas, e.Generators*e.Replicas)
 	}
+	if !slices.Contains(Protocols, e.Protocol) {
+		return fieldErr("protocol", "want one of %s, got %q", strings.Join(Protocols, ", "), e.Protocol)
+	}
+	if e.Connections < 0 || e.Connections > MaxConnections {
+		return fieldErr("connections", "must be within [0, %d], got %d", MaxConnections, e.Connections)
+	}
+	if e.Connections == 0 && e.Protocol != ProtocolHTTP1 {
+		return fieldErr("connections", "protocol %s multiplexes requests over connections: give at least 1", e.Protocol)
+	}
 	if e.Keys != nil {
 		if err := e.Keys.validate(); err != nil {
 			return err
@@ -293,6 +302,9 @@ func overlaps(a, b Fault) bool {
 
 // fieldErr is the error of every check, the field's path first:
 // "field: why". Parse prefixes the source file the same way.
+// MaxConnections bounds connections per balancer replica.
+const MaxConnections = 1000
+
 // MaxGenerators bounds generators: load generator processes.
 const MaxGenerators = 64
 
