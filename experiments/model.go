@@ -47,7 +47,7 @@ const (
 	ProtocolH2C = "h2c"
 	// ProtocolGRPC is a unary gRPC call (faultyserver.GRPCMethod) over
 	// HTTP/2, Connections connections per replica.
-	ProtocolGRPC = "grpc"
+	ProtocolGRPC    = "grpc"
 	DefaultProtocol = ProtocolHTTP1
 )
 
