@@ -47,7 +47,10 @@ type connPinner interface {
 // set, or a wrapper outside this one ejected it (write "+pinned+eject") —
 // is re-picked at its next request, as a client reconnects when its
 // connection breaks. An ejection inside this wrapper ("+eject+pinned")
-// only affects connections opened afterwards.
+// only affects connections opened afterwards. A connection that fails
+// (its instance killed, its connection reset) is not re-picked: the
+// wrapper sees outcomes, not sockets, and a reset stream of HTTP/2 leaves
+// its connection up; write "+pinned+eject" to move such connections.
 //
 // The inner Picker hears of the request that opens a connection: it gets
 // that request's outcome through its done, and nothing of the requests
