@@ -1,0 +1,95 @@
+package real
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/lbchaos/lbchaos/harness/internal/runtest"
+	"github.com/lbchaos/lbchaos/harness/proxies"
+	"github.com/lbchaos/lbchaos/strategies"
+)
+
+// TestL4AndCaddyTimeoutsAreAttributed: a request the client gave up on
+// gets no answer from a connection-level proxy, nor any header of its
+// own; it is attributed by the connection it went out on and the proxy's
+// connection log. Caddy's are attributed by its upstream log.
+func TestL4AndCaddyTimeoutsAreAttributed(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real load through real proxies")
+	}
+	runtest.Need(t, proxies.Installed(strategies.ProxyNginx, "unused"))
+	runtest.Need(t, proxies.Installed(strategies.ProxyHAProxy, "unused"))
+	runtest.Need(t, proxies.Installed(strategies.ProxyCaddy, "unused"))
+	runtest.Need(t, proxies.Check("nginx:round_robin+stream", "", "unused"))
+	exp := runtest.MustExperiment(t, "l4-hang", `
+duration: 1s
+rate: 100
+timeout: 300ms
+connections: 24
+instances: {count: 3, workers: 0, service: {dist: fixed, value: 1ms}}
+faults:
+  - {instance: 1, at: 0s, fault: {mode: hang}}
+strategies: [haproxy:roundrobin+tcp, nginx:round_robin+stream, caddy:round_robin]
+`)
+	sum, err := run(context.Background(), exp, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, st := range sum.Strategies {
+		runtest.CheckAccounting(t, st)
+		hung := st.Instances[1]
+		if st.Unattributed != 0 || hung.Timeouts == 0 || hung.Timeouts != hung.Requests {
+			t.Errorf("%s: %d unattributed; hung instance %d requests, %d timeouts; want every timeout attributed to it",
+				st.Name, st.Unattributed, hung.Requests, hung.Timeouts)
+		}
+		for _, in := range st.Instances {
+			if in.ID != 1 && in.Timeouts != 0 {
+				t.Errorf("%s: instance %d has %d timeouts, want them all on the hung instance", st.Name, in.ID, in.Timeouts)
+			}
+		}
+		t.Logf("%s: %d requests, hung instance %d (%d timeouts)", st.Name, st.Requests, hung.Requests, hung.Timeouts)
+	}
+	if left := runtest.ProxyLeftovers(t); len(left) > 0 {
+		t.Errorf("proxy processes left behind: %q", left)
+	}
+	for _, pat := range []string{"lbchaos-nginx-*", "lbchaos-haproxy-*", "lbchaos-caddy-*"} {
+		if dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), pat)); len(dirs) > 0 {
+			t.Errorf("directories left behind: %v", dirs)
+		}
+	}
+}
+
+// TestProxyClientRejections: what the proxy client cannot do is said
+// before anything starts.
+func TestProxyClientRejections(t *testing.T) {
+	for _, tt := range []struct {
+		name, body, want string
+	}{
+		{"h2c through a proxy", `
+duration: 1s
+rate: 10
+protocol: h2c
+connections: 2
+instances: {count: 2, service: {dist: fixed, value: 1ms}}
+strategies: [haproxy:roundrobin+tcp]
+`, "strategy haproxy:roundrobin+tcp: protocol h2c: the client of a proxy under test speaks HTTP/1.1 only"},
+		{"L4 with generators", `
+duration: 1s
+rate: 10
+generators: 2
+instances: {count: 2, service: {dist: fixed, value: 1ms}}
+strategies: [nginx:least_conn+stream]
+`, "strategy nginx:least_conn+stream: generators (2): a connection-level proxy's unanswered requests are attributed by the client connection"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			exp := runtest.MustExperiment(t, "proxy-client", tt.body)
+			// The engine's Check, which runs before anything starts.
+			if err := checkProxies(exp, "unused"); err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("error %v, want one containing %q", err, tt.want)
+			}
+		})
+	}
+}
