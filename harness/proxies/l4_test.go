@@ -167,3 +167,50 @@ func TestL4ConnectionLog(t *testing.T) {
 		})
 	}
 }
+
+// TestConnLog: the connection logs' lines as nginx and HAProxy write them,
+// and the connection a request used when its port was used twice.
+func TestConnLog(t *testing.T) {
+	ids := map[string]int{"127.0.0.1:9001": 0, "127.0.0.1:9002": 1, "i0": 0, "i1": 1}
+	m := &ConnMap{ids: ids, ports: map[int][]connSession{}}
+	for _, tt := range []struct {
+		kind, line string
+		port       int
+		start      time.Time
+		upstream   string
+	}{
+		{"nginx", "40000 127.0.0.1:9001 1796131934.901 0.500", 40000, time.UnixMilli(1796131934401), "127.0.0.1:9001"},
+		{"nginx", "40000 127.0.0.1:9001, 127.0.0.1:9002 1796131940.000 2.000", 40000, time.UnixMilli(1796131938000), "127.0.0.1:9002"},
+		{"haproxy", "40001 i1 1796131934.042 1500", 40001, time.UnixMilli(1796131934042), "i1"},
+	} {
+		port, s, ok := parseConnLine(tt.kind, tt.line)
+		if !ok || port != tt.port || !s.start.Equal(tt.start) || s.upstream != tt.upstream {
+			t.Errorf("%s %q: port %d, %+v, %v; want port %d, start %v, upstream %s", tt.kind, tt.line, port, s, ok, tt.port, tt.start, tt.upstream)
+		}
+		m.ports[port] = append(m.ports[port], s)
+	}
+	for _, bad := range []string{"", "- - - -", "40000 i0 x 1", "40000 i0"} {
+		if _, _, ok := parseConnLine("haproxy", bad); ok {
+			t.Errorf("%q parsed", bad)
+		}
+	}
+	for _, tt := range []struct {
+		port int
+		at   time.Time
+		want int
+		ok   bool
+	}{
+		{40000, time.UnixMilli(1796131934600), 0, true}, // in the first connection from 40000
+		{40000, time.UnixMilli(1796131939000), 1, true}, // in the second, after nginx's retry
+		{40001, time.UnixMilli(1796131934042), 1, true},
+		{40002, time.UnixMilli(1796131934042), 0, false}, // no such connection
+	} {
+		if id, ok := m.Instance(tt.port, tt.at); id != tt.want || ok != tt.ok {
+			t.Errorf("Instance(%d, %v) = %d, %v; want %d, %v", tt.port, tt.at, id, ok, tt.want, tt.ok)
+		}
+	}
+	var nilMap *ConnMap
+	if _, ok := nilMap.Instance(40000, time.Now()); ok {
+		t.Error("a nil map attributed a connection")
+	}
+}
