@@ -14,7 +14,7 @@ import (
 
 func TestShippedExperimentsLoad(t *testing.T) {
 	want := []string{"all-failing", "app-fast-fail", "app-slow-instance", "baseline", "cold-start", "crash", "error-rate", "fast-fail", "freeze", "herd",
-		"hetero-hardware", "heterogeneous", "hot-key", "latency-spike", "noisy-neighbor", "slow-instance", "zone-jitter"}
+		"hetero-hardware", "heterogeneous", "hot-key", "latency-spike", "long-connections", "noisy-neighbor", "slow-instance", "zone-jitter"}
 	if diff := cmp.Diff(want, Names()); diff != "" {
 		t.Fatalf("Names() mismatch (-want +got):\n%s", diff)
 	}

@@ -58,11 +58,12 @@ func TestValueOfEveryMetric(t *testing.T) {
 		FaultyShare: 0.25, Ejections: 4,
 		LatencyMs:  Latency{Mean: 12, P50: 10, P90: 11, P99: 20, P999: 40, Max: 90},
 		MaxAvgLoad: 1.5, Affinity: ptr(0.75), MaxJumpRps: 120, ShareStddev: 0.02, ErrorTailS: ptr(3.0),
-		Instances: []Instance{{Utilization: ptr(0.5)}, {Utilization: ptr(0.875)}, {}},
+		Instances: []Instance{{ID: 0, Utilization: ptr(0.5), Share: 0.5}, {ID: 1, Utilization: ptr(0.875), Share: 0.3}, {ID: 2, Share: 0.2}},
+		Events:    []Event{{TimeS: 1, Instance: 2, Kind: "join"}, {TimeS: 1, Instance: 1, Kind: "eject"}},
 	}
 	want := map[string]float64{
 		"max_avg_load": 1.5, "affinity": 0.75, "max_jump_rps": 120, "share_stddev": 0.02, "error_tail_s": 3, "max_utilization": 0.875,
-		"bad_ratio": 0.4375, "error_ratio": 0.375, "success_ratio": 0.625, "timeout_ratio": 0.0625, "slow_ratio": 0.125,
+		"newcomer_share": 0.2, "bad_ratio": 0.4375, "error_ratio": 0.375, "success_ratio": 0.625, "timeout_ratio": 0.0625, "slow_ratio": 0.125,
 		"faulty_share": 0.25, "p50_ms": 10, "p90_ms": 11, "p99_ms": 20, "p999_ms": 40, "max_ms": 90, "mean_ms": 12,
 		"ejections": 4, "achieved_rate": 99.5, "requests": 1000,
 	}
@@ -89,7 +90,7 @@ func ptr(f float64) *float64 { return &f }
 
 func TestUnmeasuredMetricsAreNaN(t *testing.T) {
 	st := &Strategy{Instances: []Instance{{}, {}}}
-	for _, m := range []string{"affinity", "error_tail_s", "max_utilization"} {
+	for _, m := range []string{"affinity", "error_tail_s", "max_utilization", "newcomer_share"} {
 		if got, ok := Value(st, m); !ok || !math.IsNaN(got) {
 			t.Errorf("Value(%s) of a run that did not measure it = %v, %v; want NaN, true", m, got, ok)
 		}

@@ -26,6 +26,7 @@ type Balancer struct {
 	sweepers []Sweeper // the Pickers with time-based state
 	ejectors []ejecting
 	probers  []Prober
+	pinners  []connPinner // the Pickers that pin connections
 	clock    Clock
 	events   func(Event)
 
@@ -76,6 +77,10 @@ func New(spec string, env Env) (*Balancer, error) {
 		events:   env.Events,
 		weights:  weights,
 		inflight: make([]int64, env.N),
+		conns:    env.Connections,
+	}
+	if be.conns <= 0 {
+		be.conns = DefaultConnections
 	}
 	if be.clock == nil {
 		be.clock = SystemClock{}
@@ -110,6 +115,9 @@ func New(spec string, env Env) (*Balancer, error) {
 		}
 		if pr, ok := p.(Prober); ok {
 			b.probers = append(b.probers, pr)
+		}
+		if cp, ok := p.(connPinner); ok {
+			b.pinners = append(b.pinners, cp)
 		}
 	}
 	return b, nil
@@ -186,18 +194,32 @@ func (b *Balancer) ReportProbe(endpoint int, healthy bool) {
 // only the first call counts, later calls are no-ops. On NoHost the caller
 // fails the request without sending it, and calls done too.
 func (b *Balancer) Pick(req Request) (endpoint int, done func(Outcome)) {
+	ep, _, done := b.PickConn(req)
+	return ep, done
+}
+
+// PickConn is Pick that also says which of the strategy's pinned
+// connections the request goes on (see the pinned wrapper); conn.Slot is
+// -1 when the strategy pins none, or the pick is NoHost.
+func (b *Balancer) PickConn(req Request) (endpoint int, conn Conn, done func(Outcome)) {
 	b.mu.Lock()
 	b.feed.sync(b.hosts)
 	ep, inner := b.picker.Pick(req, b.hosts)
+	conn = Conn{Slot: -1}
+	if len(b.pinners) > 0 {
+		if c, ok := b.pinners[0].takeConn(); ok && ep != NoHost {
+			conn = c
+		}
+	}
 	if ep == NoHost {
 		b.mu.Unlock()
 		p := &pending{b: b, endpoint: NoHost, done: inner}
-		return NoHost, p.finish
+		return NoHost, conn, p.finish
 	}
 	b.inflight[ep]++
 	b.mu.Unlock()
 	p := &pending{b: b, endpoint: ep, done: inner}
-	return ep, p.finish
+	return ep, conn, p.finish
 }
 
 // pending is one picked request whose done has not run yet; fired makes its

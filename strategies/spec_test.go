@@ -113,7 +113,7 @@ func TestNames(t *testing.T) {
 	if diff := cmp.Diff(want, Names()); diff != "" {
 		t.Errorf("Names() (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff([]string{"eject", "health", "healthcheck", "slowstart"}, WrapperNames()); diff != "" {
+	if diff := cmp.Diff([]string{"eject", "health", "healthcheck", "pinned", "slowstart"}, WrapperNames()); diff != "" {
 		t.Errorf("WrapperNames() (-want +got):\n%s", diff)
 	}
 }

@@ -116,7 +116,16 @@ type Env struct {
 	// finite), as a balancer's per-host weight; nil means all equal (1).
 	// Weighted strategies read them; the others ignore them.
 	Weights []float64
+	// Connections is how many connections the client holds, for the
+	// strategies that balance connections rather than requests (the
+	// pinned wrapper); 0 means DefaultConnections.
+	Connections int
 }
+
+// DefaultConnections is Env.Connections when it is 0: one connection, as
+// an HTTP/2 or gRPC client holds one connection to an address (a
+// Kubernetes Service's virtual IP, an L4 proxy).
+const DefaultConnections = 1
 
 // NoHost is the endpoint a wrapper picks when it allows none of the hosts,
 // as Envoy answers "no healthy upstream" when every host is ejected and no
@@ -203,4 +212,6 @@ type buildEnv struct {
 	// inflight holds the requests in flight per endpoint, maintained by the
 	// Balancer and read by Pickers under the Balancer's mutex.
 	inflight []int64
+	// conns is Env.Connections, or DefaultConnections when that was 0.
+	conns int
 }

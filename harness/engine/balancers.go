@@ -142,7 +142,8 @@ func GeneratorBalancers(exp *experiments.Experiment, name string, clock strategi
 					events.AddFrom(global, e)
 				}
 			},
-			Weights: exp.Instances.Weights(),
+			Weights:     exp.Instances.Weights(),
+			Connections: exp.Connections,
 		})
 		if err != nil {
 			return nil, err

@@ -52,6 +52,7 @@ func (Provider) Start(ctx context.Context, spec fleet.Spec) (fleet.Fleet, error)
 		}
 		hs := &http.Server{
 			Handler:           srv,
+			Protocols:         faultyserver.Protocols(), // HTTP/1.1 and h2c, as a served instance
 			ReadHeaderTimeout: 10 * time.Second,
 			// The reset fault hijacks and kills connections on purpose;
 			// the server's complaints about that are noise.

@@ -75,14 +75,14 @@ func Generate(ctx context.Context, spec GenerateSpec, out, log io.Writer) error 
 	if spec.Proxy != nil {
 		ids := spec.Upstreams
 		upstream := func(u string) (int, bool) { return proxies.InstanceIn(ids, u) }
-		bal = transport.NewProxyClient(spec.Proxy, upstream, n, exp.Timeout, proxyConns(conns, n), ctx)
+		bal = transport.NewProxyClient(spec.Proxy, upstream, n, exp.Timeout, proxyConns(conns, n), ctx, protocolOptions(exp)...)
 		bal.SetGenerator(gen, gens)
 	} else {
 		var err error
 		if lbs, err = engine.GeneratorBalancers(exp, name, strategies.SystemClock{}, gen, gens, events); err != nil {
 			return fmt.Errorf("strategy %s: %w", name, err)
 		}
-		bal = transport.NewBalancer(lbs, spec.Targets, exp.Timeout, conns, ctx)
+		bal = transport.NewBalancer(lbs, spec.Targets, exp.Timeout, conns, ctx, protocolOptions(exp)...)
 	}
 	defer bal.CloseIdleConnections()
 	attacker := newAttacker(bal, exp.Rate/float64(gens))

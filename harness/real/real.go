@@ -198,12 +198,12 @@ func (e *Engine) Measure(ctx context.Context, job engine.Job) (m *engine.Measure
 			return nil, err
 		}
 		defer proxy.Close()
-		bal = transport.NewProxyClient(proxy.URL(), proxy.InstanceOf, len(backends), exp.Timeout, proxyClientConns(exp, conns, len(backends)), ctx)
+		bal = transport.NewProxyClient(proxy.URL(), proxy.InstanceOf, len(backends), exp.Timeout, proxyClientConns(exp, conns, len(backends)), ctx, protocolOptions(exp)...)
 	} else {
 		if lbs, err = engine.NewBalancers(exp, name, strategies.SystemClock{}, events); err != nil {
 			return nil, err
 		}
-		bal = transport.NewBalancer(lbs, targets, exp.Timeout, conns, ctx)
+		bal = transport.NewBalancer(lbs, targets, exp.Timeout, conns, ctx, protocolOptions(exp)...)
 	}
 	defer bal.CloseIdleConnections()
 	attacker := newAttacker(bal, exp.Rate)

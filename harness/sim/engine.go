@@ -57,6 +57,14 @@ func (Engine) Info() engine.Info {
 // external instances and no model of them (instances.service); one with
 // container faults gets a note on how they are approximated.
 func (Engine) Check(exp *experiments.Experiment) ([]string, error) {
+	notes, err := check(exp)
+	if err != nil {
+		return nil, err
+	}
+	return append(notes, protocolNotes(exp)...), nil
+}
+
+func check(exp *experiments.Experiment) ([]string, error) {
 	if !exp.Instances.Modeled() && exp.Instances.App != nil {
 		return nil, fmt.Errorf("%s: instances.app: the simulator cannot model a service it does not know (%s); "+
 			"give instances.service (a model of its service time) to simulate it, or run it with --engine real", exp.Source, exp.Instances.App.Image)

@@ -59,6 +59,9 @@ type Balancer struct {
 	connCap  int
 	inflight []atomic.Int64
 	capHits  atomic.Int64
+	// h2c, when set, carries every request over fixed HTTP/2 connections
+	// instead of base (see H2C).
+	h2c *h2cPool
 }
 
 var _ http.RoundTripper = (*Balancer)(nil)
@@ -68,8 +71,8 @@ var _ http.RoundTripper = (*Balancer)(nil)
 // one). Each request, body included, is cut off
 // after timeout (0 = never); maxConns bounds connections per instance
 // (0 = unbounded). Requests still running when abort is cancelled are
-// cancelled and reported as aborted.
-func NewBalancer(lbs []*strategies.Balancer, targets []*url.URL, timeout time.Duration, maxConns int, abort context.Context) *Balancer {
+// cancelled and reported as aborted. opts (H2C) change the protocol.
+func NewBalancer(lbs []*strategies.Balancer, targets []*url.URL, timeout time.Duration, maxConns int, abort context.Context, opts ...Option) *Balancer {
 	dialer := &net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}
 	idle := maxConns
 	if idle == 0 || idle > 4096 {
@@ -100,6 +103,7 @@ func NewBalancer(lbs []*strategies.Balancer, targets []*url.URL, timeout time.Du
 	for i, u := range targets {
 		b.targets[i].Store(u)
 	}
+	b.configure(opts)
 	return b
 }
 
@@ -107,14 +111,16 @@ func NewBalancer(lbs []*strategies.Balancer, targets []*url.URL, timeout time.Du
 // attributes each answer to the instance the backend's InstanceHeader
 // names, or else the one the proxy's UpstreamHeader names (upstream maps
 // it); requests without either stay unattributed until the caller
-// resolves them. instances is the fleet's size.
-func NewProxyClient(proxy *url.URL, upstream func(string) (int, bool), instances int, timeout time.Duration, maxConns int, abort context.Context) *Balancer {
+// resolves them. instances is the fleet's size. opts (H2C) change the
+// protocol.
+func NewProxyClient(proxy *url.URL, upstream func(string) (int, bool), instances int, timeout time.Duration, maxConns int, abort context.Context, opts ...Option) *Balancer {
 	targets := make([]*url.URL, instances)
 	for i := range targets {
 		targets[i] = proxy
 	}
 	b := NewBalancer(nil, targets, timeout, maxConns, abort)
 	b.proxy, b.upstream = proxy, upstream
+	b.configure(opts)
 	return b
 }
 
@@ -197,15 +203,16 @@ func (b *Balancer) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	start := time.Now()
 	var (
-		ep   = -1 // unknown until the proxy's answer names it
-		done = func(strategies.Outcome) {}
+		ep      = -1 // unknown until the proxy's answer names it
+		done    = func(strategies.Outcome) {}
+		replica int
+		conn    = strategies.Conn{Slot: -1}
 	)
 	if b.proxy == nil {
-		lb := b.lbs[0]
 		if len(b.lbs) > 1 && seqErr == nil {
-			lb = b.lbs[seq%uint64(len(b.lbs))]
+			replica = int(seq % uint64(len(b.lbs)))
 		}
-		ep, done = lb.Pick(sreq)
+		ep, conn, done = b.lbs[replica].PickConn(sreq)
 	}
 	rt := &Route{Instance: ep, Key: sreq.Key, HasKey: sreq.HasKey}
 	if seqErr == nil && !b.noRoutes {
@@ -273,7 +280,7 @@ func (b *Balancer) RoundTrip(req *http.Request) (*http.Response, error) {
 		done(o)
 	}
 
-	resp, err := b.base.RoundTrip(out)
+	resp, err := b.roundTrip(out, replica, ep, conn)
 	if err != nil {
 		finish(0, "", err)
 		return nil, err
@@ -306,7 +313,12 @@ func isTimeout(ctx context.Context, err error) bool {
 }
 
 // CloseIdleConnections closes the balancer's idle connections.
-func (b *Balancer) CloseIdleConnections() { b.base.CloseIdleConnections() }
+func (b *Balancer) CloseIdleConnections() {
+	b.base.CloseIdleConnections()
+	if b.h2c != nil {
+		b.h2c.closeIdle()
+	}
+}
 
 // InFlight returns how many requests are between pick and done.
 func (b *Balancer) InFlight() int64 {

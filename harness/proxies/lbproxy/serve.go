@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/lbchaos/lbchaos/faultyserver"
 )
 
 // Flags is the command line of `lbchaos proxy`. The command parses it
@@ -132,7 +134,9 @@ func Serve(ctx context.Context, f Flags, logw io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("--listen %s: %w", f.Listen, err)
 	}
-	srv := &http.Server{Handler: p, ReadHeaderTimeout: 10 * time.Second}
+	// HTTP/1.1 and h2c (prior knowledge), as an instance takes them: a
+	// client of protocol h2c reaches the proxy as it would an instance.
+	srv := &http.Server{Handler: p, Protocols: faultyserver.Protocols(), ReadHeaderTimeout: 10 * time.Second}
 	if logw != nil {
 		fmt.Fprintf(logw, "lbchaos proxy: %s over %d backends on http://%s (stats: /_lbchaos/stats)\n", f.Strategy, len(cfg.Backends), ln.Addr())
 	}

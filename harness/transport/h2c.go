@@ -1,0 +1,250 @@
+package transport
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/lbchaos/lbchaos/strategies"
+)
+
+// Option configures a Balancer or a proxy client beyond its defaults.
+type Option func(*config)
+
+type config struct {
+	h2cConns int // > 0: speak h2c over this many connections (see H2C)
+}
+
+// H2C makes the client speak HTTP/2 over cleartext with prior knowledge
+// (the instances' and the sidecars' one port takes it) over a fixed number
+// of connections, conns (at least 1), multiplexing requests onto them as
+// streams:
+//   - built-in strategies: each balancer replica holds conns connections
+//     to every instance, as a client-side L7 balancer keeps a pool per
+//     backend, and sends each request to its instance's next connection
+//     in turn. R replicas and N instances: R×N×conns connections.
+//   - a proxy under test (NewProxyClient): conns connections to the proxy,
+//     each request on the next one in turn, so an L4 proxy balances
+//     exactly conns connections.
+//   - a strategy that pins connections (the pinned wrapper): the replica's
+//     conns connections are its pinned connections (give the strategy
+//     the same number, strategies.Env.Connections), each a real socket to
+//     the instance it is pinned to; when the strategy recycles one, the
+//     next request dials a new socket and the old one closes once its
+//     streams have ended.
+//
+// Each connection is an http.ClientConn: dialed at its first request,
+// dialed again once broken (a reset connection, a killed instance), never
+// more than one at a time. A connection at the server's stream limit
+// (SETTINGS_MAX_CONCURRENT_STREAMS) makes further requests wait for a
+// stream rather than open another connection. maxConns of NewBalancer does
+// not apply. Without H2C the client speaks HTTP/1.1 with keep-alive pools.
+func H2C(conns int) Option {
+	return func(c *config) { c.h2cConns = max(1, conns) }
+}
+
+// h2cPool holds the h2c connections, each an http.ClientConn: exactly one
+// socket, dialed at its slot's first request and again after it broke.
+type h2cPool struct {
+	// Immutable after construction.
+	conns     int
+	instances int               // rows of slots per replica: instances, or 1 for a proxy
+	slots     [][]h2cSlot       // [replica][row*conns+k]
+	next      [][]atomic.Uint64 // [replica][row]: the next slot in turn
+	tr        *http.Transport   // dials the connections; holds none itself
+	pins      [][]h2cSlot       // [replica][slot]: the connections a pinning strategy names
+	retiring  sync.WaitGroup    // retired connections not yet closed
+	stop      chan struct{}     // closed by closeIdle: close retired connections at once
+	stopOnce  sync.Once
+}
+
+// retireDelay is how long a recycled connection takes new streams from
+// requests picked just before it was recycled, before it closes once idle.
+const retireDelay = 100 * time.Millisecond
+
+func newH2CPool(replicas, instances, conns int) *h2cPool {
+	var protos http.Protocols
+	protos.SetUnencryptedHTTP2(true)
+	p := &h2cPool{
+		conns:     conns,
+		instances: instances,
+		slots:     make([][]h2cSlot, replicas),
+		next:      make([][]atomic.Uint64, replicas),
+		pins:      make([][]h2cSlot, replicas),
+		tr: &http.Transport{
+			Proxy:              nil,
+			DialContext:        (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+			Protocols:          &protos,
+			DisableCompression: true,
+		},
+		stop: make(chan struct{}),
+	}
+	for r := range replicas {
+		p.slots[r] = make([]h2cSlot, instances*conns)
+		p.next[r] = make([]atomic.Uint64, instances)
+		p.pins[r] = make([]h2cSlot, conns)
+		for k := range p.slots[r] {
+			p.slots[r][k].pool = p
+		}
+		for k := range p.pins[r] {
+			p.pins[r][k].pool = p
+		}
+	}
+	return p
+}
+
+// h2cSlot is one connection of the pool.
+type h2cSlot struct {
+	pool *h2cPool
+
+	mu     sync.Mutex
+	cc     *http.ClientConn // guarded by mu; nil until dialed
+	addr   string           // guarded by mu; cc's address
+	opened uint64           // guarded by mu; the pinned connection's number (Conn.Opened)
+	prev   *http.ClientConn // guarded by mu; the connection before the latest recycling
+	paddr  string           // guarded by mu; prev's address
+}
+
+// conn returns the slot's connection to addr, the opened-th the strategy
+// opened in it (0: not pinned): a new one when the slot has none, its
+// connection broke, goes to another address, or the strategy recycled it.
+// A request picked before the latest recycling (opened older than the
+// slot's) goes on the connection it was picked for, as long as that is
+// open, else on a connection of its own.
+func (s *h2cSlot) conn(ctx context.Context, addr string, opened uint64) (*http.ClientConn, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if opened < s.opened {
+		if s.prev != nil && s.paddr == addr && s.prev.Err() == nil {
+			return s.prev, nil
+		}
+		cc, err := s.pool.dial(ctx, addr)
+		if err == nil {
+			s.pool.retire(cc)
+		}
+		return cc, err
+	}
+	if s.cc != nil && (s.addr != addr || opened > s.opened || s.cc.Err() != nil) {
+		s.pool.retire(s.cc)
+		s.prev, s.paddr, s.cc = s.cc, s.addr, nil
+	}
+	s.opened = opened
+	if s.cc == nil {
+		cc, err := s.pool.dial(ctx, addr)
+		if err != nil {
+			return nil, err
+		}
+		s.cc, s.addr = cc, addr
+	}
+	return s.cc, nil
+}
+
+// dial opens a connection to addr; the request's cancellation stops the
+// dial but not the connection.
+func (p *h2cPool) dial(ctx context.Context, addr string) (*http.ClientConn, error) {
+	return p.tr.NewClientConn(context.WithoutCancel(ctx), "http", addr)
+}
+
+// retire closes cc once it has had no stream for retireDelay, as a
+// server's MaxConnectionAge drains a connection: its streams end
+// normally, new ones go elsewhere. closeIdle closes it at once.
+func (p *h2cPool) retire(cc *http.ClientConn) {
+	p.retiring.Add(1)
+	go func() {
+		defer p.retiring.Done()
+		defer cc.Close()
+		idle := make(chan struct{}, 1)
+		cc.SetStateHook(func(cc *http.ClientConn) {
+			if cc.InFlight() == 0 {
+				select {
+				case idle <- struct{}{}:
+				default:
+				}
+			}
+		})
+		defer cc.SetStateHook(nil)
+		timer := time.NewTimer(retireDelay)
+		defer timer.Stop()
+		select {
+		case <-timer.C:
+		case <-p.stop:
+			return
+		}
+		for cc.InFlight() > 0 && cc.Err() == nil {
+			select {
+			case <-idle:
+			case <-p.stop:
+				return
+			}
+		}
+	}()
+}
+
+// roundTrip sends req on replica's next connection to instance row (0
+// for a proxy) at addr, or on pinned connection slot when conn names one.
+func (p *h2cPool) roundTrip(req *http.Request, replica, row int, conn strategies.Conn) (*http.Response, error) {
+	var s *h2cSlot
+	if conn.Slot >= 0 {
+		s = &p.pins[replica][conn.Slot%p.conns]
+	} else {
+		n := p.next[replica][row].Add(1) - 1
+		s = &p.slots[replica][row*p.conns+int(n%uint64(p.conns))]
+	}
+	cc, err := s.conn(req.Context(), req.URL.Host, conn.Opened)
+	if err != nil {
+		return nil, err
+	}
+	return cc.RoundTrip(req)
+}
+
+// closeIdle closes every connection: the Balancer's requests have ended.
+func (p *h2cPool) closeIdle() {
+	p.stopOnce.Do(func() { close(p.stop) })
+	p.retiring.Wait()
+	for _, slots := range [][][]h2cSlot{p.slots, p.pins} {
+		for r := range slots {
+			for k := range slots[r] {
+				s := &slots[r][k]
+				s.mu.Lock()
+				if s.cc != nil {
+					_ = s.cc.Close()
+					s.cc = nil
+				}
+				s.mu.Unlock()
+			}
+		}
+	}
+}
+
+// configure applies opts to a new Balancer.
+func (b *Balancer) configure(opts []Option) {
+	var c config
+	for _, o := range opts {
+		o(&c)
+	}
+	if c.h2cConns == 0 {
+		return
+	}
+	b.connCap = 0 // the connections are fixed; requests wait for a stream, not a connection
+	if b.proxy != nil {
+		b.h2c = newH2CPool(1, 1, c.h2cConns)
+		return
+	}
+	b.h2c = newH2CPool(max(1, len(b.lbs)), len(b.targets), c.h2cConns)
+}
+
+// roundTrip sends req, replica's to instance ep (-1: the proxy) on conn,
+// over HTTP/1.1 or the h2c connections.
+func (b *Balancer) roundTrip(req *http.Request, replica, ep int, conn strategies.Conn) (*http.Response, error) {
+	switch {
+	case b.h2c == nil:
+		return b.base.RoundTrip(req)
+	case b.proxy != nil:
+		return b.h2c.roundTrip(req, 0, 0, strategies.Conn{Slot: -1})
+	default:
+		return b.h2c.roundTrip(req, replica, ep, conn)
+	}
+}
