@@ -11,12 +11,20 @@ import (
 )
 
 // checkProxyClient rejects a proxy strategy whose client the experiment
-// asks for in a way this engine cannot give: the proxy client speaks
-// HTTP/1.1, and a connection-level proxy's requests are attributed by the
-// client's connections, which only a single generator sees.
+// asks for in a way this engine cannot give: h2c reaches only a proxy that
+// forwards bytes (+tcp, +stream) or speaks it (lbchaos:), the configurations
+// written for nginx, HAProxy and caddy at L7 take HTTP/1.1, and a
+// connection-level proxy's requests are attributed by the client's
+// connections, which only a single generator sees.
 func checkProxyClient(exp *experiments.Experiment, name string, ps strategies.ProxySpec) error {
-	if exp.Protocol != "" && exp.Protocol != experiments.ProtocolHTTP1 {
-		return fmt.Errorf("strategy %s: protocol %s: the client of a proxy under test speaks HTTP/1.1 only (protocol: http1)", name, exp.Protocol)
+	switch exp.Protocol {
+	case "", experiments.ProtocolHTTP1:
+	case experiments.ProtocolH2C:
+		if !ps.ConnLevel() && ps.Kind != strategies.ProxyLbchaos {
+			return fmt.Errorf("strategy %s: protocol h2c: the configuration lbchaos writes for %s takes HTTP/1.1 from its clients; use protocol http1, a connection-level proxy (+tcp, +stream, which forward HTTP/2 as bytes) or an lbchaos: proxy", name, ps.Kind)
+		}
+	default:
+		return fmt.Errorf("strategy %s: protocol %s: a proxy under test takes protocol http1, or h2c at L4 (+tcp, +stream) and through lbchaos:", name, exp.Protocol)
 	}
 	if ps.ConnLevel() && exp.Generators > 1 {
 		return fmt.Errorf("strategy %s: generators (%d): a connection-level proxy's unanswered requests are attributed by the client connection they went out on, which only a single generator sees; use generators: 1", name, exp.Generators)

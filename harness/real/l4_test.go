@@ -74,8 +74,16 @@ rate: 10
 protocol: h2c
 connections: 2
 instances: {count: 2, service: {dist: fixed, value: 1ms}}
-strategies: [haproxy:roundrobin+tcp]
-`, "strategy haproxy:roundrobin+tcp: protocol h2c: the client of a proxy under test speaks HTTP/1.1 only"},
+strategies: [haproxy:roundrobin+tcp, caddy:least_conn]
+`, "strategy caddy:least_conn: protocol h2c: the configuration lbchaos writes for caddy takes HTTP/1.1 from its clients"},
+		{"grpc through a proxy", `
+duration: 1s
+rate: 10
+protocol: grpc
+connections: 2
+instances: {count: 2, service: {dist: fixed, value: 1ms}}
+strategies: [nginx:least_conn+stream]
+`, "strategy nginx:least_conn+stream: protocol grpc: a proxy under test takes protocol http1, or h2c at L4"},
 		{"L4 with generators", `
 duration: 1s
 rate: 10
@@ -91,5 +99,57 @@ strategies: [nginx:least_conn+stream]
 				t.Errorf("error %v, want one containing %q", err, tt.want)
 			}
 		})
+	}
+}
+
+// TestL4PinsH2CConnections: over h2c every request of a client multiplexes
+// onto its connections, so a connection-level proxy gives all of them to
+// the instances those connections were opened to: two connections, two
+// instances of four. The streams that hang on one are attributed to it by
+// their connection.
+func TestL4PinsH2CConnections(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real load through real proxies")
+	}
+	runtest.Need(t, proxies.Installed(strategies.ProxyNginx, "unused"))
+	runtest.Need(t, proxies.Installed(strategies.ProxyHAProxy, "unused"))
+	runtest.Need(t, proxies.Check("nginx:round_robin+stream", "", "unused"))
+	exp := runtest.MustExperiment(t, "l4-h2c", `
+duration: 1s
+rate: 100
+timeout: 300ms
+protocol: h2c
+connections: 2
+instances: {count: 4, workers: 0, service: {dist: fixed, value: 1ms}}
+faults:
+  - {instance: 1, at: 0s, fault: {mode: hang}}
+strategies: [haproxy:roundrobin+tcp, nginx:round_robin+stream]
+`)
+	sum, err := run(context.Background(), exp, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, st := range sum.Strategies {
+		runtest.CheckAccounting(t, st)
+		var reached []int
+		for _, in := range st.Instances {
+			if in.Requests > 0 {
+				reached = append(reached, in.ID)
+				if in.Share < 0.4 || in.Share > 0.6 {
+					t.Errorf("%s: instance %d has %.2f of requests, want about half (one of two connections)", st.Name, in.ID, in.Share)
+				}
+			}
+			if in.Timeouts != 0 && in.ID != 1 {
+				t.Errorf("%s: instance %d has %d timeouts, want them all on the hung instance", st.Name, in.ID, in.Timeouts)
+			}
+		}
+		if len(reached) != 2 || st.Unattributed != 0 {
+			t.Errorf("%s: instances %v reached, %d unattributed; want two instances (two connections), every request attributed", st.Name, reached, st.Unattributed)
+		}
+		hung := st.Instances[1]
+		if hung.Timeouts != hung.Requests {
+			t.Errorf("%s: hung instance %d requests, %d timeouts", st.Name, hung.Requests, hung.Timeouts)
+		}
+		t.Logf("%s: %d requests, instances %v, hung instance %d (%d timeouts)", st.Name, st.Requests, reached, hung.Requests, hung.Timeouts)
 	}
 }
