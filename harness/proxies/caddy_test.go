@@ -3,13 +3,17 @@ package proxies
 import (
 	"context"
 	"encoding/json"
+	"io"
+	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/lbchaos/lbchaos/faultyserver"
 	"github.com/lbchaos/lbchaos/harness/internal/runtest"
 	"github.com/lbchaos/lbchaos/strategies"
 )
@@ -138,5 +142,43 @@ func TestCaddyConfig(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(cfg.dir, "caddy.json")); err != nil {
 		t.Error(err)
+	}
+}
+
+// TestCaddyHeaderPolicy: caddy:header hashes X-Lbchaos-Key, so one key
+// always reaches one instance and several keys spread.
+func TestCaddyHeaderPolicy(t *testing.T) {
+	runtest.Need(t, Installed(strategies.ProxyCaddy, "unused"))
+	backends := instanceBackends(t, 3, func(int) time.Duration { return 0 })
+	x, err := Start(context.Background(), "caddy:header", "", backends, 5*time.Second, "", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.Close()
+	c := oneConnClient()
+	defer c.CloseIdleConnections()
+	seen := map[int]bool{}
+	for key := range 12 {
+		var first int
+		for i := range 3 {
+			req, _ := http.NewRequest("GET", x.URL().String()+"/x", nil)
+			req.Header.Set(strategies.KeyHeader, strconv.Itoa(key))
+			resp, err := c.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			id, _ := strconv.Atoi(resp.Header.Get(faultyserver.InstanceHeader))
+			if i == 0 {
+				first = id
+			} else if id != first {
+				t.Errorf("key %d reached instances %d and %d", key, first, id)
+			}
+		}
+		seen[first] = true
+	}
+	if len(seen) < 2 {
+		t.Errorf("12 keys all reached %v, want them spread", seen)
 	}
 }

@@ -214,3 +214,81 @@ func TestConnLog(t *testing.T) {
 		t.Error("a nil map attributed a connection")
 	}
 }
+
+// TestGeneratedL4Configs: the connection-level configurations, and the
+// proxies' own checks accept them.
+func TestGeneratedL4Configs(t *testing.T) {
+	b0, _ := url.Parse("http://127.0.0.1:9001")
+	b1, _ := url.Parse("http://127.0.0.1:9002")
+	for _, tt := range []struct {
+		spec     string
+		want     []string
+		not      []string
+		needBins []string
+	}{
+		{"nginx:least_conn(max_fails=3,fail_timeout=5s)+stream", []string{"load_module /", "ngx_stream_module.so;", "stream {", "zone lbchaos_backends 256k;", "least_conn;",
+			"server 127.0.0.1:9002 max_fails=3 fail_timeout=5s;", "log_format lbchaos '$remote_port $upstream_addr $msec $session_time';",
+			"proxy_next_upstream on;", "proxy_timeout 125000ms;"}, []string{"http {", "proxy_http_version"}, []string{"nginx"}},
+		{"nginx:round_robin(next_upstream=off)+stream", []string{"proxy_next_upstream off;"}, []string{"least_conn;"}, []string{"nginx"}},
+		{"haproxy:leastconn+tcp+check(inter=500ms)", []string{"mode tcp", "balance leastconn", `log-format "%cp %s %Ts.%ms %Tt"`,
+			"server i1 127.0.0.1:9002 check inter 500ms fall 3 rise 2\n", "timeout client 125000ms"}, []string{"httpchk", "mode http", "X-Lbchaos-Upstream"}, []string{"haproxy"}},
+		{"haproxy:random(3)+tcp", []string{"balance random(3)", "server i0 127.0.0.1:9001\n"}, []string{" check"}, []string{"haproxy"}},
+	} {
+		t.Run(tt.spec, func(t *testing.T) {
+			ps, err := strategies.ParseProxy(tt.spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg := proxyConfig{spec: ps, listen: "127.0.0.1:8000", backends: []*url.URL{b0, b1}, timeout: 30 * time.Second, dir: t.TempDir()}
+			var text string
+			if ps.Kind == strategies.ProxyNginx {
+				text = nginxStreamConfig(cfg, "/d/access.log", "/usr/lib/nginx/modules/ngx_stream_module.so")
+			} else {
+				text = haproxyTCPConfig(cfg)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(text, w) {
+					t.Errorf("config lacks %q:\n%s", w, text)
+				}
+			}
+			for _, w := range tt.not {
+				if strings.Contains(text, w) {
+					t.Errorf("config has %q:\n%s", w, text)
+				}
+			}
+			needL4(t)
+			bin, _ := proxyBinary(ps.Kind, "")
+			if _, err := configure(context.Background(), bin, cfg, cfg.dir+"/access.log"); err != nil {
+				t.Errorf("%s rejects the configuration: %v", ps.Kind, err)
+			}
+		})
+	}
+}
+
+// TestMissingProxyParts: a missing caddy or nginx stream module stops the
+// run before it starts, saying how to install it.
+func TestMissingProxyParts(t *testing.T) {
+	t.Run("caddy", func(t *testing.T) {
+		t.Setenv("PATH", t.TempDir())
+		old := sbinDir
+		sbinDir = t.TempDir()
+		defer func() { sbinDir = old }()
+		err := Check("caddy:least_conn", "", "")
+		if err == nil || !strings.Contains(err.Error(), "caddy is not installed: run `make deps` (it runs `apt-get install caddy`)") {
+			t.Errorf("error %v, want one saying how to install caddy", err)
+		}
+	})
+	t.Run("nginx stream module", func(t *testing.T) {
+		runtest.Need(t, Installed(strategies.ProxyNginx, "unused"))
+		old := nginxStreamModules
+		nginxStreamModules = []string{t.TempDir() + "/ngx_stream_module.so"}
+		defer func() { nginxStreamModules = old }()
+		err := Check("nginx:least_conn+stream", "", "")
+		if err == nil || !strings.Contains(err.Error(), "nginx's stream module is not installed") || !strings.Contains(err.Error(), "apt-get install libnginx-mod-stream") {
+			t.Errorf("error %v, want one saying how to install the stream module", err)
+		}
+		if err := Check("nginx:least_conn", "", ""); err != nil {
+			t.Errorf("nginx at L7 needs no stream module: %v", err)
+		}
+	})
+}

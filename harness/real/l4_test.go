@@ -2,11 +2,15 @@ package real
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
+	"github.com/lbchaos/lbchaos/harness"
 	"github.com/lbchaos/lbchaos/harness/internal/runtest"
 	"github.com/lbchaos/lbchaos/harness/proxies"
 	"github.com/lbchaos/lbchaos/strategies"
@@ -151,5 +155,53 @@ strategies: [haproxy:roundrobin+tcp, nginx:round_robin+stream]
 			t.Errorf("%s: hung instance %d requests, %d timeouts", st.Name, hung.Requests, hung.Timeouts)
 		}
 		t.Logf("%s: %d requests, instances %v, hung instance %d (%d timeouts)", st.Name, st.Requests, reached, hung.Requests, hung.Timeouts)
+	}
+}
+
+// TestInterruptedL4AndCaddyRunLeavesNothing cancels a run in the middle of
+// the attack, as Ctrl-C does: a connection-level proxy with the client's
+// connections open, and caddy, are stopped, their directories removed.
+func TestInterruptedL4AndCaddyRunLeavesNothing(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real load through real proxies")
+	}
+	runtest.Need(t, proxies.Installed(strategies.ProxyHAProxy, "unused"))
+	runtest.Need(t, proxies.Installed(strategies.ProxyCaddy, "unused"))
+	runtest.Need(t, proxies.Check("nginx:round_robin+stream", "", "unused"))
+	for _, name := range []string{"haproxy:leastconn+tcp", "nginx:least_conn+stream", "caddy:least_conn"} {
+		t.Run(name, func(t *testing.T) {
+			exp := runtest.MustExperiment(t, "l4-interrupt", `
+duration: 10s
+rate: 200
+connections: 8
+instances: {count: 2, service: {dist: fixed, value: 1ms}}
+faults:
+  - {instance: 1, at: 0s, fault: {mode: hang}}
+strategies: ["`+name+`"]
+`)
+			ctx, cancel := context.WithCancel(context.Background())
+			var once sync.Once
+			progress := func(p harness.Progress) {
+				if p.Elapsed >= time.Second {
+					once.Do(cancel)
+				}
+			}
+			start := time.Now()
+			sum, err := harness.Run(ctx, exp, harness.Options{Engine: New(Options{}), Progress: progress})
+			if !errors.Is(err, harness.ErrInterrupted) || sum == nil || !sum.Partial {
+				t.Fatalf("err %v, partial %v; want an interrupted, partial run", err, sum != nil && sum.Partial)
+			}
+			if d := time.Since(start); d > 8*time.Second {
+				t.Errorf("the interrupted run took %v to end", d)
+			}
+			if left := runtest.ProxyLeftovers(t); len(left) > 0 {
+				t.Errorf("processes left behind: %q", left)
+			}
+			for _, pat := range []string{"lbchaos-nginx-*", "lbchaos-haproxy-*", "lbchaos-caddy-*"} {
+				if dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), pat)); len(dirs) > 0 {
+					t.Errorf("directories left behind: %v", dirs)
+				}
+			}
+		})
 	}
 }
