@@ -20,7 +20,8 @@ import (
 // with one of unhealthy_status, or when it takes longer than
 // unhealthy_latency to answer; an upstream with max_fails failures within
 // fail_duration is not chosen until they expire, and one with
-// unhealthy_request_count requests in flight is not chosen either.
+// unhealthy_request_count requests in flight is not chosen either. The
+// others need fail_duration.
 var caddyAlgorithms = map[string][]string{
 	"random":        caddyPassive,
 	"random_choose": append([]string{"choose"}, caddyPassive...),
@@ -91,15 +92,16 @@ func CaddyStatuses(v string) ([]int, error) {
 }
 
 // checkCaddy checks what depends on more than one parameter: caddy's
-// passive health checks need fail_duration, without which the other
-// settings would be silently ignored.
+// passive health checks are on only with fail_duration > 0 (its docs:
+// "to minimally enable passive health checks, specify ... fail_duration
+// > 0"), so the other settings would be silently ignored without it.
 func checkCaddy(ps ProxySpec) error {
 	name := ps.Kind + ":" + ps.Algorithm
 	if v, ok := ps.Params["max_fails"]; ok && v == "0" {
 		return fmt.Errorf("%s: max_fails: want an integer >= 1 (caddy counts failures only with fail_duration; leave fail_duration out to turn passive health checks off), got %q", name, v)
 	}
 	if _, ok := ps.Params["fail_duration"]; !ok {
-		for _, k := range []string{"max_fails", "unhealthy_status", "unhealthy_latency"} {
+		for _, k := range []string{"max_fails", "unhealthy_status", "unhealthy_latency", "unhealthy_request_count"} {
 			if _, set := ps.Params[k]; set {
 				return fmt.Errorf("%s: %s needs fail_duration: caddy remembers a failure for fail_duration and counts none without it (e.g. fail_duration=30s)", name, k)
 			}

@@ -96,10 +96,6 @@ func caddyConfig(cfg proxyConfig, upstreamLog string) ([]byte, error) {
 func caddyPassive(params map[string]string) map[string]any {
 	fd, ok := params["fail_duration"]
 	if !ok {
-		if v, ok := params["unhealthy_request_count"]; ok {
-			n, _ := strconv.Atoi(v)
-			return map[string]any{"unhealthy_request_count": n}
-		}
 		return nil
 	}
 	p := map[string]any{"fail_duration": fd, "max_fails": strategies.ProxyInt(params, "max_fails", 1)}
