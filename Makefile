@@ -61,14 +61,15 @@ bench-strategies:
 bench-proxy: build
 	LBCHAOS_BIN=$(CURDIR)/$(BIN) $(GO) test -run '^$$' -bench 'ProxyOverhead' -benchtime 1x -timeout 30m ./harness/real/
 
-# The real proxies some strategies run (nginx:..., haproxy:...), from
-# Debian's packages.
+# The real proxies some strategies run (nginx:..., haproxy:..., caddy:...,
+# and nginx's stream module for nginx:...+stream), from Debian's packages.
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 deps:
-	@for p in nginx haproxy; do \
-		if command -v $$p >/dev/null || [ -x /usr/sbin/$$p ]; then continue; fi; \
-		if ! command -v apt-get >/dev/null; then echo "deps: $$p is missing and there is no apt-get; install nginx and haproxy with your package manager"; exit 1; fi; \
-		pkg=$$p; [ $$p = nginx ] && pkg=nginx-light; \
+	@for p in nginx haproxy caddy stream; do \
+		if [ $$p = stream ]; then [ -f /usr/lib/nginx/modules/ngx_stream_module.so ] && continue; \
+		elif command -v $$p >/dev/null || [ -x /usr/sbin/$$p ]; then continue; fi; \
+		if ! command -v apt-get >/dev/null; then echo "deps: $$p is missing and there is no apt-get; install nginx (with its stream module), haproxy and caddy with your package manager"; exit 1; fi; \
+		pkg=$$p; [ $$p = nginx ] && pkg=nginx-light; [ $$p = stream ] && pkg=libnginx-mod-stream; \
 		$(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$pkg || exit 1; \
 	done
 

@@ -28,7 +28,7 @@ type ProxySpec struct {
 	Kind      string            // ProxyNginx, ProxyHAProxy or ProxyLbchaos
 	Algorithm string            // e.g. "least_conn"; for lbchaos a built-in spec
 	Params    map[string]string // the algorithm's parameters; nil when none
-	Options   []WrapperSpec     // haproxy: observe, check
+	Options   []WrapperSpec     // haproxy: observe, check, tcp; nginx: stream
 }
 
 // Proxy kinds.
@@ -37,7 +37,12 @@ const (
 	ProxyHAProxy = "haproxy"
 	// ProxyLbchaos is `lbchaos proxy` serving a built-in strategy as a hop.
 	ProxyLbchaos = "lbchaos"
+	// ProxyCaddy is Caddy's reverse_proxy (see proxy_caddy.go).
+	ProxyCaddy = "caddy"
 )
+
+// proxyKinds are the kinds a proxy spec may name.
+var proxyKinds = []string{ProxyNginx, ProxyHAProxy, ProxyLbchaos, ProxyCaddy}
 
 // NginxNextUpstream are the conditions nginx's proxy_next_upstream takes
 // that a proxy spec may list.
@@ -58,15 +63,18 @@ var proxyAlgorithms = map[string]map[string][]string{
 		"random":     {"draws"},
 		ProxyFile:    {"path"},
 	},
+	ProxyCaddy: caddyAlgorithms,
 }
 
 // proxyOptions are the options (written as wrappers) each proxy takes.
 var proxyOptions = map[string]map[string][]string{
-	ProxyNginx: {},
+	ProxyNginx: {ModeStream: nil},
 	ProxyHAProxy: {
 		"observe": {"error_limit", "on_error"},
 		"check":   {"inter", "fall", "rise"},
+		ModeTCP:   nil,
 	},
+	ProxyCaddy: {},
 }
 
 // ProxyFile is the algorithm of a proxy whose balancing section is the
@@ -88,7 +96,7 @@ var HAProxyOnError = []string{"fastinter", "fail-check", "sudden-death", "mark-d
 // IsProxy reports whether spec names a proxy strategy ("kind:...").
 func IsProxy(spec string) bool {
 	kind, _, ok := strings.Cut(strings.TrimSpace(spec), ":")
-	return ok && (kind == ProxyNginx || kind == ProxyHAProxy || kind == ProxyLbchaos)
+	return ok && slices.Contains(proxyKinds, kind)
 }
 
 var positional = regexp.MustCompile(`^random\(\s*(\d+)\s*\)`)
@@ -97,8 +105,8 @@ var positional = regexp.MustCompile(`^random\(\s*(\d+)\s*\)`)
 // the proxy, algorithm, option or parameter at fault and why.
 func ParseProxy(spec string) (ProxySpec, error) {
 	kind, rest, ok := strings.Cut(strings.TrimSpace(spec), ":")
-	if !ok || (kind != ProxyNginx && kind != ProxyHAProxy && kind != ProxyLbchaos) {
-		return ProxySpec{}, fmt.Errorf("malformed proxy spec %q: want nginx:ALGORITHM, haproxy:ALGORITHM or lbchaos:STRATEGY", spec)
+	if !ok || !slices.Contains(proxyKinds, kind) {
+		return ProxySpec{}, fmt.Errorf("malformed proxy spec %q: want nginx:ALGORITHM, haproxy:ALGORITHM, caddy:POLICY or lbchaos:STRATEGY", spec)
 	}
 	rest = strings.TrimSpace(rest)
 	if kind == ProxyLbchaos {
@@ -111,6 +119,10 @@ func ParseProxy(spec string) (ProxySpec, error) {
 	// HAProxy writes its draws positionally: random(2).
 	if kind == ProxyHAProxy {
 		rest = positional.ReplaceAllString(rest, "random(draws=$1)")
+	}
+	// Caddy writes its choices positionally too: random_choose 2.
+	if kind == ProxyCaddy {
+		rest = caddyChoose(rest)
 	}
 	segs, err := splitSpec(rest)
 	if err != nil {
@@ -137,6 +149,9 @@ func ParseProxy(spec string) (ProxySpec, error) {
 			return ProxySpec{}, fmt.Errorf("%s:file: path is required: the file with your own %s section, e.g. %s:file(path=%s)", kind, fileSection[kind], kind, fileExample[kind])
 		}
 		if len(segs) > 1 {
+			if isMode(segs[1].name) {
+				return ProxySpec{}, fmt.Errorf("%s:file: +%s: a file spec's section is an HTTP-level one (an http upstream, a mode http backend); connection-level balancing takes a built-in algorithm, e.g. %s", kind, segs[1].name, l4Example[kind])
+			}
 			return ProxySpec{}, fmt.Errorf("%s:file: takes no options (%q): write them in the file", kind, "+"+segs[1].name)
 		}
 	}
@@ -146,6 +161,9 @@ func ParseProxy(spec string) (ProxySpec, error) {
 		if !known {
 			if len(opts) == 0 {
 				return ProxySpec{}, fmt.Errorf("%s: unknown option %q (%s takes its options as parameters of the algorithm)", kind, o.name, kind)
+			}
+			if kind == ProxyNginx {
+				return ProxySpec{}, fmt.Errorf("%s: unknown option %q (%s takes its options as parameters of the algorithm); its one modifier is +%s", kind, o.name, kind, ModeStream)
 			}
 			return ProxySpec{}, fmt.Errorf("%s: unknown option %q (known: %s)", kind, o.name, strings.Join(sortedKeys(opts), ", "))
 		}
@@ -159,6 +177,14 @@ func ParseProxy(spec string) (ProxySpec, error) {
 			return ProxySpec{}, fmt.Errorf("%s+%s: %w", kind, o.name, err)
 		}
 		ps.Options = append(ps.Options, WrapperSpec{Name: o.name, Params: o.params})
+	}
+	if err := checkConnLevel(ps); err != nil {
+		return ProxySpec{}, err
+	}
+	if kind == ProxyCaddy {
+		if err := checkCaddy(ps); err != nil {
+			return ProxySpec{}, err
+		}
 	}
 	return ps, nil
 }
@@ -238,6 +264,10 @@ func validateProxyParams(name string, params map[string]string) error {
 			// to check.
 			if strings.Contains(v, "+") {
 				return fmt.Errorf("path %q contains \"+\", which a strategy spec cannot carry (it cannot hold any of , ( ) + =): rename the file or link it under a plain name", v)
+			}
+		case "fail_duration", "unhealthy_latency", "unhealthy_status", "unhealthy_request_count", "choose":
+			if err := validateCaddyParam(k, v); err != nil {
+				return err
 			}
 		case "on_error":
 			if !slices.Contains(HAProxyOnError, v) {

@@ -23,7 +23,7 @@ func TestParseProxy(t *testing.T) {
 		{spec: "lbchaos: p2c + eject(consecutive=5)", want: ProxySpec{Kind: "lbchaos", Algorithm: "p2c+eject(consecutive=5)"}},
 		{spec: "nginx:least_connections", err: `nginx: unknown algorithm "least_connections" (known: file, hash, least_conn, random_two, round_robin)`},
 		{spec: "haproxy:leastconn+observe(on_error=panic)", err: `haproxy+observe: on_error: want one of fastinter, fail-check, sudden-death, mark-down, got "panic"`},
-		{spec: "haproxy:leastconn+slowstart", err: `haproxy: unknown option "slowstart" (known: check, observe)`},
+		{spec: "haproxy:leastconn+slowstart", err: `haproxy: unknown option "slowstart" (known: check, observe, tcp)`},
 		{spec: "nginx:least_conn+observe", err: `nginx: unknown option "observe" (nginx takes its options as parameters of the algorithm)`},
 		{spec: "nginx:least_conn(next_upstream=error|http_599)", err: `nginx:least_conn: next_upstream: "http_599" is not a proxy_next_upstream condition`},
 		{spec: "nginx:least_conn(fail_timeout=1500ms)", err: `nginx:least_conn: fail_timeout: want a whole number of seconds > 0`},

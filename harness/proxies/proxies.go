@@ -82,14 +82,14 @@ func proxyBinary(kind, lbchaos string) (string, error) {
 			return "", errors.New("lbchaos proxy strategies need the lbchaos binary (real.Options.LbchaosBinary); run them from the lbchaos command")
 		}
 		return lbchaos, nil
-	case strategies.ProxyNginx, strategies.ProxyHAProxy:
+	case strategies.ProxyNginx, strategies.ProxyHAProxy, strategies.ProxyCaddy:
 		if p, err := exec.LookPath(kind); err == nil {
 			return p, nil
 		}
 		if p := filepath.Join(sbinDir, kind); fileExists(p) {
 			return p, nil
 		}
-		pkg := map[string]string{strategies.ProxyNginx: "nginx-light", strategies.ProxyHAProxy: "haproxy"}[kind]
+		pkg := map[string]string{strategies.ProxyNginx: "nginx-light", strategies.ProxyHAProxy: "haproxy", strategies.ProxyCaddy: "caddy"}[kind]
 		return "", fmt.Errorf("%s is not installed: run `make deps` (it runs `apt-get install %s`), or install %s and put it on PATH", kind, pkg, kind)
 	}
 	return "", fmt.Errorf("unknown proxy kind %q", kind)
@@ -125,7 +125,7 @@ func startProxy(ctx context.Context, cfg proxyConfig) (*proxyProcess, error) {
 	}
 	for id, u := range cfg.backends {
 		switch cfg.spec.Kind {
-		case strategies.ProxyNginx:
+		case strategies.ProxyNginx, strategies.ProxyCaddy:
 			p.ids[u.Host] = id
 		case strategies.ProxyHAProxy:
 			p.ids["i"+strconv.Itoa(id)] = id
@@ -140,6 +140,9 @@ func startProxy(ctx context.Context, cfg proxyConfig) (*proxyProcess, error) {
 	defer logFile.Close() // the child holds its own descriptor
 	p.cmd = exec.Command(bin, args...)
 	p.cmd.Dir = cfg.dir
+	if cfg.spec.Kind == strategies.ProxyCaddy {
+		p.cmd.Env = caddyEnv(cfg.dir)
+	}
 	p.cmd.Stderr = p.output
 	p.cmd.Stdout = p.output
 	if cfg.spec.Kind == strategies.ProxyHAProxy {
@@ -182,6 +185,13 @@ func configure(ctx context.Context, bin string, cfg proxyConfig, accessLog strin
 	case strategies.ProxyNginx:
 		conf := filepath.Join(cfg.dir, "nginx.conf")
 		text = nginxConfig(cfg, accessLog)
+		if cfg.spec.ConnLevel() {
+			module, err := nginxStreamModule()
+			if err != nil {
+				return nil, err
+			}
+			text = nginxStreamConfig(cfg, accessLog, module)
+		}
 		if err := os.WriteFile(conf, []byte(text), 0o644); err != nil {
 			return nil, err
 		}
@@ -190,6 +200,9 @@ func configure(ctx context.Context, bin string, cfg proxyConfig, accessLog strin
 	case strategies.ProxyHAProxy:
 		conf := filepath.Join(cfg.dir, "haproxy.cfg")
 		text = haproxyConfig(cfg)
+		if cfg.spec.ConnLevel() {
+			text = haproxyTCPConfig(cfg)
+		}
 		if err := os.WriteFile(conf, []byte(text), 0o644); err != nil {
 			return nil, err
 		}
@@ -197,8 +210,24 @@ func configure(ctx context.Context, bin string, cfg proxyConfig, accessLog strin
 		check = []string{"-c", "-f", conf} // with -q it would not say why
 	case strategies.ProxyLbchaos:
 		return lbchaosArgs(cfg, accessLog), nil
+	case strategies.ProxyCaddy:
+		conf := filepath.Join(cfg.dir, "caddy.json")
+		b, err := caddyConfig(cfg, accessLog)
+		if err != nil {
+			return nil, err
+		}
+		text = string(b)
+		if err := os.WriteFile(conf, b, 0o644); err != nil {
+			return nil, err
+		}
+		args = []string{"run", "--config", conf}
+		check = []string{"validate", "--config", conf}
 	}
-	out, err := exec.CommandContext(ctx, bin, check...).CombinedOutput()
+	chk := exec.CommandContext(ctx, bin, check...)
+	if cfg.spec.Kind == strategies.ProxyCaddy {
+		chk.Env = caddyEnv(cfg.dir)
+	}
+	out, err := chk.CombinedOutput()
 	if err != nil {
 		msg := checkMessage(out)
 		if t := cfg.file; t != nil {
@@ -215,8 +244,18 @@ func (p *proxyProcess) waitReady(ctx context.Context) error {
 	client := &http.Client{Timeout: time.Second, Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true}}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		resp, err := client.Get("http://" + p.cfg.listen + readyPath)
-		if err == nil {
+		if p.cfg.spec.ConnLevel() {
+			// It has no answer of its own: that it accepts connections
+			// and is still running after a moment (a port taken by
+			// another process also accepts them) is all there is to see.
+			if dialable(p.cfg.listen) {
+				select {
+				case <-p.exited:
+				case <-time.After(100 * time.Millisecond):
+					return nil
+				}
+			}
+		} else if resp, err := client.Get("http://" + p.cfg.listen + readyPath); err == nil {
 			resp.Body.Close()
 			if resp.StatusCode/100 == 2 {
 				return nil
@@ -280,6 +319,12 @@ func (p *proxyProcess) terminate() {
 // attribution reads the access log: for each request sequence number the
 // instance the proxy sent it to (the last one tried), when it names one.
 func (p *proxyProcess) attribution() (map[uint64]int, error) {
+	switch {
+	case p.cfg.spec.ConnLevel():
+		return nil, fmt.Errorf("%s balances connections: its log attributes client connections (ConnAttribution), not requests", generatedFor(p.cfg))
+	case p.cfg.spec.Kind == strategies.ProxyCaddy:
+		return p.caddyAttribution()
+	}
 	f, err := os.Open(p.log)
 	if err != nil {
 		return nil, err
@@ -401,6 +446,15 @@ func (x *Proxy) Stop() { x.p.stop() }
 // sequence number the instance it was sent to (the last one tried).
 func (x *Proxy) Attribution() (map[uint64]int, error) { return x.p.attribution() }
 
+// ConnLevel reports whether the proxy balances connections (+tcp,
+// +stream): its answers carry no UpstreamHeader, and a request without an
+// answer is attributed by its client connection (ConnAttribution).
+func (x *Proxy) ConnLevel() bool { return x.p.cfg.spec.ConnLevel() }
+
+// ConnAttribution reads the connection log of a stopped connection-level
+// proxy: which instance each client connection went to.
+func (x *Proxy) ConnAttribution() (*ConnMap, error) { return x.p.connAttribution() }
+
 // Close stops the proxy and removes its directory.
 func (x *Proxy) Close() {
 	x.p.stop()
@@ -418,8 +472,16 @@ func Check(spec, file, lbchaos string) error {
 		return err
 	}
 	bin, err := proxyBinary(ps.Kind, lbchaos)
-	if err != nil || tmpl == nil {
+	if err != nil {
 		return err
+	}
+	if ps.Kind == strategies.ProxyNginx && ps.ConnLevel() {
+		if _, err := nginxStreamModule(); err != nil {
+			return err
+		}
+	}
+	if tmpl == nil {
+		return nil
 	}
 	// A file is the team's text: have the proxy check it now, with one
 	// server, so that a rejection comes before any backend starts.

@@ -75,7 +75,7 @@ func Generate(ctx context.Context, spec GenerateSpec, out, log io.Writer) error 
 	if spec.Proxy != nil {
 		ids := spec.Upstreams
 		upstream := func(u string) (int, bool) { return proxies.InstanceIn(ids, u) }
-		bal = transport.NewProxyClient(spec.Proxy, upstream, n, exp.Timeout, proxyConns(conns, n), ctx, protocolOptions(exp)...)
+		bal = transport.NewProxyClient(spec.Proxy, upstream, n, exp.Timeout, proxyClientConns(exp, conns, n), ctx, protocolOptions(exp)...)
 		bal.SetGenerator(gen, gens)
 	} else {
 		var err error

@@ -132,8 +132,12 @@ func checkProxies(exp *experiments.Experiment, lbchaos string) error {
 		if !strategies.IsProxy(name) {
 			continue
 		}
-		if _, err := strategies.ParseProxy(name); err != nil {
+		ps, err := strategies.ParseProxy(name)
+		if err != nil {
 			return fmt.Errorf("strategies[%d]: %w", i, err)
+		}
+		if err := checkProxyClient(exp, name, ps); err != nil {
+			return err
 		}
 		switch {
 		case exp.Replicas > 1:
@@ -194,7 +198,7 @@ func (e *Engine) Measure(ctx context.Context, job engine.Job) (m *engine.Measure
 			return nil, err
 		}
 		defer proxy.Close()
-		bal = transport.NewProxyClient(proxy.URL(), proxy.InstanceOf, len(backends), exp.Timeout, proxyConns(conns, len(backends)), ctx, protocolOptions(exp)...)
+		bal = transport.NewProxyClient(proxy.URL(), proxy.InstanceOf, len(backends), exp.Timeout, proxyClientConns(exp, conns, len(backends)), ctx, protocolOptions(exp)...)
 	} else {
 		if lbs, err = engine.NewBalancers(exp, name, strategies.SystemClock{}, events); err != nil {
 			return nil, err
@@ -256,7 +260,8 @@ func (e *Engine) Measure(ctx context.Context, job engine.Job) (m *engine.Measure
 	}
 	m = &engine.Measurement{ConnBound: conns, CapHits: bal.CapHits()}
 	if proxy != nil {
-		m.Notes = append(m.Notes, attributeProxy(proxy, name, unnamed, coll)...)
+		bal.CloseIdleConnections() // a connection-level proxy logs a connection when it closes
+		m.Notes = append(m.Notes, attributeProxy(proxy, name, unnamed, res.conns, coll)...)
 	}
 	coll.Finish()
 	elapsed := attackTime(exp.Duration, interrupted)
@@ -280,9 +285,12 @@ func (e *Engine) Measure(ctx context.Context, job engine.Job) (m *engine.Measure
 // attributeProxy stops the proxy under test, attributes the results no
 // instance was named for from its access log, adds them to coll and
 // returns the notes on the proxy.
-func attributeProxy(proxy *proxies.Proxy, name string, unnamed []engine.SeqOutcome, coll *engine.Collector) []string {
+func attributeProxy(proxy *proxies.Proxy, name string, unnamed []engine.SeqOutcome, conns map[uint64]transport.ConnRef, coll *engine.Collector) []string {
 	var notes []string
 	proxy.Stop() // flushes its access log
+	if proxy.ConnLevel() {
+		return attributeConns(proxy, name, unnamed, conns, coll)
+	}
 	names, aerr := proxy.Attribution()
 	if aerr != nil {
 		notes = append(notes, fmt.Sprintf("%s: the proxy's access log could not be read (%v); %d requests without an answer stay unattributed.", name, aerr, len(unnamed)))
@@ -371,6 +379,9 @@ type loopResult struct {
 	sent        int64               // every result, aborted ones included
 	interrupted time.Duration       // since start; -1 when not interrupted
 	unnamed     []engine.SeqOutcome // proxy: results to attribute
+	// conns are the client connections of the unnamed results, by
+	// sequence number, for a connection-level proxy's log.
+	conns map[uint64]transport.ConnRef
 }
 
 // run reads results until the channel closes; when ctx is done it stops
@@ -383,7 +394,7 @@ func (l *resultLoop) run(ctx context.Context, results <-chan *vegeta.Result) loo
 		errs    int64
 		lastLog = start
 		done    = ctx.Done()
-		out     = loopResult{interrupted: -1}
+		out     = loopResult{interrupted: -1, conns: map[uint64]transport.ConnRef{}}
 	)
 	for results != nil {
 		select {
@@ -412,6 +423,9 @@ func (l *resultLoop) run(ctx context.Context, results <-chan *vegeta.Result) loo
 				// Neither the backend nor the proxy named an instance (the
 				// client gave up first): the proxy's access log will.
 				out.unnamed = append(out.unnamed, engine.SeqOutcome{Seq: res.Seq, Outcome: o})
+				if c, ok := rt.Conn(); ok {
+					out.conns[res.Seq] = c
+				}
 				continue
 			}
 			coll.Add(o)

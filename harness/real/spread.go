@@ -166,7 +166,7 @@ func (e *Engine) measureSpread(ctx context.Context, job engine.Job, fl fleet.Fle
 	}
 	var proxyNotes []string
 	if proxy != nil {
-		proxyNotes = attributeProxy(proxy, name, merger.Unnamed(), coll)
+		proxyNotes = attributeProxy(proxy, name, merger.Unnamed(), nil, coll)
 	}
 	if m, err = merger.Measurement(name, exp.FaultyInstances()); err != nil {
 		return nil, err

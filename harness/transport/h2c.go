@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -76,7 +77,7 @@ func newH2CPool(replicas, instances, conns int) *h2cPool {
 		pins:      make([][]h2cSlot, replicas),
 		tr: &http.Transport{
 			Proxy:              nil,
-			DialContext:        (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+			DialContext:        dialRecorded(&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}),
 			Protocols:          &protos,
 			DisableCompression: true,
 		},
@@ -102,9 +103,11 @@ type h2cSlot struct {
 
 	mu     sync.Mutex
 	cc     *http.ClientConn // guarded by mu; nil until dialed
+	nc     net.Conn         // guarded by mu; cc's socket
 	addr   string           // guarded by mu; cc's address
 	opened uint64           // guarded by mu; the pinned connection's number (Conn.Opened)
 	prev   *http.ClientConn // guarded by mu; the connection before the latest recycling
+	pnc    net.Conn         // guarded by mu; prev's socket
 	paddr  string           // guarded by mu; prev's address
 }
 
@@ -114,38 +117,56 @@ type h2cSlot struct {
 // A request picked before the latest recycling (opened older than the
 // slot's) goes on the connection it was picked for, as long as that is
 // open, else on a connection of its own.
-func (s *h2cSlot) conn(ctx context.Context, addr string, opened uint64) (*http.ClientConn, error) {
+func (s *h2cSlot) conn(ctx context.Context, addr string, opened uint64) (*http.ClientConn, net.Conn, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if opened < s.opened {
 		if s.prev != nil && s.paddr == addr && s.prev.Err() == nil {
-			return s.prev, nil
+			return s.prev, s.pnc, nil
 		}
-		cc, err := s.pool.dial(ctx, addr)
+		cc, nc, err := s.pool.dial(ctx, addr)
 		if err == nil {
 			s.pool.retire(cc)
 		}
-		return cc, err
+		return cc, nc, err
 	}
 	if s.cc != nil && (s.addr != addr || opened > s.opened || s.cc.Err() != nil) {
 		s.pool.retire(s.cc)
-		s.prev, s.paddr, s.cc = s.cc, s.addr, nil
+		s.prev, s.pnc, s.paddr, s.cc, s.nc = s.cc, s.nc, s.addr, nil, nil
 	}
 	s.opened = opened
 	if s.cc == nil {
-		cc, err := s.pool.dial(ctx, addr)
+		cc, nc, err := s.pool.dial(ctx, addr)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		s.cc, s.addr = cc, addr
+		s.cc, s.nc, s.addr = cc, nc, addr
 	}
-	return s.cc, nil
+	return s.cc, s.nc, nil
 }
 
-// dial opens a connection to addr; the request's cancellation stops the
-// dial but not the connection.
-func (p *h2cPool) dial(ctx context.Context, addr string) (*http.ClientConn, error) {
-	return p.tr.NewClientConn(context.WithoutCancel(ctx), "http", addr)
+// dial opens a connection to addr and returns it with its socket; the
+// request's cancellation stops the dial but not the connection.
+func (p *h2cPool) dial(ctx context.Context, addr string) (*http.ClientConn, net.Conn, error) {
+	var nc net.Conn
+	cc, err := p.tr.NewClientConn(context.WithValue(context.WithoutCancel(ctx), dialedKey{}, &nc), "http", addr)
+	return cc, nc, err
+}
+
+// dialedKey is a context key: a *net.Conn under it receives the socket
+// dialRecorded dials.
+type dialedKey struct{}
+
+// dialRecorded dials with d and stores the socket where the context's
+// dialedKey points.
+func dialRecorded(d *net.Dialer) func(context.Context, string, string) (net.Conn, error) {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := d.DialContext(ctx, network, addr)
+		if p, ok := ctx.Value(dialedKey{}).(*net.Conn); ok && err == nil {
+			*p = c
+		}
+		return c, err
+	}
 }
 
 // retire closes cc once it has had no stream for retireDelay, as a
@@ -193,9 +214,14 @@ func (p *h2cPool) roundTrip(req *http.Request, replica, row int, conn strategies
 		n := p.next[replica][row].Add(1) - 1
 		s = &p.slots[replica][row*p.conns+int(n%uint64(p.conns))]
 	}
-	cc, err := s.conn(req.Context(), req.URL.Host, conn.Opened)
+	cc, nc, err := s.conn(req.Context(), req.URL.Host, conn.Opened)
 	if err != nil {
 		return nil, err
+	}
+	// A ClientConn reports no connection to the request's trace, as a
+	// Transport does; the proxy client's attribution needs it.
+	if tr := httptrace.ContextClientTrace(req.Context()); tr != nil && tr.GotConn != nil && nc != nil {
+		tr.GotConn(httptrace.GotConnInfo{Conn: nc, Reused: true})
 	}
 	return cc.RoundTrip(req)
 }

@@ -141,6 +141,8 @@ type Route struct {
 	HasKey   bool
 	Timeout  atomic.Bool // the request hit the client timeout
 	Aborted  atomic.Bool // cancelled because the run was interrupted
+
+	conn atomic.Pointer[ConnRef] // a proxy client's connection (conn.go)
 }
 
 type routes struct {
@@ -246,6 +248,9 @@ func (b *Balancer) RoundTrip(req *http.Request) (*http.Response, error) {
 		rt.Aborted.Store(true)
 		cancel()
 	})
+	if b.proxy != nil {
+		ctx = traceConn(ctx, rt)
+	}
 	out := req.Clone(ctx)
 	target := b.proxy
 	if target == nil {

@@ -145,7 +145,7 @@ func ProxyLeftovers(t testing.TB) []string {
 			continue
 		}
 		cmd := strings.ReplaceAll(string(b), "\x00", " ")
-		if strings.Contains(cmd, "lbchaos-nginx-") || strings.Contains(cmd, "lbchaos-haproxy-") || strings.Contains(cmd, "lbchaos-lbchaos-") {
+		if strings.Contains(cmd, "lbchaos-nginx-") || strings.Contains(cmd, "lbchaos-haproxy-") || strings.Contains(cmd, "lbchaos-lbchaos-") || strings.Contains(cmd, "lbchaos-caddy-") {
 			found = append(found, cmd)
 		}
 	}
