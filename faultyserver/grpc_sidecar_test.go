@@ -310,3 +310,27 @@ func TestGRPCUpstreamFlag(t *testing.T) {
 		t.Errorf("Validate: %v, want an error naming grpc_upstream", err)
 	}
 }
+
+// TestGRPCSidecarSlowFactor: slow with a factor holds a relayed call's
+// answer until factor times the upstream's own time.
+func TestGRPCSidecarSlowFactor(t *testing.T) {
+	upSrv, err := New(Config{Workers: 2, Service: Fixed(ms(30))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	upBase, _ := serveForTest(t, upSrv)
+	s, cc := startGRPCSidecar(t, SidecarConfig{ID: 1}, upBase)
+	mustSetSidecarFault(t, s, Slow{Factor: 4})
+	began := time.Now()
+	r := call(t.Context(), cc)
+	took := time.Since(began)
+	if r.err != nil || string(r.body) != "ok\n" {
+		t.Fatalf("call: %q, %v", r.body, r.err)
+	}
+	if took < ms(120) || took > ms(400) {
+		t.Errorf("call took %v, want about 4 × 30ms", took)
+	}
+	if len(r.trailer.Get(ORCATrailerKey)) != 1 {
+		t.Errorf("trailer %v, want one load report", r.trailer)
+	}
+}

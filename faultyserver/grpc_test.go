@@ -72,7 +72,7 @@ func orcaReport(t testing.TB, md metadata.MD) *v3orcapb.OrcaLoadReport {
 
 // startGRPC serves a Server for cfg on a loopback port and returns it,
 // its base URL and a gRPC connection to it.
-func startGRPC(t *testing.T, cfg Config) (*Server, string, *grpc.ClientConn) {
+func startGRPC(t testing.TB, cfg Config) (*Server, string, *grpc.ClientConn) {
 	t.Helper()
 	s, err := New(cfg)
 	if err != nil {
@@ -386,4 +386,33 @@ func listen(t testing.TB) net.Listener {
 		t.Fatal(err)
 	}
 	return ln
+}
+
+// TestGRPCQueueFull: a call finding the queue full is UNAVAILABLE at once,
+// carrying the load (the calls holding the worker and queued), as HTTP's
+// 503 does.
+func TestGRPCQueueFull(t *testing.T) {
+	s, _, cc := startGRPC(t, Config{ID: 5, Workers: 1, QueueLimit: 1, Service: Fixed(ms(300))})
+	ctx := t.Context()
+	held := make(chan grpcResult, 2)
+	for range 2 {
+		go func() { held <- call(ctx, cc) }()
+	}
+	waitStats(t, s, "a call on the worker and one queued", func(st Stats) bool { return st.InFlight == 1 && st.Queued == 1 })
+	began := time.Now()
+	r := call(ctx, cc)
+	if r.code() != codes.Unavailable || r.instance != "5" || time.Since(began) > ms(200) {
+		t.Errorf("call at a full queue: %v from %q after %v, want Unavailable at once from 5", r.err, r.instance, time.Since(began))
+	}
+	if got := r.header.Get(GRPCLoadKey); len(got) != 1 || got[0] != "2" {
+		t.Errorf("%s = %v, want [2]", GRPCLoadKey, got)
+	}
+	if v := orcaReport(t, r.trailer).NamedMetrics[ORCAInFlightMetric]; v != 2 {
+		t.Errorf("named_metrics[%s] = %v, want 2", ORCAInFlightMetric, v)
+	}
+	for range 2 {
+		if r := <-held; r.err != nil {
+			t.Errorf("held call: %v", r.err)
+		}
+	}
 }
