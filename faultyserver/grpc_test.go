@@ -244,42 +244,70 @@ func TestGRPCHangEndsAtShutdown(t *testing.T) {
 
 // TestGRPCResetScope: on one ClientConn (one HTTP/2 connection), a call in
 // progress survives a stream-scope reset of another call and fails with a
-// connection-scope one. grpc-go reports a reset stream (RST_STREAM
-// INTERNAL_ERROR, which net/http sends for an aborted handler) as
-// INTERNAL, and a closed connection as UNAVAILABLE.
+// connection-scope one, on the fake server and on the sidecar alike.
+// grpc-go reports a reset stream (RST_STREAM INTERNAL_ERROR, which
+// net/http sends for an aborted handler) as INTERNAL, and a closed
+// connection as UNAVAILABLE.
 func TestGRPCResetScope(t *testing.T) {
-	for _, tc := range []struct {
-		scope       string
-		want        codes.Code
-		slowSurvive bool
-	}{{ResetStream, codes.Internal, true}, {ResetConnection, codes.Unavailable, false}} {
-		t.Run(tc.scope, func(t *testing.T) {
+	instances := []struct {
+		name  string
+		start func(t *testing.T) (controlled, *grpc.ClientConn)
+	}{
+		{"server", func(t *testing.T) (controlled, *grpc.ClientConn) {
 			s, _, cc := startGRPC(t, Config{ID: 1, Workers: 4, Service: Fixed(0)})
-			ctx := t.Context()
-			if r := call(ctx, cc); r.err != nil { // connect
-				t.Fatal(r.err)
+			return s, cc
+		}},
+		{"sidecar", func(t *testing.T) (controlled, *grpc.ClientConn) {
+			up, err := New(Config{Workers: 4, Service: Fixed(0)})
+			if err != nil {
+				t.Fatal(err)
 			}
-			mustSetFault(t, s, Slow{Latency: Duration(ms(400))})
-			slow := make(chan grpcResult, 1)
-			go func() { slow <- call(ctx, cc) }()
-			waitStats(t, s, "the slow call on a worker", func(st Stats) bool { return st.InFlight == 1 })
-			mustSetFault(t, s, Reset{Scope: tc.scope})
-			r := call(ctx, cc)
-			if r.code() != tc.want {
-				t.Errorf("call under reset: %v, want %v", r.err, tc.want)
-			}
-			sr := <-slow
-			if tc.slowSurvive && sr.err != nil {
-				t.Errorf("the call in progress on the same connection failed with a stream reset: %v", sr.err)
-			}
-			if !tc.slowSurvive && sr.code() != codes.Unavailable {
-				t.Errorf("the call in progress on the same connection: %v, want Unavailable after a connection reset", sr.err)
-			}
-			s.ClearFault()
-			if r := call(ctx, cc); r.err != nil {
-				t.Errorf("call after the reset: %v, want the ClientConn to recover", r.err)
-			}
-		})
+			upBase, _ := serveForTest(t, up)
+			return startGRPCSidecar(t, SidecarConfig{ID: 1}, upBase)
+		}},
+	}
+	for _, in := range instances {
+		for _, tc := range []struct {
+			scope       string
+			want        codes.Code
+			slowSurvive bool
+		}{{ResetStream, codes.Internal, true}, {ResetConnection, codes.Unavailable, false}} {
+			t.Run(in.name+"/"+tc.scope, func(t *testing.T) {
+				s, cc := in.start(t)
+				ctx := t.Context()
+				if r := call(ctx, cc); r.err != nil { // connect
+					t.Fatal(r.err)
+				}
+				mustSet(t, s, Slow{Latency: Duration(ms(400))})
+				slow := make(chan grpcResult, 1)
+				go func() { slow <- call(ctx, cc) }()
+				waitFor(t, func() bool { return s.Stats().InFlight == 1 })
+				mustSet(t, s, Reset{Scope: tc.scope})
+				r := call(ctx, cc)
+				if r.code() != tc.want {
+					t.Errorf("call under reset: %v, want %v", r.err, tc.want)
+				}
+				sr := <-slow
+				if tc.slowSurvive && sr.err != nil {
+					t.Errorf("the call in progress on the same connection failed with a stream reset: %v", sr.err)
+				}
+				if !tc.slowSurvive && sr.code() != codes.Unavailable {
+					t.Errorf("the call in progress on the same connection: %v, want Unavailable after a connection reset", sr.err)
+				}
+				s.ClearFault()
+				if r := call(ctx, cc); r.err != nil {
+					t.Errorf("call after the reset: %v, want the ClientConn to recover", r.err)
+				}
+			})
+		}
+	}
+}
+
+// mustSet sets f on a Server or Sidecar.
+func mustSet(t testing.TB, s controlled, f Fault) {
+	t.Helper()
+	if err := s.SetFault(f); err != nil {
+		t.Fatalf("SetFault(%#v): %v", f, err)
 	}
 }
 
