@@ -338,3 +338,15 @@ func TestGRPCSidecarSlowFactor(t *testing.T) {
 		t.Errorf("trailer %v, want one load report", r.trailer)
 	}
 }
+
+func TestPercentEncode(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"upstream: dial tcp 127.0.0.1:1: connect: connection refused", "upstream: dial tcp 127.0.0.1:1: connect: connection refused"},
+		{"50% off", "50%25 off"},
+		{"naïve\n", "na%C3%AFve%0A"},
+	} {
+		if got := percentEncode(tc.in); got != tc.want {
+			t.Errorf("percentEncode(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}

@@ -174,9 +174,10 @@ func NewSidecar(cfg SidecarConfig) (*Sidecar, error) {
 func (s *Sidecar) Config() SidecarConfig { return s.cfg }
 
 // Stats returns a snapshot of the counters and the current fault. Served
-// counts answers below 400 (the upstream's own), Failed every answer of 400
-// or more: injected failures, resets, the upstream's errors and a 502 for
-// an unreachable upstream.
+// counts answers below 400 (the upstream's own) and gRPC answers whose
+// grpc-status is 0, Failed every other answer: injected failures, resets,
+// the upstream's errors and a 502 (gRPC: UNAVAILABLE) for an unreachable
+// upstream.
 func (s *Sidecar) Stats() Stats {
 	return Stats{
 		ID:       s.cfg.ID,
