@@ -13,8 +13,9 @@ import (
 // on each protocol an instance speaks, against the same fake server (no
 // workers limit, zero service time) on loopback, from 8 clients per core:
 // HTTP/1.1 on kept-alive connections, h2c and gRPC each multiplexed on
-// one connection, and gRPC through a sidecar in front of the server. ns/op
-// and allocs/op include the client's share.
+// one connection, gRPC through a sidecar in front of the server, and, for
+// comparison, gRPC on grpc-go's own server (not ServeHTTP), which would
+// need a port of its own. ns/op and allocs/op include the client's share.
 func BenchmarkProtocols(b *testing.B) {
 	s, err := New(Config{ID: 1, Service: Fixed(0)})
 	if err != nil {
@@ -26,6 +27,12 @@ func BenchmarkProtocols(b *testing.B) {
 		b.Fatal(err)
 	}
 	scBase, _ := serveForTest(b, sc)
+	// For comparison: the same service on grpc-go's own HTTP/2 server,
+	// which needs a port of its own.
+	native := newGRPCServer(s)
+	ln := listen(b)
+	go func() { _ = native.Serve(ln) }()
+	defer native.Stop()
 
 	httpGet := func(c *http.Client) func(context.Context) error {
 		return func(ctx context.Context) error {
@@ -55,6 +62,7 @@ func BenchmarkProtocols(b *testing.B) {
 		{"h2c", httpGet(&http.Client{Transport: h2cTransport(b)})},
 		{"grpc", grpcCall(base)},
 		{"grpc-sidecar", grpcCall(scBase)},
+		{"grpc-native", grpcCall("http://" + ln.Addr().String())},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			ctx := context.Background()
