@@ -449,3 +449,33 @@ func TestGRPCQueueFull(t *testing.T) {
 		}
 	}
 }
+
+// TestConnContextOnOwnServer: a Server run by an http.Server of the
+// caller's, with the instance's protocols and ConnContext, serves gRPC and
+// closes the whole connection on a connection-scope reset.
+func TestConnContextOnOwnServer(t *testing.T) {
+	s, err := New(Config{ID: 3, Workers: 2, Service: Fixed(0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln := listen(t)
+	hs := &http.Server{Handler: s, Protocols: serveProtocols(), ConnContext: ConnContext}
+	go func() { _ = hs.Serve(ln) }()
+	t.Cleanup(func() { s.Close(); hs.Close() })
+	cc := grpcConn(t, "http://"+ln.Addr().String())
+	ctx := t.Context()
+	if r := call(ctx, cc); r.err != nil || r.instance != "3" {
+		t.Fatalf("call: %v from %q", r.err, r.instance)
+	}
+	mustSetFault(t, s, Slow{Latency: Duration(ms(400))})
+	slow := make(chan grpcResult, 1)
+	go func() { slow <- call(ctx, cc) }()
+	waitStats(t, s, "the slow call on a worker", func(st Stats) bool { return st.InFlight == 1 })
+	mustSetFault(t, s, Reset{Scope: ResetConnection})
+	if r := call(ctx, cc); r.code() != codes.Unavailable {
+		t.Errorf("call under a connection reset: %v, want Unavailable", r.err)
+	}
+	if r := <-slow; r.code() != codes.Unavailable {
+		t.Errorf("the call in progress on the connection: %v, want Unavailable", r.err)
+	}
+}
