@@ -479,3 +479,45 @@ func TestConnContextOnOwnServer(t *testing.T) {
 		t.Errorf("the call in progress on the connection: %v, want Unavailable", r.err)
 	}
 }
+
+// TestGRPCLoadReportUnderLoad: under a steady 100 calls a second of 10ms
+// each on 2 workers, the load reports after a second say about 100 rps and
+// a utilization of about 0.5 (100 × 10ms of work per second over 2 workers).
+func TestGRPCLoadReportUnderLoad(t *testing.T) {
+	_, _, cc := startGRPC(t, Config{Workers: 2, Service: Fixed(ms(10))})
+	ctx := t.Context()
+	results := make(chan grpcResult, 200)
+	tick := time.NewTicker(ms(10))
+	defer tick.Stop()
+	began := time.Now()
+	n := 0
+	for time.Since(began) < 1300*time.Millisecond {
+		<-tick.C
+		n++
+		go func() { results <- call(ctx, cc) }()
+	}
+	var rps, util []float64
+	for range n {
+		r := <-results
+		if r.err != nil {
+			t.Fatalf("call: %v", r.err)
+		}
+		rep := orcaReport(t, r.trailer)
+		rps, util = append(rps, rep.RpsFractional), append(util, rep.ApplicationUtilization)
+	}
+	// The last reports cover a full window of steady load.
+	last := func(v []float64) float64 {
+		sum := 0.0
+		for _, x := range v[len(v)-10:] {
+			sum += x
+		}
+		return sum / 10
+	}
+	t.Logf("%d calls; last reports: rps %.1f, utilization %.2f", n, last(rps), last(util))
+	if r := last(rps); r < 70 || r > 115 {
+		t.Errorf("rps_fractional %.1f, want about 100", r)
+	}
+	if u := last(util); u < 0.35 || u > 0.65 {
+		t.Errorf("application_utilization %.2f, want about 0.5", u)
+	}
+}
