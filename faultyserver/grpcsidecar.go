@@ -52,41 +52,21 @@ func newH2CTransport() *http.Transport {
 
 // serveGRPC carries out the current fault's plan for one gRPC call.
 func (s *Sidecar) serveGRPC(w http.ResponseWriter, r *http.Request) {
-	select {
-	case <-s.done:
-		s.grpcError(w, int(s.inFlight.Load()), codes.Unavailable, "instance closed")
-		return
-	default:
-	}
-	a := s.plan()
-	ctx := r.Context()
-	switch a.Kind {
-	case ActionFail:
-		switch err := sleepUntil(ctx, time.Now().Add(a.Delay), s.done); err {
-		case nil:
-			s.grpcError(w, int(s.inFlight.Load()), a.GRPCCode, "injected fault")
-		case errClosed:
-			s.grpcError(w, int(s.inFlight.Load()), codes.Unavailable, "instance closed")
-		default:
-			s.dropped.Add(1)
-		}
-	case ActionHang:
-		select {
-		case <-ctx.Done():
-			s.dropped.Add(1)
-		case <-s.done:
-			s.grpcError(w, int(s.inFlight.Load()), codes.Unavailable, "instance closed")
-		case <-s.drain:
-			s.grpcError(w, int(s.inFlight.Load()), codes.Unavailable, "instance shutting down")
-		}
-	case ActionReset:
-		s.failed.Add(1)
-		s.window.answer(true)
-		resetRequest(w, r, a.WholeConn)
-	default:
-		s.forwardGRPC(w, r, a)
-	}
+	proxyHandle(s, r.Context(), sidecarGRPC{s, w, r})
 }
+
+// sidecarGRPC answers a gRPC call.
+type sidecarGRPC struct {
+	s *Sidecar
+	w http.ResponseWriter
+	r *http.Request
+}
+
+func (a sidecarGRPC) fail(load, _ int, code codes.Code, msg string) {
+	a.s.grpcError(a.w, load, code, msg)
+}
+func (a sidecarGRPC) reset(wholeConn bool) { resetRequest(a.w, a.r, wholeConn) }
+func (a sidecarGRPC) forward(act Action)   { a.s.forwardGRPC(a.w, a.r, act) }
 
 // forwardGRPC waits a.Service, forwards the call and relays the upstream's
 // answer, held as forward holds an HTTP answer (a.Scale), with the
