@@ -19,9 +19,10 @@ import (
 // The sidecar's gRPC face. A gRPC call to the sidecar, of any method, is
 // forwarded as the HTTP/2 exchange it is — headers, every message of
 // either direction as it comes, trailers, and the client's cancellation
-// as a reset stream — to the upstream over h2c (HTTP/2 with prior
-// knowledge; SidecarConfig.GRPCUpstream when set), under the same fault plan as an HTTP request. The sidecar
-// needs no knowledge of the user's service: it never decodes a message.
+// as a reset stream — to the upstream (SidecarConfig.GRPCUpstream when
+// set) over h2c (HTTP/2 with prior knowledge), under the same fault plan
+// as an HTTP request. The sidecar needs no knowledge of the user's
+// service: it never decodes a message.
 //
 // Its own answers (a failure, a closed instance, an unreachable upstream)
 // are gRPC statuses. Every answer carries the instance and load in its
@@ -110,7 +111,6 @@ func (s *Sidecar) forwardGRPC(w http.ResponseWriter, r *http.Request, a Action) 
 		}
 	}
 	h := w.Header()
-	h[InstanceHeader] = s.idHeader
 	rc := http.NewResponseController(w)
 	if st, ok := resp.Header[hdrGRPCStatus]; ok {
 		// Trailers-only: the upstream's status and metadata came in one
@@ -118,7 +118,11 @@ func (s *Sidecar) forwardGRPC(w http.ResponseWriter, r *http.Request, a Action) 
 		// headers of the sidecar's own, then that block as trailers.
 		_, _ = io.Copy(io.Discard, body)
 		load := s.countGRPC(resp.StatusCode, st)
-		h["Content-Type"] = resp.Header["Content-Type"]
+		h["Content-Type"] = grpcProtoCT
+		if ct, ok := resp.Header["Content-Type"]; ok {
+			h["Content-Type"] = ct
+		}
+		h[InstanceHeader] = s.idHeader
 		setLoad(h, load)
 		w.WriteHeader(resp.StatusCode)
 		_ = rc.Flush()
