@@ -16,6 +16,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"google.golang.org/grpc/codes"
 )
 
 // SidecarConfig configures a Sidecar.
@@ -24,6 +26,9 @@ type SidecarConfig struct {
 	ID int
 	// Upstream is the service forwarded to, as http://host:port.
 	Upstream string
+	// GRPCUpstream is where gRPC calls are forwarded, over h2c, as
+	// http://host:port; "" means Upstream.
+	GRPCUpstream string
 	// HealthPath is the upstream's health-check path (and query) that
 	// /healthz is forwarded to; "" means "/".
 	HealthPath string
@@ -41,6 +46,11 @@ func (c SidecarConfig) Validate() error {
 	}
 	if _, err := ParseUpstream(c.Upstream); err != nil {
 		return fmt.Errorf("upstream: %w", err)
+	}
+	if c.GRPCUpstream != "" {
+		if _, err := ParseUpstream(c.GRPCUpstream); err != nil {
+			return fmt.Errorf("grpc_upstream: %w", err)
+		}
 	}
 	if _, err := parseHealthPath(c.HealthPath); err != nil {
 		return fmt.Errorf("health_path: %w", err)
@@ -87,9 +97,11 @@ type Sidecar struct {
 	id        string
 	idHeader  []string // {id}, shared by every answer's header map; never modified
 	upstream  *url.URL
+	grpcUp    *url.URL // where gRPC calls go: GRPCUpstream, else upstream
 	health    *url.URL
 	client    *upstreamClient // forwards requests; upgrades go through transport
 	transport *http.Transport
+	h2c       *http.Transport // forwards gRPC calls (grpcsidecar.go)
 	errorLog  *log.Logger
 
 	randMu sync.Mutex // guards rng
@@ -101,6 +113,7 @@ type Sidecar struct {
 	inFlight                atomic.Int64
 	served, failed, dropped atomic.Int64
 	busy                    atomic.Int64 // nanoseconds spent forwarding
+	window                  *loadWindow  // recent rates and utilization, for load reports
 
 	closeOnce sync.Once
 	done      chan struct{}   // closed by Close
@@ -118,6 +131,10 @@ func NewSidecar(cfg SidecarConfig) (*Sidecar, error) {
 		return nil, fmt.Errorf("faultyserver: sidecar config: %w", err)
 	}
 	up, _ := ParseUpstream(cfg.Upstream)
+	grpcUp := up
+	if cfg.GRPCUpstream != "" {
+		grpcUp, _ = ParseUpstream(cfg.GRPCUpstream)
+	}
 	hp, _ := parseHealthPath(cfg.HealthPath)
 	src := NewSource(cfg.Seed)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -126,6 +143,7 @@ func NewSidecar(cfg SidecarConfig) (*Sidecar, error) {
 		id:       strconv.Itoa(cfg.ID),
 		idHeader: []string{strconv.Itoa(cfg.ID)},
 		upstream: up,
+		grpcUp:   grpcUp,
 		health:   hp,
 		client:   newUpstreamClient(up.Host),
 		transport: &http.Transport{
@@ -135,6 +153,7 @@ func NewSidecar(cfg SidecarConfig) (*Sidecar, error) {
 			// Pass Accept-Encoding and encoded bodies through untouched.
 			DisableCompression: true,
 		},
+		h2c:      newH2CTransport(),
 		errorLog: log.New(io.Discard, "", 0),
 		src:      src,
 		rng:      rand.New(src),
@@ -142,6 +161,7 @@ func NewSidecar(cfg SidecarConfig) (*Sidecar, error) {
 		doneCtx:  ctx,
 		cancel:   cancel,
 		drain:    make(chan struct{}),
+		window:   newLoadWindow(nil, 0),
 	}
 	if cfg.InitialFault != nil {
 		if err := s.SetFault(cfg.InitialFault); err != nil {
@@ -156,9 +176,10 @@ func NewSidecar(cfg SidecarConfig) (*Sidecar, error) {
 func (s *Sidecar) Config() SidecarConfig { return s.cfg }
 
 // Stats returns a snapshot of the counters and the current fault. Served
-// counts answers below 400 (the upstream's own), Failed every answer of 400
-// or more: injected failures, resets, the upstream's errors and a 502 for
-// an unreachable upstream.
+// counts answers below 400 (the upstream's own) and gRPC answers whose
+// grpc-status is 0, Failed every other answer: injected failures, resets,
+// the upstream's errors and a 502 (gRPC: UNAVAILABLE) for an unreachable
+// upstream.
 func (s *Sidecar) Stats() Stats {
 	return Stats{
 		ID:       s.cfg.ID,
@@ -191,6 +212,7 @@ func (s *Sidecar) Reset() {
 	s.failed.Store(0)
 	s.dropped.Store(0)
 	s.busy.Store(0)
+	s.window.reset()
 	s.randMu.Lock()
 	s.src.Seed(s.cfg.Seed, pcgStream)
 	s.randMu.Unlock()
@@ -205,6 +227,7 @@ func (s *Sidecar) Close() {
 		s.cancel()
 		s.client.Close()
 		s.transport.CloseIdleConnections()
+		s.h2c.CloseIdleConnections()
 	})
 }
 
@@ -213,8 +236,13 @@ func (s *Sidecar) Close() {
 func (s *Sidecar) beginDrain() { s.drainOnce.Do(func() { close(s.drain) }) }
 
 // ServeHTTP serves the control API under ControlPrefix, the health check at
-// HealthPath and forwards every other path to the upstream.
+// HealthPath and forwards every other path to the upstream: gRPC calls
+// over h2c (see serveGRPC), other requests over HTTP/1.1.
 func (s *Sidecar) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if isGRPC(r) {
+		s.serveGRPC(w, r)
+		return
+	}
 	switch p := r.URL.Path; {
 	case strings.HasPrefix(p, ControlPrefix):
 		w.Header().Set(InstanceHeader, s.id)
@@ -237,21 +265,39 @@ func (s *Sidecar) plan() Action {
 // Every answer it gives carries InstanceHeader and LoadHeader (the requests
 // being forwarded at the moment of the answer, itself not among them).
 func (s *Sidecar) service(w http.ResponseWriter, r *http.Request) {
+	proxyHandle(s, r.Context(), sidecarHTTP{s, w, r})
+}
+
+// proxyAnswerer answers one request a Sidecar serves, in its protocol:
+// HTTP (sidecarHTTP) or gRPC (sidecarGRPC, grpcsidecar.go).
+type proxyAnswerer interface {
+	// fail answers with an error, counted as failed: status for HTTP,
+	// code for gRPC (OK meaning UNAVAILABLE).
+	fail(load, status int, code codes.Code, msg string)
+	// reset ends the request without an answer.
+	reset(wholeConn bool)
+	// forward carries out a, an ActionServe.
+	forward(a Action)
+}
+
+// proxyHandle carries out the current fault's plan for one request,
+// whatever its protocol; ctx ends when its client goes away. Generic, as
+// the Server's handle is, so that no answerer is boxed.
+func proxyHandle[A proxyAnswerer](s *Sidecar, ctx context.Context, w A) {
 	select {
 	case <-s.done:
-		s.answerError(w, int(s.inFlight.Load()), http.StatusServiceUnavailable, "instance closed")
+		w.fail(int(s.inFlight.Load()), http.StatusServiceUnavailable, codes.Unavailable, "instance closed")
 		return
 	default:
 	}
 	a := s.plan()
-	ctx := r.Context()
 	switch a.Kind {
 	case ActionFail:
 		switch err := sleepUntil(ctx, time.Now().Add(a.Delay), s.done); err {
 		case nil:
-			s.answerError(w, int(s.inFlight.Load()), a.Status, "injected fault")
+			w.fail(int(s.inFlight.Load()), a.Status, a.GRPCCode, "injected fault")
 		case errClosed:
-			s.answerError(w, int(s.inFlight.Load()), http.StatusServiceUnavailable, "instance closed")
+			w.fail(int(s.inFlight.Load()), http.StatusServiceUnavailable, codes.Unavailable, "instance closed")
 		default:
 			s.dropped.Add(1)
 		}
@@ -260,17 +306,31 @@ func (s *Sidecar) service(w http.ResponseWriter, r *http.Request) {
 		case <-ctx.Done():
 			s.dropped.Add(1)
 		case <-s.done:
-			s.answerError(w, int(s.inFlight.Load()), http.StatusServiceUnavailable, "instance closed")
+			w.fail(int(s.inFlight.Load()), http.StatusServiceUnavailable, codes.Unavailable, "instance closed")
 		case <-s.drain:
-			s.answerError(w, int(s.inFlight.Load()), http.StatusServiceUnavailable, "instance shutting down")
+			w.fail(int(s.inFlight.Load()), http.StatusServiceUnavailable, codes.Unavailable, "instance shutting down")
 		}
 	case ActionReset:
 		s.failed.Add(1)
-		resetRequest(w, r, a.WholeConn)
+		s.window.answer(true)
+		w.reset(a.WholeConn)
 	default:
-		s.forward(w, r, a)
+		w.forward(a)
 	}
 }
+
+// sidecarHTTP answers an HTTP request.
+type sidecarHTTP struct {
+	s *Sidecar
+	w http.ResponseWriter
+	r *http.Request
+}
+
+func (a sidecarHTTP) fail(load, status int, _ codes.Code, msg string) {
+	a.s.answerError(a.w, load, status, msg)
+}
+func (a sidecarHTTP) reset(wholeConn bool) { resetRequest(a.w, a.r, wholeConn) }
+func (a sidecarHTTP) forward(act Action)   { a.s.forward(a.w, a.r, act) }
 
 // forward waits a.Service, forwards r and answers with the upstream's
 // answer, held so that it ends no sooner than a.Scale times the upstream's
@@ -278,9 +338,12 @@ func (s *Sidecar) service(w http.ResponseWriter, r *http.Request) {
 func (s *Sidecar) forward(w http.ResponseWriter, r *http.Request, a Action) {
 	s.inFlight.Add(1)
 	began := time.Now()
+	s.window.begin(began)
 	defer func() {
-		s.busy.Add(int64(time.Since(began)))
+		ended := time.Now()
+		s.busy.Add(int64(ended.Sub(began)))
 		s.inFlight.Add(-1)
+		s.window.end(ended)
 	}()
 	client := r.Context()
 	ctx, cancel := context.WithCancel(client)
@@ -335,6 +398,7 @@ func (s *Sidecar) count(h http.Header, status int) {
 	} else {
 		s.served.Add(1)
 	}
+	s.window.answer(status >= 400)
 }
 
 // forwardUpgrade forwards a request for a protocol upgrade (WebSocket,
@@ -379,6 +443,7 @@ func (s *Sidecar) forwardError(w http.ResponseWriter, client context.Context, er
 // counts it as failed.
 func (s *Sidecar) answerError(w http.ResponseWriter, load, status int, msg string) {
 	s.failed.Add(1)
+	s.window.answer(true)
 	h := w.Header()
 	h[InstanceHeader] = []string{s.id}
 	setLoad(h, load)
