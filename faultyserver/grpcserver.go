@@ -81,8 +81,11 @@ func (s *Server) grpcUnknown(_ any, ss grpc.ServerStream) error {
 	return status.Errorf(codes.Unimplemented, "faultyserver: no method %s; instance %s serves %s", method, s.id, GRPCMethod)
 }
 
-// stopGRPC releases the gRPC server once nothing is served any more.
-func (s *Server) stopGRPC() { s.grpc.Stop() }
+// Release stops the Server's gRPC face for good. Call it after Close,
+// once no connection serves the Server any more: whoever serves a
+// Server on an http.Server of their own (as the in-process fleet does)
+// releases it after closing that.
+func (s *Server) Release() { s.grpc.Stop() }
 
 // serveGRPC serves one gRPC call (r) through the gRPC server.
 func (s *Server) serveGRPC(w http.ResponseWriter, r *http.Request) {

@@ -94,8 +94,8 @@ func serve(ctx context.Context, s instanceHandler, ln net.Listener, logf func(fo
 		Protocols:         serveProtocols(),
 		ConnContext:       connContext,
 	}
-	if g, ok := s.(interface{ stopGRPC() }); ok {
-		defer g.stopGRPC() // once every call has ended
+	if g, ok := s.(interface{ Release() }); ok {
+		defer g.Release() // once every call has ended
 	}
 	id := s.instanceID()
 	logf("faultyserver: instance %d listening on %s (%s)", id, ln.Addr(), s.describe())

@@ -53,6 +53,7 @@ func (Provider) Start(ctx context.Context, spec fleet.Spec) (fleet.Fleet, error)
 		hs := &http.Server{
 			Handler:           srv,
 			Protocols:         faultyserver.Protocols(), // HTTP/1.1 and h2c, as a served instance
+			ConnContext:       faultyserver.ConnContext, // a connection-scope reset closes the connection
 			ReadHeaderTimeout: 10 * time.Second,
 			// The reset fault hijacks and kills connections on purpose;
 			// the server's complaints about that are noise.
@@ -96,6 +97,9 @@ func (f *processFleet) Close() error {
 			_ = h.Close()
 		}
 		f.wg.Wait()
+		for _, s := range f.servers {
+			s.Release()
+		}
 	})
 	return nil
 }
