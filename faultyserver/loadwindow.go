@@ -27,7 +27,13 @@ type loadReport struct {
 	// Utilization is the mean number of requests holding a worker over
 	// the window, divided by the workers (1 when unlimited or a sidecar):
 	// the share of worker time spent serving. It counts what Stats.BusyS
-	// counts, so a failing or hanging request adds nothing to it.
+	// counts and, beside it, the delay of each injected failure (fail,
+	// error-rate), as if that request held a worker while it failed: a
+	// real instance spends some work on each failure, and one that
+	// reported zero utilization would have its reports ignored by
+	// grpc-go's weighted_round_robin (it skips reports without
+	// utilization), which would hide what error_utilization_penalty does.
+	// A hanging request adds nothing.
 	Utilization float64
 	// RPS and EPS are the answers, and the error answers among them, per
 	// second over the window, the reporting answer included.

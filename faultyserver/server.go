@@ -342,8 +342,13 @@ func handle[A answerer](s *Server, ctx context.Context, w A) {
 	switch a.Kind {
 	case ActionFail:
 		// A failing request holds no worker, so the load is the pool's as
-		// the delay ends.
-		switch err := s.sleep(ctx, a.Delay); err {
+		// the delay ends. Its delay counts as work in the load report's
+		// utilization (not in Stats.BusyS), see loadReport.
+		began := time.Now()
+		s.window.begin(began)
+		err := s.sleep(ctx, a.Delay)
+		s.window.end(time.Now())
+		switch err {
 		case nil:
 			s.answerFault(w, s.pool.load(), a.Status, a.GRPCCode, "injected fault")
 		case errClosed:

@@ -293,7 +293,12 @@ func proxyHandle[A proxyAnswerer](s *Sidecar, ctx context.Context, w A) {
 	a := s.plan()
 	switch a.Kind {
 	case ActionFail:
-		switch err := sleepUntil(ctx, time.Now().Add(a.Delay), s.done); err {
+		// The delay counts as work in the load report (see loadReport).
+		began := time.Now()
+		s.window.begin(began)
+		err := sleepUntil(ctx, began.Add(a.Delay), s.done)
+		s.window.end(time.Now())
+		switch err {
 		case nil:
 			w.fail(int(s.inFlight.Load()), a.Status, a.GRPCCode, "injected fault")
 		case errClosed:
