@@ -11,6 +11,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"google.golang.org/grpc/codes"
 )
 
 // A Fault is a misbehaviour of one instance. Implementations are plain
@@ -75,6 +77,9 @@ type Action struct {
 	Delay   time.Duration // ActionFail: wait before answering, without a worker
 	Status  int           // ActionFail: status answered
 	Scale   float64       // ActionServe, proxies only: multiplies the upstream's time; <= 1 holds nothing
+	// GRPCCode, for ActionFail, is the gRPC status a gRPC call is answered
+	// with; codes.OK means the default, UNAVAILABLE.
+	GRPCCode codes.Code
 	// WholeConn, for ActionReset, closes the request's whole connection
 	// (every HTTP/2 stream on it), not only its stream.
 	WholeConn bool

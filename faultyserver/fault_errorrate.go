@@ -9,7 +9,8 @@ import (
 // ErrorRate fails a fraction P of requests like [Fail] and serves the rest
 // normally. Which requests fail is drawn from the server's seeded source.
 //
-// JSON: {"mode": "error-rate", "p": 0.1, "status": 503, "delay": "1ms"}.
+// JSON: {"mode": "error-rate", "p": 0.1, "status": 503, "delay": "1ms",
+// "grpc_code": "UNAVAILABLE"}.
 // ParseFault fills omitted parameters with the defaults noted; a Go literal
 // must set Status itself.
 type ErrorRate struct {
@@ -21,6 +22,9 @@ type ErrorRate struct {
 	// Delay is the wait before a failed request is answered, >= 0; default
 	// 1ms.
 	Delay Duration `json:"delay"`
+	// GRPCCode names the gRPC status code of a failed gRPC call, as for
+	// [Fail]; "" means UNAVAILABLE.
+	GRPCCode string `json:"grpc_code,omitempty"`
 	Health
 }
 
@@ -36,7 +40,7 @@ func (f ErrorRate) Validate() error {
 	if !(f.P >= 0 && f.P <= 1) { // also rejects NaN
 		return fmt.Errorf("p: must be within [0,1], got %v", f.P)
 	}
-	if err := validateFailure(f.Status, f.Delay); err != nil {
+	if err := validateFailure(f.Status, f.Delay, f.GRPCCode); err != nil {
 		return err
 	}
 	return f.Health.validate()
@@ -46,7 +50,7 @@ func (f ErrorRate) Validate() error {
 // otherwise it is served for base.
 func (f ErrorRate) Plan(base time.Duration, r *rand.Rand) Action {
 	if r.Float64() < f.P {
-		return Action{Kind: ActionFail, Status: f.Status, Delay: time.Duration(f.Delay)}
+		return Action{Kind: ActionFail, Status: f.Status, Delay: time.Duration(f.Delay), GRPCCode: actionGRPCCode(f.GRPCCode)}
 	}
 	return Action{Kind: ActionServe, Service: base}
 }

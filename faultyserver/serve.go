@@ -89,6 +89,9 @@ func serve(ctx context.Context, s instanceHandler, ln net.Listener, logf func(fo
 		Protocols:         serveProtocols(),
 		ConnContext:       connContext,
 	}
+	if g, ok := s.(interface{ stopGRPC() }); ok {
+		defer g.stopGRPC() // once every call has ended
+	}
 	id := s.instanceID()
 	logf("faultyserver: instance %d listening on %s (%s)", id, ln.Addr(), s.describe())
 

@@ -13,6 +13,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 )
 
 // InstanceHeader is set on every response (service, error, control and
@@ -107,6 +110,9 @@ type Server struct {
 
 	served, failed, dropped atomic.Int64
 	busy                    atomic.Int64 // nanoseconds of worker time
+	window                  *loadWindow  // recent rates and utilization, for load reports
+
+	grpc *grpc.Server // the gRPC face (grpcserver.go); immutable after New
 
 	drainOnce sync.Once
 	drain     chan struct{} // closed when Serve begins shutting down
@@ -175,12 +181,14 @@ func New(cfg Config) (*Server, error) {
 		rng:     rng,
 		sampler: sampler,
 		drain:   make(chan struct{}),
+		window:  newLoadWindow(nil, cfg.Workers),
 	}
 	if cfg.InitialFault != nil {
 		if err := s.SetFault(cfg.InitialFault); err != nil {
 			return nil, fmt.Errorf("faultyserver: config: initial fault: %w", err)
 		}
 	}
+	s.grpc = newGRPCServer(s)
 	return s, nil
 }
 
@@ -228,6 +236,7 @@ func (s *Server) Reset() {
 	s.failed.Store(0)
 	s.dropped.Store(0)
 	s.busy.Store(0)
+	s.window.reset()
 	// Reseed, so that the same requests draw the same service times and
 	// fault decisions as on a new server with this configuration.
 	s.randMu.Lock()
@@ -247,9 +256,14 @@ func (s *Server) closed() <-chan struct{} { return s.pool.done }
 // wait for their clients to give up.
 func (s *Server) beginDrain() { s.drainOnce.Do(func() { close(s.drain) }) }
 
-// ServeHTTP serves the control API under ControlPrefix, the health check at
-// HealthPath and the service on every other path.
+// ServeHTTP serves gRPC calls (see GRPCMethod), the control API under
+// ControlPrefix, the health check at HealthPath and the service on every
+// other path.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if isGRPC(r) {
+		s.serveGRPC(w, r)
+		return
+	}
 	w.Header().Set(InstanceHeader, s.id)
 	switch p := r.URL.Path; {
 	case strings.HasPrefix(p, ControlPrefix):
@@ -273,10 +287,51 @@ func (s *Server) plan() Action {
 	return f.Plan(base, s.rng)
 }
 
-// service answers a service request. Every answer it gives, whatever its
-// status, carries LoadHeader (see there); a reset connection carries
-// nothing, and a request whose client went away gets no answer.
+// answerer answers one service request in its protocol: HTTP (httpAnswer)
+// or gRPC (grpcAnswer). load is the LoadHeader number.
+type answerer interface {
+	// ok answers a served request.
+	ok(load int)
+	// fail answers with an error: status for HTTP, code for gRPC (OK
+	// meaning UNAVAILABLE).
+	fail(load, status int, code codes.Code, msg string)
+	// reset ends the request without an answer: its stream, or with
+	// wholeConn its connection.
+	reset(wholeConn bool)
+}
+
+// httpAnswer answers an HTTP request.
+type httpAnswer struct {
+	w http.ResponseWriter
+	r *http.Request
+}
+
+func (a httpAnswer) ok(load int) {
+	h := a.w.Header()
+	setLoad(h, load)
+	h.Set("Content-Type", "text/plain; charset=utf-8")
+	a.w.WriteHeader(http.StatusOK)
+	_, _ = a.w.Write(okBody)
+}
+
+func (a httpAnswer) fail(load, status int, _ codes.Code, msg string) {
+	setLoad(a.w.Header(), load)
+	http.Error(a.w, msg, status)
+}
+
+func (a httpAnswer) reset(wholeConn bool) { resetRequest(a.w, a.r, wholeConn) }
+
+// service answers a service request over HTTP.
 func (s *Server) service(w http.ResponseWriter, r *http.Request) {
+	handle(s, r.Context(), httpAnswer{w, r})
+}
+
+// handle answers a service request, whatever its protocol; ctx ends when
+// its client goes away. Every answer it gives, whatever its status, carries
+// the load (LoadHeader, see there); a reset carries nothing, and a request
+// whose client went away gets no answer. It is generic rather than taking
+// an interface so that the HTTP answerer is not boxed on every request.
+func handle[A answerer](s *Server, ctx context.Context, w A) {
 	select {
 	case <-s.closed():
 		s.answerError(w, s.pool.load(), http.StatusServiceUnavailable, "instance closed")
@@ -284,14 +339,13 @@ func (s *Server) service(w http.ResponseWriter, r *http.Request) {
 	default:
 	}
 	a := s.plan()
-	ctx := r.Context()
 	switch a.Kind {
 	case ActionFail:
 		// A failing request holds no worker, so the load is the pool's as
 		// the delay ends.
 		switch err := s.sleep(ctx, a.Delay); err {
 		case nil:
-			s.answerError(w, s.pool.load(), a.Status, "injected fault")
+			s.answerFault(w, s.pool.load(), a.Status, a.GRPCCode, "injected fault")
 		case errClosed:
 			s.answerError(w, s.pool.load(), http.StatusServiceUnavailable, "instance closed")
 		default:
@@ -308,14 +362,15 @@ func (s *Server) service(w http.ResponseWriter, r *http.Request) {
 		}
 	case ActionReset:
 		s.failed.Add(1)
-		resetRequest(w, r, a.WholeConn)
+		s.window.answer(true)
+		w.reset(a.WholeConn)
 	default:
-		s.serve(ctx, w, a.Service)
+		serveOn(s, ctx, w, a.Service)
 	}
 }
 
-// serve runs a request on a worker for d.
-func (s *Server) serve(ctx context.Context, w http.ResponseWriter, d time.Duration) {
+// serveOn runs a request on a worker for d.
+func serveOn[A answerer](s *Server, ctx context.Context, w A, d time.Duration) {
 	keep := s.cfg.KeepAbandoned
 	switch load, err := s.pool.acquire(ctx, keep); err {
 	case nil:
@@ -333,20 +388,20 @@ func (s *Server) serve(ctx context.Context, w http.ResponseWriter, d time.Durati
 		ctx = context.WithoutCancel(ctx)
 	}
 	began := time.Now()
+	s.window.begin(began)
 	err := ctx.Err() // the client may have gone just as a worker came free
 	if err == nil {
 		err = s.sleep(ctx, d)
 	}
-	s.busy.Add(int64(time.Since(began)))
+	ended := time.Now()
+	s.busy.Add(int64(ended.Sub(began)))
 	load := s.pool.release()
+	s.window.end(ended)
 	switch err {
 	case nil:
 		s.served.Add(1)
-		h := w.Header()
-		setLoad(h, load)
-		h.Set("Content-Type", "text/plain; charset=utf-8")
-		w.WriteHeader(http.StatusOK)
-		_, _ = w.Write(okBody)
+		s.window.answer(false)
+		w.ok(load)
 	case errClosed:
 		s.answerError(w, load, http.StatusServiceUnavailable, "instance closed")
 	default:
@@ -407,12 +462,19 @@ func sleepUntil(ctx context.Context, deadline time.Time, closed <-chan struct{})
 	}
 }
 
-// answerError writes a plain-text error answer to a service request,
-// carrying load in LoadHeader, and counts it as failed.
-func (s *Server) answerError(w http.ResponseWriter, load, status int, msg string) {
+// answerError answers a service request with an error of the instance's
+// own (HTTP status, UNAVAILABLE for gRPC), carrying load, and counts it as
+// failed.
+func (s *Server) answerError(w answerer, load, status int, msg string) {
+	s.answerFault(w, load, status, codes.OK, msg)
+}
+
+// answerFault answers a service request with an error, status for HTTP
+// and code for gRPC, carrying load, and counts it as failed.
+func (s *Server) answerFault(w answerer, load, status int, code codes.Code, msg string) {
 	s.failed.Add(1)
-	setLoad(w.Header(), load)
-	http.Error(w, msg, status)
+	s.window.answer(true)
+	w.fail(load, status, code, msg)
 }
 
 // resetRequest ends r without a response, abortively: SO_LINGER 0 on the

@@ -90,6 +90,7 @@ type Sidecar struct {
 	health    *url.URL
 	client    *upstreamClient // forwards requests; upgrades go through transport
 	transport *http.Transport
+	h2c       *http.Transport // forwards gRPC calls (grpcsidecar.go)
 	errorLog  *log.Logger
 
 	randMu sync.Mutex // guards rng
@@ -101,6 +102,7 @@ type Sidecar struct {
 	inFlight                atomic.Int64
 	served, failed, dropped atomic.Int64
 	busy                    atomic.Int64 // nanoseconds spent forwarding
+	window                  *loadWindow  // recent rates and utilization, for load reports
 
 	closeOnce sync.Once
 	done      chan struct{}   // closed by Close
@@ -135,6 +137,7 @@ func NewSidecar(cfg SidecarConfig) (*Sidecar, error) {
 			// Pass Accept-Encoding and encoded bodies through untouched.
 			DisableCompression: true,
 		},
+		h2c:      newH2CTransport(),
 		errorLog: log.New(io.Discard, "", 0),
 		src:      src,
 		rng:      rand.New(src),
@@ -142,6 +145,7 @@ func NewSidecar(cfg SidecarConfig) (*Sidecar, error) {
 		doneCtx:  ctx,
 		cancel:   cancel,
 		drain:    make(chan struct{}),
+		window:   newLoadWindow(nil, 0),
 	}
 	if cfg.InitialFault != nil {
 		if err := s.SetFault(cfg.InitialFault); err != nil {
@@ -191,6 +195,7 @@ func (s *Sidecar) Reset() {
 	s.failed.Store(0)
 	s.dropped.Store(0)
 	s.busy.Store(0)
+	s.window.reset()
 	s.randMu.Lock()
 	s.src.Seed(s.cfg.Seed, pcgStream)
 	s.randMu.Unlock()
@@ -205,6 +210,7 @@ func (s *Sidecar) Close() {
 		s.cancel()
 		s.client.Close()
 		s.transport.CloseIdleConnections()
+		s.h2c.CloseIdleConnections()
 	})
 }
 
@@ -213,8 +219,13 @@ func (s *Sidecar) Close() {
 func (s *Sidecar) beginDrain() { s.drainOnce.Do(func() { close(s.drain) }) }
 
 // ServeHTTP serves the control API under ControlPrefix, the health check at
-// HealthPath and forwards every other path to the upstream.
+// HealthPath and forwards every other path to the upstream: gRPC calls
+// over h2c (see serveGRPC), other requests over HTTP/1.1.
 func (s *Sidecar) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if isGRPC(r) {
+		s.serveGRPC(w, r)
+		return
+	}
 	switch p := r.URL.Path; {
 	case strings.HasPrefix(p, ControlPrefix):
 		w.Header().Set(InstanceHeader, s.id)
@@ -266,6 +277,7 @@ func (s *Sidecar) service(w http.ResponseWriter, r *http.Request) {
 		}
 	case ActionReset:
 		s.failed.Add(1)
+		s.window.answer(true)
 		resetRequest(w, r, a.WholeConn)
 	default:
 		s.forward(w, r, a)
@@ -278,9 +290,12 @@ func (s *Sidecar) service(w http.ResponseWriter, r *http.Request) {
 func (s *Sidecar) forward(w http.ResponseWriter, r *http.Request, a Action) {
 	s.inFlight.Add(1)
 	began := time.Now()
+	s.window.begin(began)
 	defer func() {
-		s.busy.Add(int64(time.Since(began)))
+		ended := time.Now()
+		s.busy.Add(int64(ended.Sub(began)))
 		s.inFlight.Add(-1)
+		s.window.end(ended)
 	}()
 	client := r.Context()
 	ctx, cancel := context.WithCancel(client)
@@ -335,6 +350,7 @@ func (s *Sidecar) count(h http.Header, status int) {
 	} else {
 		s.served.Add(1)
 	}
+	s.window.answer(status >= 400)
 }
 
 // forwardUpgrade forwards a request for a protocol upgrade (WebSocket,
@@ -379,6 +395,7 @@ func (s *Sidecar) forwardError(w http.ResponseWriter, client context.Context, er
 // counts it as failed.
 func (s *Sidecar) answerError(w http.ResponseWriter, load, status int, msg string) {
 	s.failed.Add(1)
+	s.window.answer(true)
 	h := w.Header()
 	h[InstanceHeader] = []string{s.id}
 	setLoad(h, load)

@@ -1,0 +1,288 @@
+package faultyserver
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	v3orcapb "github.com/cncf/xds/go/xds/data/orca/v3"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/protobuf/proto"
+)
+
+// The sidecar's gRPC face. A gRPC call to the sidecar, of any method, is
+// forwarded as the HTTP/2 exchange it is — headers, every message of
+// either direction as it comes, trailers, and the client's cancellation
+// as a reset stream — to the upstream over h2c (HTTP/2 with prior
+// knowledge), under the same fault plan as an HTTP request. The sidecar
+// needs no knowledge of the user's service: it never decodes a message.
+//
+// Its own answers (a failure, a closed instance, an unreachable upstream)
+// are gRPC statuses. Every answer carries the instance and load in its
+// header metadata (so a trailers-only answer of the upstream's becomes
+// headers and trailers) and an ORCA load report (ORCATrailerKey) from the
+// sidecar's counters in its trailer, which replaces any report of the
+// upstream's: a client accepts at most one per call.
+
+// Canonical forms of the gRPC metadata keys as net/http holds them.
+var (
+	hdrORCA        = http.CanonicalHeaderKey(ORCATrailerKey)
+	hdrGRPCStatus  = http.CanonicalHeaderKey("grpc-status")
+	hdrGRPCMessage = http.CanonicalHeaderKey("grpc-message")
+	grpcProtoCT    = []string{"application/grpc"}
+)
+
+// newH2CTransport returns the transport gRPC calls are forwarded on.
+func newH2CTransport() *http.Transport {
+	var p http.Protocols
+	p.SetUnencryptedHTTP2(true)
+	return &http.Transport{
+		Protocols:          &p,
+		DialContext:        (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		IdleConnTimeout:    90 * time.Second,
+		DisableCompression: true,
+	}
+}
+
+// serveGRPC carries out the current fault's plan for one gRPC call.
+func (s *Sidecar) serveGRPC(w http.ResponseWriter, r *http.Request) {
+	select {
+	case <-s.done:
+		s.grpcError(w, int(s.inFlight.Load()), codes.Unavailable, "instance closed")
+		return
+	default:
+	}
+	a := s.plan()
+	ctx := r.Context()
+	switch a.Kind {
+	case ActionFail:
+		switch err := sleepUntil(ctx, time.Now().Add(a.Delay), s.done); err {
+		case nil:
+			s.grpcError(w, int(s.inFlight.Load()), a.GRPCCode, "injected fault")
+		case errClosed:
+			s.grpcError(w, int(s.inFlight.Load()), codes.Unavailable, "instance closed")
+		default:
+			s.dropped.Add(1)
+		}
+	case ActionHang:
+		select {
+		case <-ctx.Done():
+			s.dropped.Add(1)
+		case <-s.done:
+			s.grpcError(w, int(s.inFlight.Load()), codes.Unavailable, "instance closed")
+		case <-s.drain:
+			s.grpcError(w, int(s.inFlight.Load()), codes.Unavailable, "instance shutting down")
+		}
+	case ActionReset:
+		s.failed.Add(1)
+		s.window.answer(true)
+		resetRequest(w, r, a.WholeConn)
+	default:
+		s.forwardGRPC(w, r, a)
+	}
+}
+
+// forwardGRPC waits a.Service, forwards the call and relays the upstream's
+// answer, held as forward holds an HTTP answer (a.Scale), with the
+// sidecar's metadata and load report.
+func (s *Sidecar) forwardGRPC(w http.ResponseWriter, r *http.Request, a Action) {
+	s.inFlight.Add(1)
+	began := time.Now()
+	s.window.begin(began)
+	defer func() {
+		ended := time.Now()
+		s.busy.Add(int64(ended.Sub(began)))
+		s.inFlight.Add(-1)
+		s.window.end(ended)
+	}()
+	client := r.Context()
+	ctx, cancel := context.WithCancel(client)
+	defer cancel()
+	stop := context.AfterFunc(s.doneCtx, cancel)
+	defer stop()
+
+	if err := sleepUntil(ctx, began.Add(a.Service), s.done); err != nil {
+		s.forwardGRPCError(w, client, err)
+		return
+	}
+	start := time.Now()
+	resp, err := s.h2c.RoundTrip(ProxyRequest(ctx, r, s.upstream))
+	if err != nil {
+		s.forwardGRPCError(w, client, err)
+		return
+	}
+	defer resp.Body.Close()
+	var body io.Reader = resp.Body
+	if a.Scale > 1 {
+		d := newDilatedBody(ctx, resp.Body, start, a.Scale, s.done)
+		defer d.Close()
+		body = d
+		at := start.Add(clampDuration(float64(time.Since(start)) * a.Scale))
+		if err := sleepUntil(ctx, at, s.done); err != nil {
+			s.forwardGRPCError(w, client, err)
+			return
+		}
+	}
+	h := w.Header()
+	h[InstanceHeader] = s.idHeader
+	rc := http.NewResponseController(w)
+	if st, ok := resp.Header[hdrGRPCStatus]; ok {
+		// Trailers-only: the upstream's status and metadata came in one
+		// block, which grpc-go reads as trailer metadata. Answer with
+		// headers of the sidecar's own, then that block as trailers.
+		_, _ = io.Copy(io.Discard, body)
+		load := s.countGRPC(resp.StatusCode, st)
+		h["Content-Type"] = resp.Header["Content-Type"]
+		setLoad(h, load)
+		w.WriteHeader(resp.StatusCode)
+		_ = rc.Flush()
+		tr := make(http.Header, len(resp.Header))
+		CopyEndToEnd(tr, resp.Header)
+		for k, vs := range tr {
+			if k != "Content-Type" && k != hdrORCA {
+				h[http.TrailerPrefix+k] = vs
+			}
+		}
+		h[http.TrailerPrefix+hdrORCA] = []string{s.orcaValue(load)}
+		return
+	}
+	CopyEndToEnd(h, resp.Header)
+	delete(h, hdrORCA)
+	h[InstanceHeader] = s.idHeader
+	setLoad(h, int(s.inFlight.Load())-1)
+	w.WriteHeader(resp.StatusCode)
+	_ = rc.Flush() // the headers, for a stream whose first message is late
+	buf := copyBuffers.Get().(*[]byte)
+	defer copyBuffers.Put(buf)
+	for {
+		n, rerr := body.Read(*buf)
+		if n > 0 {
+			if _, err := w.Write((*buf)[:n]); err != nil {
+				s.cutShort(client)
+			}
+			_ = rc.Flush()
+		}
+		if rerr == io.EOF {
+			break
+		}
+		if rerr != nil {
+			s.cutShort(client)
+		}
+	}
+	for k, vs := range resp.Trailer {
+		if k != hdrORCA {
+			h[http.TrailerPrefix+k] = vs
+		}
+	}
+	load := s.countGRPC(resp.StatusCode, resp.Trailer[hdrGRPCStatus])
+	h[http.TrailerPrefix+hdrORCA] = []string{s.orcaValue(load)}
+}
+
+// cutShort ends a relayed call whose answer broke off (the upstream's
+// stream failed, or the client went away), resetting its stream so that
+// the client sees it broken rather than complete.
+func (s *Sidecar) cutShort(client context.Context) {
+	if client.Err() != nil {
+		s.dropped.Add(1)
+	} else {
+		s.failed.Add(1)
+		s.window.answer(true)
+	}
+	panic(http.ErrAbortHandler)
+}
+
+// countGRPC counts a relayed answer, served when its HTTP status is 200
+// and its grpc-status 0, else failed, and returns the load to report
+// with it (the forwarded calls but this one).
+func (s *Sidecar) countGRPC(httpStatus int, grpcStatus []string) (load int) {
+	failed := httpStatus != http.StatusOK || len(grpcStatus) != 1 || grpcStatus[0] != "0"
+	if failed {
+		s.failed.Add(1)
+	} else {
+		s.served.Add(1)
+	}
+	s.window.answer(failed)
+	return int(s.inFlight.Load()) - 1
+}
+
+// forwardGRPCError answers a call whose forwarding failed before an
+// answer began: dropped when its client went away, UNAVAILABLE when the
+// sidecar closed or the upstream could not be reached (as HTTP's 502 maps
+// to UNAVAILABLE in gRPC's HTTP status mapping).
+func (s *Sidecar) forwardGRPCError(w http.ResponseWriter, client context.Context, err error) {
+	load := int(s.inFlight.Load()) - 1
+	switch {
+	case client.Err() != nil:
+		s.dropped.Add(1)
+	case errors.Is(err, errClosed) || s.doneCtx.Err() != nil:
+		s.grpcError(w, load, codes.Unavailable, "instance closed")
+	default:
+		s.grpcError(w, load, codes.Unavailable, "upstream: "+err.Error())
+	}
+}
+
+// grpcError answers a gRPC call with status code (OK meaning UNAVAILABLE),
+// the instance and load in its headers and the status and a load report
+// in its trailers, as grpc-go's server answers a failed call, and counts
+// it as failed.
+func (s *Sidecar) grpcError(w http.ResponseWriter, load int, code codes.Code, msg string) {
+	if code == codes.OK {
+		code = codes.Unavailable
+	}
+	s.failed.Add(1)
+	s.window.answer(true)
+	h := w.Header()
+	h["Content-Type"] = grpcProtoCT
+	h[InstanceHeader] = s.idHeader
+	setLoad(h, load)
+	w.WriteHeader(http.StatusOK)
+	_ = http.NewResponseController(w).Flush() // headers apart from trailers
+	h[http.TrailerPrefix+hdrGRPCStatus] = []string{strconv.Itoa(int(code))}
+	h[http.TrailerPrefix+hdrGRPCMessage] = []string{percentEncode(msg)}
+	h[http.TrailerPrefix+hdrORCA] = []string{s.orcaValue(load)}
+}
+
+// orcaValue is the sidecar's load report for an answer carrying load, as
+// the value of ORCATrailerKey: a binary OrcaLoadReport, base64 as gRPC
+// sends binary metadata.
+func (s *Sidecar) orcaValue(load int) string {
+	return encodeORCA(s.window.report(load))
+}
+
+// encodeORCA encodes rep as an ORCA load report's metadata value.
+func encodeORCA(rep loadReport) string {
+	b, err := proto.Marshal(&v3orcapb.OrcaLoadReport{
+		ApplicationUtilization: rep.Utilization,
+		RpsFractional:          rep.RPS,
+		Eps:                    rep.EPS,
+		NamedMetrics:           map[string]float64{ORCAInFlightMetric: float64(rep.Load)},
+	})
+	if err != nil {
+		return ""
+	}
+	return base64.RawStdEncoding.EncodeToString(b)
+}
+
+// percentEncode encodes a grpc-message value: bytes outside printable
+// ASCII, and '%', as %XX (gRPC over HTTP/2, "Responses").
+func percentEncode(msg string) string {
+	const hex = "0123456789ABCDEF"
+	var b strings.Builder
+	for i := 0; i < len(msg); i++ {
+		c := msg[i]
+		if c >= 0x20 && c <= 0x7e && c != '%' {
+			b.WriteByte(c)
+			continue
+		}
+		b.WriteByte('%')
+		b.WriteByte(hex[c>>4])
+		b.WriteByte(hex[c&15])
+	}
+	return b.String()
+}
