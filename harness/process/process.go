@@ -56,6 +56,9 @@ func (Provider) Start(ctx context.Context, spec fleet.Spec) (fleet.Fleet, error)
 			// The reset fault hijacks and kills connections on purpose;
 			// the server's complaints about that are noise.
 			ErrorLog: quiet,
+			// HTTP/1.1 and h2c with prior knowledge, as a faultyserver
+			// process serves: the gRPC load speaks HTTP/2.
+			Protocols: h2cProtocols(),
 		}
 		base := &url.URL{Scheme: "http", Host: ln.Addr().String()}
 		f.servers = append(f.servers, srv)
@@ -97,4 +100,12 @@ func (f *processFleet) Close() error {
 		f.wg.Wait()
 	})
 	return nil
+}
+
+// h2cProtocols are HTTP/1.1 and HTTP/2 over cleartext.
+func h2cProtocols() *http.Protocols {
+	p := new(http.Protocols)
+	p.SetHTTP1(true)
+	p.SetUnencryptedHTTP2(true)
+	return p
 }
