@@ -422,3 +422,43 @@ func checkLeaks(t *testing.T) {
 	opt := goleak.IgnoreCurrent()
 	t.Cleanup(func() { goleak.VerifyNone(t, opt) })
 }
+
+// An instance that goes away shows in the policy's subchannel events,
+// attributed to it, and the policy stops picking it.
+func TestGRPCSubchannelEventsOnLoss(t *testing.T) {
+	checkLeaks(t)
+	bs, urls := startGRPCBackends(t, 2, nil)
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := grpc.NewServer()
+	gone := &testBackend{id: 2}
+	srv.RegisterService(&testServiceDesc, gone)
+	go func() { _ = srv.Serve(lis) }()
+	urls = append(urls, &url.URL{Scheme: "http", Host: lis.Addr().String()})
+	c, events := newTestPolicyClient(t, "grpc:round_robin", 1, urls, []int{0, 1, 2}, 5*time.Second, context.Background())
+	calls(t, c, 0, 30, false)
+	srv.Stop()
+	var kinds map[string]bool
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		evs, _ := events.Sorted()
+		kinds = map[string]bool{}
+		for _, e := range evs {
+			if e.Instance == 2 {
+				kinds[e.Kind] = true
+			}
+		}
+		if kinds[EventSubchannelIdle] || kinds[EventSubchannelTransientFailure] {
+			break
+		}
+	}
+	if !kinds[EventSubchannelIdle] && !kinds[EventSubchannelTransientFailure] {
+		t.Fatalf("instance 2's subchannel events after it stopped: %v, want idle or transient-failure", kinds)
+	}
+	before := bs[0].calls.Load() + bs[1].calls.Load()
+	got := calls(t, c, 100, 20, false)
+	if len(got[2]) != 0 || bs[0].calls.Load()+bs[1].calls.Load()-before != 20 {
+		t.Errorf("after instance 2 went away: calls per instance %v, want all on 0 and 1", counts(got))
+	}
+}
