@@ -153,11 +153,16 @@ func BenchmarkOverheadGRPC(b *testing.B) {
 	}
 	for _, c := range cases {
 		b.Run(c.protocol+"/"+c.strategy, func(b *testing.B) {
-			e, err := exp.Apply(experiments.Overrides{Duration: d, Strategies: []string{c.strategy}})
+			base := *exp
+			base.Protocol = c.protocol
+			base.Expect = nil // measured, not judged
+			if c.protocol != experiments.ProtocolHTTP1 {
+				base.Connections = experiments.DefaultConnections
+			}
+			e, err := base.Apply(experiments.Overrides{Duration: d, Strategies: []string{c.strategy}})
 			if err != nil {
 				b.Fatal(err)
 			}
-			e.Protocol = c.protocol
 			var st reports.Strategy
 			for range b.N {
 				sum, err := run(context.Background(), e, Options{})
