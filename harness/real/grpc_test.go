@@ -74,7 +74,7 @@ var testServiceDesc = grpc.ServiceDesc{
 
 // startGRPCBackends starts n test backends, configured by setup, and
 // returns them and their base URLs; they stop when the test ends.
-func startGRPCBackends(t *testing.T, n int, setup func(b *testBackend)) ([]*testBackend, []*url.URL) {
+func startGRPCBackends(t testing.TB, n int, setup func(b *testBackend)) ([]*testBackend, []*url.URL) {
 	t.Helper()
 	var (
 		bs   []*testBackend
