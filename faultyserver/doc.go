@@ -14,11 +14,17 @@
 // GET /healthz answers 200 "ok" unless the current fault's health_status says
 // otherwise. Every other path is the service.
 //
+// One port speaks HTTP/1.1, h2c and gRPC: the unary method [GRPCMethod]
+// (grpcwire.go) goes through the same queue, workers, faults and counters
+// as an HTTP request, answers failures with gRPC status codes, and reports
+// the instance's load in every answer, HTTP in [LoadHeader] and gRPC in a
+// per-call ORCA load report from the same numbers (loadwindow.go).
+//
 // The fault model (the [Fault] interface and one file per mode) is declared
 // here once and is meant to be interpreted by other backends as well: a fault
 // only plans what happens to one request ([Fault.Plan]); the server carries
 // the plan out. A [Sidecar] carries the same plans out in front of a real
-// HTTP service (`lbchaos serve --upstream`), reading them through
+// HTTP or gRPC service (`lbchaos serve --upstream`), reading them through
 // [PlanProxy]: it forwards what the server would serve, scaling the
 // upstream's own time where a fault scales the service time.
 package faultyserver

@@ -27,6 +27,9 @@ type Flags struct {
 	// KeepAbandoned must then keep their defaults.
 	Upstream   string
 	HealthPath string // the upstream's health path; with Upstream only
+	// GRPCUpstream is where a sidecar forwards gRPC calls when not to
+	// Upstream; with Upstream only.
+	GRPCUpstream string
 }
 
 // DefaultFlags are the command's defaults.
@@ -37,6 +40,7 @@ var DefaultFlags = Flags{Listen: "127.0.0.1:8080", Workers: 8, Service: "fixed:1
 func SidecarFlagsOf(cfg SidecarConfig, listen string) (Flags, error) {
 	f := DefaultFlags
 	f.ID, f.Listen, f.Seed, f.Upstream, f.HealthPath = cfg.ID, listen, cfg.Seed, cfg.Upstream, cfg.HealthPath
+	f.GRPCUpstream = cfg.GRPCUpstream
 	if f.HealthPath == "" {
 		f.HealthPath = DefaultFlags.HealthPath
 	}
@@ -79,6 +83,7 @@ func (f *Flags) Bind(fs *flag.FlagSet) {
 	fs.StringVar(&f.Fault, "fault", f.Fault, `fault to start with, as the control API takes it, e.g. '{"mode":"fail","status":503}'`)
 	fs.StringVar(&f.Upstream, "upstream", f.Upstream, "run as a fault sidecar in front of this service (http://host:port) instead of a fake server")
 	fs.StringVar(&f.HealthPath, "health-path", f.HealthPath, "with --upstream: the upstream path /healthz is forwarded to")
+	fs.StringVar(&f.GRPCUpstream, "grpc-upstream", f.GRPCUpstream, "with --upstream: forward gRPC calls to this h2c service (http://host:port) instead of --upstream")
 }
 
 // Args returns the arguments after `lbchaos serve` that Bind parses back
@@ -91,6 +96,9 @@ func (f Flags) Args() []string {
 	}
 	if f.Upstream != "" {
 		args = append(args, "--upstream", f.Upstream, "--health-path", f.HealthPath)
+		if f.GRPCUpstream != "" {
+			args = append(args, "--grpc-upstream", f.GRPCUpstream)
+		}
 	} else {
 		args = append(args,
 			"--workers", strconv.Itoa(f.Workers),
@@ -114,6 +122,9 @@ func (f Flags) Config() (Config, error) {
 	}
 	if f.HealthPath != DefaultFlags.HealthPath {
 		return Config{}, errors.New("--health-path: applies only with --upstream (the fake server answers /healthz itself)")
+	}
+	if f.GRPCUpstream != "" {
+		return Config{}, errors.New("--grpc-upstream: applies only with --upstream (the fake server answers gRPC itself)")
 	}
 	dist, err := ParseDistFlag(f.Service)
 	if err != nil {
@@ -152,7 +163,12 @@ func (f Flags) SidecarConfig() (SidecarConfig, error) {
 	if _, err := parseHealthPath(f.HealthPath); err != nil {
 		return SidecarConfig{}, fmt.Errorf("--health-path: %w", err)
 	}
-	cfg := SidecarConfig{ID: f.ID, Upstream: f.Upstream, HealthPath: f.HealthPath, Seed: f.Seed}
+	if f.GRPCUpstream != "" {
+		if _, err := ParseUpstream(f.GRPCUpstream); err != nil {
+			return SidecarConfig{}, fmt.Errorf("--grpc-upstream: %w", err)
+		}
+	}
+	cfg := SidecarConfig{ID: f.ID, Upstream: f.Upstream, GRPCUpstream: f.GRPCUpstream, HealthPath: f.HealthPath, Seed: f.Seed}
 	if f.Fault != "" {
 		fault, err := ParseFault([]byte(f.Fault))
 		if err == nil {

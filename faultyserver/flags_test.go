@@ -74,7 +74,7 @@ func TestFlagsRoundTrip(t *testing.T) {
 // TestSidecarFlagsRoundTrip is TestFlagsRoundTrip for a sidecar: Args
 // leaves out the fake server's flags, which --upstream refuses.
 func TestSidecarFlagsRoundTrip(t *testing.T) {
-	cfg := SidecarConfig{ID: 4, Upstream: "http://127.0.0.1:8080", HealthPath: "/healthz?deep=1", Seed: 7,
+	cfg := SidecarConfig{ID: 4, Upstream: "http://127.0.0.1:8080", GRPCUpstream: "http://127.0.0.1:8081", HealthPath: "/healthz?deep=1", Seed: 7,
 		InitialFault: Slow{Factor: 3}}
 	want, err := SidecarFlagsOf(cfg, "127.0.0.1:9002")
 	if err != nil {

@@ -3,6 +3,7 @@ package faultyserver
 import (
 	"context"
 	"io"
+	"net/http"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -154,17 +155,21 @@ func TestGRPCSidecarRelaysStreams(t *testing.T) {
 }
 
 // TestGRPCSidecarCancel: a client giving up cancels the upstream's call.
+// (No deadline: grpc-timeout would reach the upstream and end its call
+// on its own.)
 func TestGRPCSidecarCancel(t *testing.T) {
 	up := startUserService(t)
 	s, cc := startGRPCSidecar(t, SidecarConfig{}, up.addr)
-	ctx, cancel := context.WithTimeout(t.Context(), ms(100))
+	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	st, err := cc.NewStream(ctx, bidi, "/user.Svc/Block")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := st.RecvMsg(new(wrapperspb.StringValue)); status.Code(err) != codes.DeadlineExceeded {
-		t.Errorf("blocked call: %v, want DeadlineExceeded", err)
+	waitSidecar(t, s, "the call forwarded", func(st Stats) bool { return st.InFlight == 1 })
+	time.AfterFunc(ms(50), cancel)
+	if err := st.RecvMsg(new(wrapperspb.StringValue)); status.Code(err) != codes.Canceled {
+		t.Errorf("blocked call: %v, want Canceled", err)
 	}
 	deadline := time.Now().Add(2 * time.Second)
 	for up.cancelled.Load() != 1 {
@@ -250,5 +255,98 @@ func TestGRPCSidecarUpstreamDown(t *testing.T) {
 	r := call(t.Context(), cc)
 	if r.code() != codes.Unavailable || !strings.Contains(status.Convert(r.err).Message(), "upstream") || r.instance != "3" {
 		t.Errorf("call with the upstream down: %v from %q; want Unavailable naming the upstream, from the sidecar 3", r.err, r.instance)
+	}
+}
+
+// TestGRPCSidecarSeparateUpstream: with GRPCUpstream set, gRPC calls go
+// there and every other request to Upstream.
+func TestGRPCSidecarSeparateUpstream(t *testing.T) {
+	up := startUserService(t)
+	web := startUpstream(t, echo)
+	s, err := NewSidecar(SidecarConfig{ID: 2, Upstream: web.ts.URL, GRPCUpstream: up.addr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	base, h1 := serveForTest(t, s)
+	cc := grpcConn(t, base)
+	st, err := cc.NewStream(t.Context(), bidi, "/user.Svc/Echo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := new(wrapperspb.StringValue)
+	if err := st.SendMsg(wrapperspb.String("hi")); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.RecvMsg(got); err != nil || got.Value != "HI" {
+		t.Errorf("gRPC through the sidecar: %q, %v; want HI from the gRPC upstream", got.Value, err)
+	}
+	_ = st.CloseSend()
+	r := do(t.Context(), &http.Client{Transport: h1}, http.MethodGet, base+"/p", nil)
+	if r.err != nil || r.status != http.StatusCreated || web.hits.Load() != 1 {
+		t.Errorf("HTTP through the sidecar: %d, %v, upstream hits %d; want the HTTP upstream's 201", r.status, r.err, web.hits.Load())
+	}
+}
+
+func TestGRPCUpstreamFlag(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		flags Flags
+		want  string
+	}{
+		{"without --upstream", Flags{GRPCUpstream: "http://127.0.0.1:1"}, "--grpc-upstream: applies only with --upstream"},
+		{"bad address", Flags{Upstream: "http://127.0.0.1:1", GRPCUpstream: "127.0.0.1:2"}, `--grpc-upstream: want http://host:port, got "127.0.0.1:2"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := DefaultFlags
+			f.Upstream, f.GRPCUpstream = tc.flags.Upstream, tc.flags.GRPCUpstream
+			var err error
+			if f.Upstream == "" {
+				_, err = f.Config()
+			} else {
+				_, err = f.SidecarConfig()
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("%v, want an error containing %q", err, tc.want)
+			}
+		})
+	}
+	if err := (SidecarConfig{Upstream: "http://127.0.0.1:1", GRPCUpstream: "x"}).Validate(); err == nil || !strings.HasPrefix(err.Error(), "grpc_upstream: ") {
+		t.Errorf("Validate: %v, want an error naming grpc_upstream", err)
+	}
+}
+
+// TestGRPCSidecarSlowFactor: slow with a factor holds a relayed call's
+// answer until factor times the upstream's own time.
+func TestGRPCSidecarSlowFactor(t *testing.T) {
+	upSrv, err := New(Config{Workers: 2, Service: Fixed(ms(30))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	upBase, _ := serveForTest(t, upSrv)
+	s, cc := startGRPCSidecar(t, SidecarConfig{ID: 1}, upBase)
+	mustSetSidecarFault(t, s, Slow{Factor: 4})
+	began := time.Now()
+	r := call(t.Context(), cc)
+	took := time.Since(began)
+	if r.err != nil || string(r.body) != "ok\n" {
+		t.Fatalf("call: %q, %v", r.body, r.err)
+	}
+	if took < ms(120) || took > ms(400) {
+		t.Errorf("call took %v, want about 4 × 30ms", took)
+	}
+	if len(r.trailer.Get(ORCATrailerKey)) != 1 {
+		t.Errorf("trailer %v, want one load report", r.trailer)
+	}
+}
+
+func TestPercentEncode(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"upstream: dial tcp 127.0.0.1:1: connect: connection refused", "upstream: dial tcp 127.0.0.1:1: connect: connection refused"},
+		{"50% off", "50%25 off"},
+		{"naïve\n", "na%C3%AFve%0A"},
+	} {
+		if got := percentEncode(tc.in); got != tc.want {
+			t.Errorf("percentEncode(%q) = %q, want %q", tc.in, got, tc.want)
+		}
 	}
 }

@@ -68,9 +68,17 @@ func backendCallHandler(srv any, ctx context.Context, dec func(any) error, inter
 // newGRPCServer returns the grpc.Server of s's gRPC face; every call's
 // answer carries a per-call ORCA load report (orca.CallMetricsServerOption).
 func newGRPCServer(s *Server) *grpc.Server {
-	g := grpc.NewServer(orca.CallMetricsServerOption(nil))
+	g := grpc.NewServer(orca.CallMetricsServerOption(nil), grpc.UnknownServiceHandler(s.grpcUnknown))
 	g.RegisterService(&backendServiceDesc, s)
 	return g
+}
+
+// grpcUnknown answers a call of any other method UNIMPLEMENTED, naming
+// the one there is, with the instance id; it is not counted in Stats.
+func (s *Server) grpcUnknown(_ any, ss grpc.ServerStream) error {
+	_ = ss.SetHeader(metadata.MD{GRPCInstanceKey: {s.id}})
+	method, _ := grpc.MethodFromServerStream(ss)
+	return status.Errorf(codes.Unimplemented, "faultyserver: no method %s; instance %s serves %s", method, s.id, GRPCMethod)
 }
 
 // stopGRPC releases the gRPC server once nothing is served any more.
@@ -122,8 +130,8 @@ func (x *grpcExchange) WriteHeader(code int) {
 }
 
 func (x *grpcExchange) Flush() {
-	if x.reset.Load() == 0 {
-		_ = http.NewResponseController(x.w).Flush()
+	if f, ok := x.w.(http.Flusher); ok && x.reset.Load() == 0 {
+		f.Flush()
 	}
 }
 

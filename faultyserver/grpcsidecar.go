@@ -20,7 +20,7 @@ import (
 // forwarded as the HTTP/2 exchange it is — headers, every message of
 // either direction as it comes, trailers, and the client's cancellation
 // as a reset stream — to the upstream over h2c (HTTP/2 with prior
-// knowledge), under the same fault plan as an HTTP request. The sidecar
+// knowledge; SidecarConfig.GRPCUpstream when set), under the same fault plan as an HTTP request. The sidecar
 // needs no knowledge of the user's service: it never decodes a message.
 //
 // Its own answers (a failure, a closed instance, an unreachable upstream)
@@ -112,7 +112,7 @@ func (s *Sidecar) forwardGRPC(w http.ResponseWriter, r *http.Request, a Action) 
 		return
 	}
 	start := time.Now()
-	resp, err := s.h2c.RoundTrip(ProxyRequest(ctx, r, s.upstream))
+	resp, err := s.h2c.RoundTrip(ProxyRequest(ctx, r, s.grpcUp))
 	if err != nil {
 		s.forwardGRPCError(w, client, err)
 		return

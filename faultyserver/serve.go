@@ -74,8 +74,13 @@ func (s *Server) instanceID() int { return s.cfg.ID }
 func (s *Server) describe() string {
 	return fmt.Sprintf("workers %d, service %s", s.cfg.Workers, s.cfg.Service)
 }
-func (s *Sidecar) instanceID() int  { return s.cfg.ID }
-func (s *Sidecar) describe() string { return "sidecar of " + s.upstream.String() }
+func (s *Sidecar) instanceID() int { return s.cfg.ID }
+func (s *Sidecar) describe() string {
+	if s.grpcUp != s.upstream {
+		return "sidecar of " + s.upstream.String() + ", gRPC to " + s.grpcUp.String()
+	}
+	return "sidecar of " + s.upstream.String()
+}
 
 func serve(ctx context.Context, s instanceHandler, ln net.Listener, logf func(format string, args ...any)) error {
 	if logf == nil {

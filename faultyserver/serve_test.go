@@ -333,7 +333,7 @@ func waitFor(t *testing.T, cond func() bool) {
 // serveForTest serves h (a Server or a Sidecar) as serve does, on a
 // loopback port, until the test ends, and returns its base URL and an
 // HTTP/1.1 transport.
-func serveForTest(t *testing.T, h instanceHandler) (string, *http.Transport) {
+func serveForTest(t testing.TB, h instanceHandler) (string, *http.Transport) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -355,7 +355,7 @@ func serveForTest(t *testing.T, h instanceHandler) (string, *http.Transport) {
 
 // h2cTransport is a client transport of HTTP/2 over cleartext with prior
 // knowledge, closed when the test ends.
-func h2cTransport(t *testing.T) *http.Transport {
+func h2cTransport(t testing.TB) *http.Transport {
 	var p http.Protocols
 	p.SetUnencryptedHTTP2(true)
 	tr := &http.Transport{Protocols: &p}

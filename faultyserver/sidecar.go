@@ -24,6 +24,9 @@ type SidecarConfig struct {
 	ID int
 	// Upstream is the service forwarded to, as http://host:port.
 	Upstream string
+	// GRPCUpstream is where gRPC calls are forwarded, over h2c, as
+	// http://host:port; "" means Upstream.
+	GRPCUpstream string
 	// HealthPath is the upstream's health-check path (and query) that
 	// /healthz is forwarded to; "" means "/".
 	HealthPath string
@@ -41,6 +44,11 @@ func (c SidecarConfig) Validate() error {
 	}
 	if _, err := ParseUpstream(c.Upstream); err != nil {
 		return fmt.Errorf("upstream: %w", err)
+	}
+	if c.GRPCUpstream != "" {
+		if _, err := ParseUpstream(c.GRPCUpstream); err != nil {
+			return fmt.Errorf("grpc_upstream: %w", err)
+		}
 	}
 	if _, err := parseHealthPath(c.HealthPath); err != nil {
 		return fmt.Errorf("health_path: %w", err)
@@ -87,6 +95,7 @@ type Sidecar struct {
 	id        string
 	idHeader  []string // {id}, shared by every answer's header map; never modified
 	upstream  *url.URL
+	grpcUp    *url.URL // where gRPC calls go: GRPCUpstream, else upstream
 	health    *url.URL
 	client    *upstreamClient // forwards requests; upgrades go through transport
 	transport *http.Transport
@@ -120,6 +129,10 @@ func NewSidecar(cfg SidecarConfig) (*Sidecar, error) {
 		return nil, fmt.Errorf("faultyserver: sidecar config: %w", err)
 	}
 	up, _ := ParseUpstream(cfg.Upstream)
+	grpcUp := up
+	if cfg.GRPCUpstream != "" {
+		grpcUp, _ = ParseUpstream(cfg.GRPCUpstream)
+	}
 	hp, _ := parseHealthPath(cfg.HealthPath)
 	src := NewSource(cfg.Seed)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -128,6 +141,7 @@ func NewSidecar(cfg SidecarConfig) (*Sidecar, error) {
 		id:       strconv.Itoa(cfg.ID),
 		idHeader: []string{strconv.Itoa(cfg.ID)},
 		upstream: up,
+		grpcUp:   grpcUp,
 		health:   hp,
 		client:   newUpstreamClient(up.Host),
 		transport: &http.Transport{
@@ -160,9 +174,10 @@ func NewSidecar(cfg SidecarConfig) (*Sidecar, error) {
 func (s *Sidecar) Config() SidecarConfig { return s.cfg }
 
 // Stats returns a snapshot of the counters and the current fault. Served
-// counts answers below 400 (the upstream's own), Failed every answer of 400
-// or more: injected failures, resets, the upstream's errors and a 502 for
-// an unreachable upstream.
+// counts answers below 400 (the upstream's own) and gRPC answers whose
+// grpc-status is 0, Failed every other answer: injected failures, resets,
+// the upstream's errors and a 502 (gRPC: UNAVAILABLE) for an unreachable
+// upstream.
 func (s *Sidecar) Stats() Stats {
 	return Stats{
 		ID:       s.cfg.ID,

@@ -15,7 +15,7 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 	f := faultyserver.DefaultFlags
 	f.Bind(fs)
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: lbchaos serve [flags]\n\nRuns one fake backend instance, or with --upstream a fault sidecar in front of a real HTTP service. Control API: GET/PUT/DELETE "+faultyserver.ControlPrefix+"fault, GET "+faultyserver.ControlPrefix+"stats, POST "+faultyserver.ControlPrefix+"reset; health: GET /healthz.\n\nFlags:")
+		fmt.Fprintln(stderr, "Usage: lbchaos serve [flags]\n\nRuns one fake backend instance, or with --upstream a fault sidecar in front of a real HTTP or gRPC service; one port speaks HTTP/1.1, h2c and gRPC (method "+faultyserver.GRPCMethod+"). Control API: GET/PUT/DELETE "+faultyserver.ControlPrefix+"fault, GET "+faultyserver.ControlPrefix+"stats, POST "+faultyserver.ControlPrefix+"reset; health: GET /healthz.\n\nFlags:")
 		fs.PrintDefaults()
 	}
 	pos, err := splitPositional(fs, args)
