@@ -59,6 +59,8 @@ func (Provider) Start(ctx context.Context, spec fleet.Spec) (fleet.Fleet, error)
 			// HTTP/1.1 and h2c with prior knowledge, as a faultyserver
 			// process serves: the gRPC load speaks HTTP/2.
 			Protocols: h2cProtocols(),
+			// A connection-scope reset closes the HTTP/2 connection.
+			ConnContext: faultyserver.ConnContext,
 		}
 		base := &url.URL{Scheme: "http", Host: ln.Addr().String()}
 		f.servers = append(f.servers, srv)

@@ -18,7 +18,8 @@ import (
 // gRPC load against process backends: grpc-go's round_robin gives the
 // fast-failing instance its turn, pick_first pins it (the first address),
 // a built-in strategy picking per call ejects it; raw results carry the
-// status.
+// status. A connection-scope reset of instance 1 shows in the policies'
+// subchannel events.
 func TestRunGRPCFastFail(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real load for a few seconds")
@@ -32,6 +33,7 @@ replicas: 2
 instances: {count: 5, workers: 4, service: {dist: fixed, value: 5ms}}
 faults:
   - {instance: 0, at: 0s, fault: {mode: fail, status: 503, delay: 1ms}}
+  - {instance: 1, at: 1s, until: 1100ms, fault: {mode: reset, scope: connection}}
 strategies: [grpc:round_robin, grpc:pick_first, "least-inflight+eject(consecutive=5,duration=10s)"]
 `)
 	raw := t.TempDir()
@@ -53,17 +55,28 @@ strategies: [grpc:round_robin, grpc:pick_first, "least-inflight+eject(consecutiv
 		if in := st.Instances[0]; in.Requests > 0 && in.ErrorRatio != 1 {
 			t.Errorf("%s: faulty instance error ratio %v, want 1", st.Name, in.ErrorRatio)
 		}
-		for _, in := range st.Instances[1:] {
+		for _, in := range st.Instances[2:] {
 			if in.Errors != 0 {
 				t.Errorf("%s: healthy instance %d had %d errors", st.Name, in.ID, in.Errors)
 			}
 		}
 	}
-	if rr.FaultyShare < 0.17 || rr.FaultyShare > 0.23 {
-		t.Errorf("round_robin faulty share %v, want about 0.2 (its turn)", rr.FaultyShare)
+	if share := rr.Instances[0].Share; share < 0.17 || share > 0.23 {
+		t.Errorf("round_robin's share on instance 0 %v, want about 0.2 (its turn)", share)
 	}
-	if pf.FaultyShare != 1 || pf.ErrorRatio != 1 {
-		t.Errorf("pick_first faulty share %v, error ratio %v; want 1 and 1 (pinned to the first address, instance 0)", pf.FaultyShare, pf.ErrorRatio)
+	if pf.Instances[0].Share != 1 || pf.ErrorRatio != 1 {
+		t.Errorf("pick_first's share on instance 0 %v, error ratio %v; want 1 and 1 (pinned to the first address, instance 0)", pf.Instances[0].Share, pf.ErrorRatio)
+	}
+	// The reset closes round_robin's connections to instance 1: its
+	// subchannels go idle, reconnect and are ready again.
+	kinds := map[string]bool{}
+	for _, e := range rr.Events {
+		if e.Instance == 1 {
+			kinds[e.Kind] = true
+		}
+	}
+	if !kinds[EventSubchannelIdle] || !kinds[EventSubchannelReady] {
+		t.Errorf("round_robin's subchannel events of instance 1: %v, want idle and ready again after the reset; all: %+v", kinds, rr.Events)
 	}
 	if ej.ErrorRatio > 0.05 || ej.Ejections < 1 {
 		t.Errorf("least-inflight+eject over gRPC: error ratio %v, %d ejections; want the faulty instance ejected", ej.ErrorRatio, ej.Ejections)
