@@ -60,7 +60,7 @@ func BenchmarkCallCost(b *testing.B) {
 		}
 	})
 	b.Run("grpc/round-robin", func(b *testing.B) {
-		c, err := newGRPCBuiltinClient("round-robin", newBal(grpcURLs), grpcURLs, 1)
+		c, err := newGRPCBuiltinClient("round-robin", newBal(grpcURLs), 1, grpcURLs, 1)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -164,16 +164,17 @@ func (a grpcAnswer) result(name string, seq uint64, ts time.Time, code int) *veg
 }
 
 // grpcBuiltinClient routes calls with a built-in strategy: the balancing
-// transport picks, counts in-flight calls and reports each outcome (the
-// answer's GRPCLoadKey as the load), and the call goes over one of
-// connections grpc.ClientConns to the picked instance, shared by the
-// replicas, in turn.
+// transport picks (call seq by replica seq mod replicas), counts in-flight
+// calls and reports each outcome (the answer's GRPCLoadKey as the load),
+// and the call goes over one of the replica's connections grpc.ClientConns
+// to the picked instance, in turn.
 type grpcBuiltinClient struct {
 	// Immutable after construction.
 	name      string
 	bal       *transport.Balancer
-	conns     []atomic.Pointer[connSet] // by instance id
+	conns     []atomic.Pointer[connSet] // by replica*instances + instance id
 	perInst   int
+	replicas  int
 	instances int
 
 	mu      sync.Mutex
@@ -207,15 +208,22 @@ func (s *connSet) close() {
 	}
 }
 
-func newGRPCBuiltinClient(name string, bal *transport.Balancer, targets []*url.URL, connections int) (*grpcBuiltinClient, error) {
-	c := &grpcBuiltinClient{name: name, bal: bal, conns: make([]atomic.Pointer[connSet], len(targets)), perInst: max(1, connections), instances: len(targets)}
-	for id, u := range targets {
-		s, err := newConnSet(u.Host, c.perInst)
-		if err != nil {
-			c.close()
-			return nil, err
+// newGRPCBuiltinClient routes with bal, whose strategy has replicas
+// replicas, to targets (by instance id) over connections connections per
+// replica and instance.
+func newGRPCBuiltinClient(name string, bal *transport.Balancer, replicas int, targets []*url.URL, connections int) (*grpcBuiltinClient, error) {
+	replicas = max(1, replicas)
+	c := &grpcBuiltinClient{name: name, bal: bal, conns: make([]atomic.Pointer[connSet], replicas*len(targets)),
+		perInst: max(1, connections), replicas: replicas, instances: len(targets)}
+	for r := range replicas {
+		for id, u := range targets {
+			s, err := newConnSet(u.Host, c.perInst)
+			if err != nil {
+				c.close()
+				return nil, err
+			}
+			c.conns[r*c.instances+id].Store(s)
 		}
-		c.conns[id].Store(s)
 	}
 	return c, nil
 }
@@ -229,7 +237,8 @@ func (c *grpcBuiltinClient) call(seq uint64, path string, sreq strategies.Reques
 	if err != nil {
 		return &vegeta.Result{Attack: c.name, Seq: seq, Timestamp: ts, Latency: time.Since(ts), Error: err.Error(), Method: http.MethodPost, URL: grpcURL}
 	}
-	a := invoke(call.Context(), c.conns[call.Instance()].Load().pick(), path, sreq, c.instances)
+	r := int(seq % uint64(c.replicas)) // the replica that picked, as the transport chose it
+	a := invoke(call.Context(), c.conns[r*c.instances+call.Instance()].Load().pick(), path, sreq, c.instances)
 	code, ferr := a.feedback()
 	call.Finish(code, a.load, ferr)
 	if ferr != nil {
@@ -240,14 +249,16 @@ func (c *grpcBuiltinClient) call(seq uint64, path string, sreq strategies.Reques
 
 func (c *grpcBuiltinClient) setTarget(id int, u *url.URL) {
 	c.bal.SetTarget(id, u)
-	s, err := newConnSet(u.Host, c.perInst)
-	if err != nil { // NewClient fails only on a malformed target
-		return
+	for r := range c.replicas {
+		s, err := newConnSet(u.Host, c.perInst)
+		if err != nil { // NewClient fails only on a malformed target
+			return
+		}
+		old := c.conns[r*c.instances+id].Swap(s)
+		c.mu.Lock()
+		c.retired = append(c.retired, old)
+		c.mu.Unlock()
 	}
-	old := c.conns[id].Swap(s)
-	c.mu.Lock()
-	c.retired = append(c.retired, old)
-	c.mu.Unlock()
 }
 
 // setHosts is the strategies' business (runJoins tells them).

@@ -20,6 +20,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
+	"github.com/lbchaos/lbchaos/experiments"
 	"github.com/lbchaos/lbchaos/faultyserver"
 	"github.com/lbchaos/lbchaos/harness/engine"
 	"github.com/lbchaos/lbchaos/harness/transport"
@@ -328,7 +329,7 @@ func TestGRPCBuiltinEject(t *testing.T) {
 	}
 	bal := transport.NewBalancer([]*strategies.Balancer{lbs}, urls, 5*time.Second, 0, context.Background())
 	defer bal.CloseIdleConnections()
-	c, err := newGRPCBuiltinClient(name, bal, urls, 2)
+	c, err := newGRPCBuiltinClient(name, bal, 1, urls, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -460,5 +461,38 @@ func TestGRPCSubchannelEventsOnLoss(t *testing.T) {
 	got := calls(t, c, 100, 20, false)
 	if len(got[2]) != 0 || bs[0].calls.Load()+bs[1].calls.Load()-before != 20 {
 		t.Errorf("after instance 2 went away: calls per instance %v, want all on 0 and 1", counts(got))
+	}
+}
+
+func TestCheckGRPC(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		protocol   string
+		generators int
+		strategies []string
+		want       string // "" = accepted
+	}{
+		{name: "grpc policies and built-ins", protocol: "grpc", strategies: []string{"grpc:round_robin", "p2c"}},
+		{name: "http1 built-ins", protocol: "http1", strategies: []string{"p2c", "nginx:round_robin"}},
+		{name: "policy on http1", protocol: "http1", strategies: []string{"p2c", "grpc:pick_first"},
+			want: "strategy grpc:pick_first: a grpc-go balancer needs protocol: grpc (the experiment's protocol is http1)"},
+		{name: "policy on h2c", protocol: "h2c", strategies: []string{"grpc:round_robin"}, want: "needs protocol: grpc (the experiment's protocol is h2c)"},
+		{name: "proxy on grpc", protocol: "grpc", strategies: []string{"nginx:round_robin"},
+			want: "strategy nginx:round_robin: protocol grpc: the proxies are configured for HTTP/1.1"},
+		{name: "generators", protocol: "grpc", generators: 2, strategies: []string{"p2c"}, want: "protocol grpc: the load runs in one process; generators (2)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			exp := &experiments.Experiment{Protocol: tc.protocol, Generators: tc.generators, Strategies: tc.strategies}
+			err := checkGRPC(exp)
+			if tc.want == "" {
+				if err != nil {
+					t.Fatalf("rejected: %v", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %v, want it to contain %q", err, tc.want)
+			}
+		})
 	}
 }

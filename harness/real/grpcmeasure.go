@@ -47,7 +47,7 @@ func (e *Engine) measureGRPC(ctx context.Context, job engine.Job, fl fleet.Fleet
 		}
 		bal = transport.NewBalancer(lbs, targets, exp.Timeout, conns, ctx)
 		defer bal.CloseIdleConnections() // its HTTP transport serves the health probes
-		if client, err = newGRPCBuiltinClient(name, bal, targets, exp.Connections); err != nil {
+		if client, err = newGRPCBuiltinClient(name, bal, len(lbs), targets, exp.Connections); err != nil {
 			return nil, err
 		}
 	}
@@ -149,7 +149,7 @@ func grpcNote(name string, connections, replicas int) string {
 		return fmt.Sprintf("%s: grpc-go's own policy in %d grpc.ClientConn (one per replica), one HTTP/2 connection per instance each; "+
 			"its subchannel state changes are the subchannel-* events.", name, max(1, replicas))
 	}
-	return fmt.Sprintf("%s: gRPC calls, the built-in strategy picking per call; %d HTTP/2 connection(s) per instance, shared by the replicas.", name, max(1, connections))
+	return fmt.Sprintf("%s: gRPC calls, the built-in strategy picking per call; each replica holds %d HTTP/2 connection(s) to each instance.", name, max(1, connections))
 }
 
 // runGRPCJoins adds the joining instances to the built-in strategies' host
