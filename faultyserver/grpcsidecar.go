@@ -19,9 +19,10 @@ import (
 // The sidecar's gRPC face. A gRPC call to the sidecar, of any method, is
 // forwarded as the HTTP/2 exchange it is — headers, every message of
 // either direction as it comes, trailers, and the client's cancellation
-// as a reset stream — to the upstream over h2c (HTTP/2 with prior
-// knowledge; SidecarConfig.GRPCUpstream when set), under the same fault plan as an HTTP request. The sidecar
-// needs no knowledge of the user's service: it never decodes a message.
+// as a reset stream — to the upstream (SidecarConfig.GRPCUpstream when
+// set) over h2c (HTTP/2 with prior knowledge), under the same fault plan
+// as an HTTP request. The sidecar needs no knowledge of the user's
+// service: it never decodes a message.
 //
 // Its own answers (a failure, a closed instance, an unreachable upstream)
 // are gRPC statuses. Every answer carries the instance and load in its
@@ -52,41 +53,21 @@ func newH2CTransport() *http.Transport {
 
 // serveGRPC carries out the current fault's plan for one gRPC call.
 func (s *Sidecar) serveGRPC(w http.ResponseWriter, r *http.Request) {
-	select {
-	case <-s.done:
-		s.grpcError(w, int(s.inFlight.Load()), codes.Unavailable, "instance closed")
-		return
-	default:
-	}
-	a := s.plan()
-	ctx := r.Context()
-	switch a.Kind {
-	case ActionFail:
-		switch err := sleepUntil(ctx, time.Now().Add(a.Delay), s.done); err {
-		case nil:
-			s.grpcError(w, int(s.inFlight.Load()), a.GRPCCode, "injected fault")
-		case errClosed:
-			s.grpcError(w, int(s.inFlight.Load()), codes.Unavailable, "instance closed")
-		default:
-			s.dropped.Add(1)
-		}
-	case ActionHang:
-		select {
-		case <-ctx.Done():
-			s.dropped.Add(1)
-		case <-s.done:
-			s.grpcError(w, int(s.inFlight.Load()), codes.Unavailable, "instance closed")
-		case <-s.drain:
-			s.grpcError(w, int(s.inFlight.Load()), codes.Unavailable, "instance shutting down")
-		}
-	case ActionReset:
-		s.failed.Add(1)
-		s.window.answer(true)
-		resetRequest(w, r, a.WholeConn)
-	default:
-		s.forwardGRPC(w, r, a)
-	}
+	proxyHandle(s, r.Context(), sidecarGRPC{s, w, r})
 }
+
+// sidecarGRPC answers a gRPC call.
+type sidecarGRPC struct {
+	s *Sidecar
+	w http.ResponseWriter
+	r *http.Request
+}
+
+func (a sidecarGRPC) fail(load, _ int, code codes.Code, msg string) {
+	a.s.grpcError(a.w, load, code, msg)
+}
+func (a sidecarGRPC) reset(wholeConn bool) { resetRequest(a.w, a.r, wholeConn) }
+func (a sidecarGRPC) forward(act Action)   { a.s.forwardGRPC(a.w, a.r, act) }
 
 // forwardGRPC waits a.Service, forwards the call and relays the upstream's
 // answer, held as forward holds an HTTP answer (a.Scale), with the
@@ -130,7 +111,6 @@ func (s *Sidecar) forwardGRPC(w http.ResponseWriter, r *http.Request, a Action) 
 		}
 	}
 	h := w.Header()
-	h[InstanceHeader] = s.idHeader
 	rc := http.NewResponseController(w)
 	if st, ok := resp.Header[hdrGRPCStatus]; ok {
 		// Trailers-only: the upstream's status and metadata came in one
@@ -138,7 +118,11 @@ func (s *Sidecar) forwardGRPC(w http.ResponseWriter, r *http.Request, a Action) 
 		// headers of the sidecar's own, then that block as trailers.
 		_, _ = io.Copy(io.Discard, body)
 		load := s.countGRPC(resp.StatusCode, st)
-		h["Content-Type"] = resp.Header["Content-Type"]
+		h["Content-Type"] = grpcProtoCT
+		if ct, ok := resp.Header["Content-Type"]; ok {
+			h["Content-Type"] = ct
+		}
+		h[InstanceHeader] = s.idHeader
 		setLoad(h, load)
 		w.WriteHeader(resp.StatusCode)
 		_ = rc.Flush()

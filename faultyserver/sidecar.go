@@ -16,6 +16,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"google.golang.org/grpc/codes"
 )
 
 // SidecarConfig configures a Sidecar.
@@ -263,21 +265,39 @@ func (s *Sidecar) plan() Action {
 // Every answer it gives carries InstanceHeader and LoadHeader (the requests
 // being forwarded at the moment of the answer, itself not among them).
 func (s *Sidecar) service(w http.ResponseWriter, r *http.Request) {
+	proxyHandle(s, r.Context(), sidecarHTTP{s, w, r})
+}
+
+// proxyAnswerer answers one request a Sidecar serves, in its protocol:
+// HTTP (sidecarHTTP) or gRPC (sidecarGRPC, grpcsidecar.go).
+type proxyAnswerer interface {
+	// fail answers with an error, counted as failed: status for HTTP,
+	// code for gRPC (OK meaning UNAVAILABLE).
+	fail(load, status int, code codes.Code, msg string)
+	// reset ends the request without an answer.
+	reset(wholeConn bool)
+	// forward carries out a, an ActionServe.
+	forward(a Action)
+}
+
+// proxyHandle carries out the current fault's plan for one request,
+// whatever its protocol; ctx ends when its client goes away. Generic, as
+// the Server's handle is, so that no answerer is boxed.
+func proxyHandle[A proxyAnswerer](s *Sidecar, ctx context.Context, w A) {
 	select {
 	case <-s.done:
-		s.answerError(w, int(s.inFlight.Load()), http.StatusServiceUnavailable, "instance closed")
+		w.fail(int(s.inFlight.Load()), http.StatusServiceUnavailable, codes.Unavailable, "instance closed")
 		return
 	default:
 	}
 	a := s.plan()
-	ctx := r.Context()
 	switch a.Kind {
 	case ActionFail:
 		switch err := sleepUntil(ctx, time.Now().Add(a.Delay), s.done); err {
 		case nil:
-			s.answerError(w, int(s.inFlight.Load()), a.Status, "injected fault")
+			w.fail(int(s.inFlight.Load()), a.Status, a.GRPCCode, "injected fault")
 		case errClosed:
-			s.answerError(w, int(s.inFlight.Load()), http.StatusServiceUnavailable, "instance closed")
+			w.fail(int(s.inFlight.Load()), http.StatusServiceUnavailable, codes.Unavailable, "instance closed")
 		default:
 			s.dropped.Add(1)
 		}
@@ -286,18 +306,31 @@ func (s *Sidecar) service(w http.ResponseWriter, r *http.Request) {
 		case <-ctx.Done():
 			s.dropped.Add(1)
 		case <-s.done:
-			s.answerError(w, int(s.inFlight.Load()), http.StatusServiceUnavailable, "instance closed")
+			w.fail(int(s.inFlight.Load()), http.StatusServiceUnavailable, codes.Unavailable, "instance closed")
 		case <-s.drain:
-			s.answerError(w, int(s.inFlight.Load()), http.StatusServiceUnavailable, "instance shutting down")
+			w.fail(int(s.inFlight.Load()), http.StatusServiceUnavailable, codes.Unavailable, "instance shutting down")
 		}
 	case ActionReset:
 		s.failed.Add(1)
 		s.window.answer(true)
-		resetRequest(w, r, a.WholeConn)
+		w.reset(a.WholeConn)
 	default:
-		s.forward(w, r, a)
+		w.forward(a)
 	}
 }
+
+// sidecarHTTP answers an HTTP request.
+type sidecarHTTP struct {
+	s *Sidecar
+	w http.ResponseWriter
+	r *http.Request
+}
+
+func (a sidecarHTTP) fail(load, status int, _ codes.Code, msg string) {
+	a.s.answerError(a.w, load, status, msg)
+}
+func (a sidecarHTTP) reset(wholeConn bool) { resetRequest(a.w, a.r, wholeConn) }
+func (a sidecarHTTP) forward(act Action)   { a.s.forward(a.w, a.r, act) }
 
 // forward waits a.Service, forwards r and answers with the upstream's
 // answer, held so that it ends no sooner than a.Scale times the upstream's
