@@ -13,7 +13,7 @@ import (
 )
 
 func TestShippedExperimentsLoad(t *testing.T) {
-	want := []string{"all-failing", "app-fast-fail", "app-slow-instance", "baseline", "cold-start", "crash", "error-rate", "fast-fail", "freeze", "herd",
+	want := []string{"all-failing", "app-fast-fail", "app-slow-instance", "baseline", "cold-start", "crash", "error-rate", "fast-fail", "freeze", "grpc-fast-fail", "grpc-slow-instance", "herd",
 		"hetero-hardware", "heterogeneous", "hot-key", "latency-spike", "long-connections", "noisy-neighbor", "slow-instance", "zone-jitter"}
 	if diff := cmp.Diff(want, Names()); diff != "" {
 		t.Fatalf("Names() mismatch (-want +got):\n%s", diff)

@@ -151,6 +151,10 @@ func (e *Experiment) Validate() error {
 					return err
 				}
 			}
+		} else if strategies.IsGRPC(s) {
+			if err := e.checkGRPC(name, s); err != nil {
+				return err
+			}
 		} else if _, err := strategies.Parse(s); err != nil {
 			return fieldErr(name, "%v", err)
 		}

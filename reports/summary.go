@@ -194,7 +194,11 @@ type Event struct {
 	Instance int     `json:"instance"`
 	// Kind is "eject" or "readmit"; "health" (a new health level, named by
 	// Detail); "probe" (an active health check's verdict, Detail "down" or
-	// "up"); "join" or "leave" (the instance entered or left the host set).
+	// "up"); "join" or "leave" (the instance entered or left the host set);
+	// "subchannel-connecting", "subchannel-ready",
+	// "subchannel-transient-failure" (Detail: the connection error),
+	// "subchannel-idle" or "subchannel-shutdown" (a grpc-go policy's
+	// subchannel to the instance changed state).
 	Kind   string `json:"kind"`
 	Detail string `json:"detail,omitempty"`
 }

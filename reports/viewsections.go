@@ -264,6 +264,9 @@ func newStrategyView(s *Summary, st *Strategy, anchor string) strategyView {
 		ej, re := eventCounts(st.Events)
 		sv.Facts = append(sv.Facts, fmt.Sprintf("%d ejection and %d re-admission events", ej, re))
 	}
+	if f := subchannelFact(st.Events); f != "" {
+		sv.Facts = append(sv.Facts, f)
+	}
 
 	faulty := faultySet(s, st)
 	for _, in := range st.Instances {

@@ -103,3 +103,4 @@ func (f *processFleet) Close() error {
 	})
 	return nil
 }
+

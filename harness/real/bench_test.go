@@ -136,3 +136,47 @@ func machineCPU(b *testing.B) (busy, total uint64) {
 	}
 	return busy, total
 }
+
+// BenchmarkOverheadGRPC is BenchmarkOverhead for the gRPC load beside the
+// HTTP/1.1 one: baseline's load as unary calls (protocol grpc), routed by
+// the built-in round robin over per-instance connections and by grpc-go's
+// own round_robin, against HTTP/1.1 requests with the built-in round robin.
+// Run it with -benchtime 1x; LBCHAOS_BENCH_DURATION sets the attack length
+// per case (default 10s).
+func BenchmarkOverheadGRPC(b *testing.B) {
+	exp, d := benchBaseline(b)
+	service := float64(exp.Instances.Service.Value) / float64(time.Millisecond)
+	cases := []struct{ protocol, strategy string }{
+		{experiments.ProtocolHTTP1, "round-robin"},
+		{experiments.ProtocolGRPC, "round-robin"},
+		{experiments.ProtocolGRPC, "grpc:round_robin"},
+	}
+	for _, c := range cases {
+		b.Run(c.protocol+"/"+c.strategy, func(b *testing.B) {
+			base := *exp
+			base.Protocol = c.protocol
+			base.Expect = nil // measured, not judged
+			if c.protocol != experiments.ProtocolHTTP1 {
+				base.Connections = experiments.DefaultConnections
+			}
+			e, err := base.Apply(experiments.Overrides{Duration: d, Strategies: []string{c.strategy}})
+			if err != nil {
+				b.Fatal(err)
+			}
+			var st reports.Strategy
+			for range b.N {
+				sum, err := run(context.Background(), e, Options{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				st = sum.Strategies[0]
+				if st.GeneratorBehind {
+					b.Errorf("generator fell behind: %.0f req/s", st.AchievedRate)
+				}
+			}
+			b.ReportMetric(st.LatencyMs.P50-service, "p50-overhead-ms")
+			b.ReportMetric(st.LatencyMs.P99-service, "p99-overhead-ms")
+			b.ReportMetric(st.AchievedRate, "req/s")
+		})
+	}
+}

@@ -95,6 +95,9 @@ func (e *Engine) Check(exp *experiments.Experiment) ([]string, error) {
 	if err := checkProxies(exp, e.opts.LbchaosBinary); err != nil {
 		return nil, err
 	}
+	if err := checkGRPC(exp); err != nil {
+		return nil, err
+	}
 	var notes []string
 	if len(exp.Instances.External) > 0 {
 		notes = append(notes, "The instances are external: they serve load as they are, and the experiment's workers, queue limit and service time "+
@@ -182,6 +185,9 @@ func (e *Engine) Measure(ctx context.Context, job engine.Job) (m *engine.Measure
 			return nil, fmt.Errorf("instance %d at %s is not healthy: %w", b.ID, b.URL, err)
 		}
 		targets[i] = b.URL
+	}
+	if exp.Protocol == experiments.ProtocolGRPC {
+		return e.measureGRPC(ctx, job, fl, targets, conns)
 	}
 	if exp.Generators > 1 {
 		return e.measureSpread(ctx, job, fl, targets, conns)
@@ -364,9 +370,9 @@ type resultLoop struct {
 	every    time.Duration // progress lines on job.Log without job.Progress
 	start    time.Time
 	sched    engine.Schedule
-	bal      *transport.Balancer
+	bal      router // the HTTP balancing transport or the gRPC clients
 	coll     *engine.Collector
-	attacker *vegeta.Attacker
+	attacker stopper
 	raw      func(*vegeta.Result) // nil: no raw results kept
 	// proxy keeps the results no instance was named for, to attribute
 	// from the proxy's access log.

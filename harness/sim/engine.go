@@ -87,11 +87,15 @@ func check(exp *experiments.Experiment) ([]string, error) {
 	return nil, nil
 }
 
-// Measure implements engine.Engine. A real proxy strategy is skipped.
+// Measure implements engine.Engine. A real proxy strategy and a gRPC one
+// (grpc-go's own balancer) are skipped.
 func (Engine) Measure(ctx context.Context, job engine.Job) (*engine.Measurement, error) {
 	name := job.Name()
 	if strategies.IsProxy(name) {
 		return &engine.Measurement{Skipped: fmt.Sprintf("%s: a real proxy runs only with the real engine (--engine real); it is left out of the simulation.", name)}, nil
+	}
+	if strategies.IsGRPC(name) {
+		return &engine.Measurement{Skipped: fmt.Sprintf("%s: grpc-go's own balancer runs only with the real engine (--engine real); it is left out of the simulation.", name)}, nil
 	}
 	return simStrategy(ctx, job.Exp, name, simHooks{})
 }

@@ -130,7 +130,7 @@ func TestSimIsDeterministic(t *testing.T) {
 	slices.Reverse(reversed.Strategies)
 	want, got := strategyJSONs(t, first), strategyJSONs(t, run(&reversed))
 	for _, name := range exp.Strategies {
-		if strategies.IsProxy(name) {
+		if strategies.IsProxy(name) || strategies.IsGRPC(name) {
 			continue // not simulated
 		}
 		if want[name] != got[name] {
@@ -142,7 +142,7 @@ func TestSimIsDeterministic(t *testing.T) {
 	reseeded.Seed = exp.Seed + 1
 	other := strategyJSONs(t, run(&reseeded))
 	for _, name := range exp.Strategies {
-		if strategies.IsProxy(name) {
+		if strategies.IsProxy(name) || strategies.IsGRPC(name) {
 			continue
 		}
 		if strings.ReplaceAll(other[name], `"seed": 2`, `"seed": 1`) == want[name] {
@@ -613,11 +613,11 @@ func TestEventQueueOrder(t *testing.T) {
 }
 
 // builtinStrategies counts exp's strategies a simulation runs: all but the
-// real proxies.
+// real proxies and grpc-go's balancers.
 func builtinStrategies(exp *experiments.Experiment) int {
 	n := 0
 	for _, s := range exp.Strategies {
-		if !strategies.IsProxy(s) {
+		if !strategies.IsProxy(s) && !strategies.IsGRPC(s) {
 			n++
 		}
 	}

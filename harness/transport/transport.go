@@ -201,53 +201,19 @@ func (b *Balancer) RoundTrip(req *http.Request) (*http.Response, error) {
 			sreq = strategies.Request{Key: k, HasKey: true}
 		}
 	}
-	start := time.Now()
-	var (
-		ep      = -1 // unknown until the proxy's answer names it
-		done    = func(strategies.Outcome) {}
-		replica int
-		conn    = strategies.Conn{Slot: -1}
-	)
-	if b.proxy == nil {
-		if len(b.lbs) > 1 && seqErr == nil {
-			replica = int(seq % uint64(len(b.lbs)))
-		}
-		ep, conn, done = b.lbs[replica].PickConn(sreq)
-	}
-	rt := &Route{Instance: ep, Key: sreq.Key, HasKey: sreq.HasKey}
-	if seqErr == nil && !b.noRoutes {
-		b.routes.put(seq, rt)
-	}
+	c, err := b.Begin(req.Context(), seq, seqErr == nil, sreq)
 	if h, ok := req.Context().Value(PickedKey{}).(*atomic.Int64); ok {
-		h.Store(int64(ep))
+		h.Store(int64(c.Instance()))
 	}
-	if ep == strategies.NoHost && b.proxy == nil {
-		done(strategies.Outcome{Err: ErrNoHost, Latency: time.Since(start)})
-		return nil, ErrNoHost
+	if err != nil {
+		return nil, err
 	}
-	if ep >= 0 {
-		if n := b.inflight[ep].Add(1); b.connCap > 0 && n > int64(b.connCap) {
-			b.capHits.Add(1)
-		}
-	}
-
-	// The request timeout is applied here rather than by http.Client: the
-	// client's timer would cancel through Request.Cancel, racing the
-	// deadline, and a timeout could pass for an ordinary cancellation. It
-	// covers the whole exchange, body included.
-	var (
-		ctx    context.Context
-		cancel context.CancelFunc
-	)
-	if b.timeout > 0 {
-		ctx, cancel = context.WithTimeout(req.Context(), b.timeout)
-	} else {
-		ctx, cancel = context.WithCancel(req.Context())
-	}
-	stop := context.AfterFunc(b.abort, func() {
-		rt.Aborted.Store(true)
-		cancel()
-	})
+	// The request timeout is applied by the call rather than by
+	// http.Client: the client's timer would cancel through Request.Cancel,
+	// racing the deadline, and a timeout could pass for an ordinary
+	// cancellation. It covers the whole exchange, body included.
+	rt, ep, finish := c.Route(), c.Instance(), c.Finish
+	ctx := c.Context()
 	if b.proxy != nil {
 		ctx = traceConn(ctx, rt)
 	}
@@ -263,24 +229,7 @@ func (b *Balancer) RoundTrip(req *http.Request) (*http.Response, error) {
 		out.Header.Set(SeqHeader, strconv.FormatUint(seq*b.gens+b.gen, 10))
 	}
 
-	finish := func(status int, load string, err error) {
-		stop()
-		cancel()
-		if ep >= 0 {
-			b.inflight[ep].Add(-1)
-		}
-		timeout := err != nil && !rt.Aborted.Load() && isTimeout(ctx, err)
-		rt.Timeout.Store(timeout)
-		o := strategies.Outcome{Status: status, Err: err, Timeout: timeout, Latency: time.Since(start)}
-		if load != "" {
-			if v, perr := strconv.ParseFloat(load, 64); perr == nil {
-				o.Load, o.HasLoad = v, true
-			}
-		}
-		done(o)
-	}
-
-	resp, err := b.roundTrip(out, replica, ep, conn)
+	resp, err := b.roundTrip(out, c.replica, ep, c.conn)
 	if err != nil {
 		finish(0, "", err)
 		return nil, err

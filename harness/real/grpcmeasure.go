@@ -1,0 +1,172 @@
+package real
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	vegeta "github.com/tsenart/vegeta/v12/lib"
+
+	"github.com/lbchaos/lbchaos/harness/engine"
+	"github.com/lbchaos/lbchaos/harness/fleet"
+	"github.com/lbchaos/lbchaos/harness/transport"
+	"github.com/lbchaos/lbchaos/reports"
+	"github.com/lbchaos/lbchaos/strategies"
+)
+
+// measureGRPC measures one strategy with the gRPC load (protocol: grpc)
+// on the started fleet fl, whose instances are at targets: the same
+// schedule, faults, joins, collector, progress and raw results as the HTTP
+// load, with calls instead of requests.
+func (e *Engine) measureGRPC(ctx context.Context, job engine.Job, fl fleet.Fleet, targets []*url.URL, conns int) (m *engine.Measurement, err error) {
+	exp, name, opts := job.Exp, job.Name(), e.opts
+	events := engine.NewEventLog(time.Now())
+	var (
+		armed  atomic.Bool // subchannel events are recorded from the start on
+		lbs    []*strategies.Balancer
+		bal    *transport.Balancer
+		client grpcClient
+	)
+	if strategies.IsGRPC(name) {
+		var initial []int
+		for id := range exp.Instances.Count {
+			if exp.Instances.Instance(id).JoinAt == 0 {
+				initial = append(initial, id)
+			}
+		}
+		if client, err = newGRPCPolicyClient(name, exp.Replicas, targets, initial, exp.Timeout, ctx, events, &armed); err != nil {
+			return nil, err
+		}
+	} else {
+		if lbs, err = engine.NewBalancers(exp, name, strategies.SystemClock{}, events); err != nil {
+			return nil, err
+		}
+		bal = transport.NewBalancer(lbs, targets, exp.Timeout, conns, ctx)
+		defer bal.CloseIdleConnections() // its HTTP transport serves the health probes
+		if client, err = newGRPCBuiltinClient(name, bal, len(lbs), targets, exp.Connections); err != nil {
+			return nil, err
+		}
+	}
+	defer client.close()
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	client.connect(cctx)
+	cancel()
+
+	var start time.Time // set just before the attack; read by the targeter
+	targeter := newTargeter(exp, &start, 0, 1)
+	sched := engine.NewSchedule(exp.Arrival, exp.Rate, exp.Seed)
+	coll := engine.NewCollector(len(targets), exp.Duration, exp.Timeout, exp.SlowThreshold)
+	var raw *rawWriter
+	if opts.RawDir != "" {
+		if raw, err = newRawWriter(filepath.Join(opts.RawDir, "results-"+reports.Slug(name)+".bin")); err != nil {
+			return nil, fmt.Errorf("raw results: %w", err)
+		}
+		defer func() {
+			if cerr := raw.close(); cerr != nil && err == nil {
+				err = fmt.Errorf("raw results: %w", cerr)
+			}
+		}()
+	}
+
+	faults := newFaultRunner(fl, exp.Faults, exp.Duration, client.setTarget)
+	if err := faults.applyInitial(ctx); err != nil {
+		return nil, err
+	}
+	faultCtx, stopFaults := context.WithCancel(ctx)
+	defer stopFaults()
+
+	attacker := newGRPCAttacker()
+	start = time.Now()
+	events.SetStart(start)
+	armed.Store(true)
+	var faultWG sync.WaitGroup
+	var faultStop atomic.Int64 // since start; 0 = none
+	faultWG.Go(func() {
+		faults.run(faultCtx, start, func(error) {
+			faultStop.Store(int64(max(time.Since(start), 1)))
+			attacker.Stop()
+		})
+	})
+	faultWG.Go(func() { runGRPCJoins(faultCtx, start, job, lbs, client) })
+	if bal != nil {
+		startProbes(faultCtx, &faultWG, lbs, bal, len(targets))
+	}
+	results := attacker.attack(engine.Until(sched, exp.Duration), exp.Duration+engine.EndGrace, func(seq uint64) *vegeta.Result {
+		var t vegeta.Target
+		_ = targeter(&t) // never fails
+		var sreq strategies.Request
+		if v := t.Header.Get(strategies.KeyHeader); v != "" {
+			if k, perr := parseKey(v); perr == nil {
+				sreq = strategies.Request{Key: k, HasKey: true}
+			}
+		}
+		return client.call(seq, pathOf(t.URL), sreq)
+	})
+
+	loop := resultLoop{job: job, every: opts.ProgressEvery, start: start, sched: sched, bal: client, coll: coll, attacker: attacker}
+	if raw != nil {
+		loop.raw = raw.add
+	}
+	res := loop.run(ctx, results)
+	sent, interrupted := res.sent, res.interrupted
+	span := time.Since(start)
+	stopFaults()
+	faultWG.Wait()
+	armed.Store(false)
+	if d := time.Duration(faultStop.Load()); interrupted < 0 && d > 0 {
+		interrupted = d
+	}
+	m = &engine.Measurement{}
+	if bal != nil {
+		m.ConnBound, m.CapHits = conns, bal.CapHits()
+	}
+	m.Notes = append(m.Notes, grpcNote(name, exp.Connections, exp.Replicas))
+	coll.Finish()
+	elapsed := attackTime(exp.Duration, interrupted)
+	if opts.RawDir != "" {
+		if err := writeHDRLog(opts.RawDir, name, coll, start, start.Add(elapsed)); err != nil {
+			m.Notes = append(m.Notes, fmt.Sprintf("%s: histogram log not written: %v", name, err))
+		}
+	}
+	m.Strategy = coll.Strategy(name, exp.FaultyInstances())
+	m.Sent, m.Scheduled, m.Elapsed, m.Interrupted = sent, sched.Count(elapsed), elapsed, interrupted >= 0
+	m.Ejections = engine.Ejections(lbs)
+	m.Events, m.EventDrops = events.Sorted()
+	m.Aborted, m.Unattributed = coll.Aborted(), coll.Unattributed()
+	if interrupted < 0 {
+		setUtilization(ctx, fl, exp, m, span)
+	}
+	return m, faults.error()
+}
+
+// grpcNote says how strategy name's calls travelled.
+func grpcNote(name string, connections, replicas int) string {
+	if strategies.IsGRPC(name) {
+		return fmt.Sprintf("%s: grpc-go's own policy in %d grpc.ClientConn (one per replica), one HTTP/2 connection per instance each; "+
+			"its subchannel state changes are the subchannel-* events.", name, max(1, replicas))
+	}
+	return fmt.Sprintf("%s: gRPC calls, the built-in strategy picking per call; each replica holds %d HTTP/2 connection(s) to each instance.", name, max(1, connections))
+}
+
+// runGRPCJoins adds the joining instances to the built-in strategies' host
+// sets (lbs) and to the gRPC client's at their time, until ctx is done.
+func runGRPCJoins(ctx context.Context, start time.Time, job engine.Job, lbs []*strategies.Balancer, client grpcClient) {
+	at, hosts := engine.JoinSteps(job.Exp)
+	for i, t := range at {
+		timer := time.NewTimer(time.Until(start.Add(t)))
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return
+		case <-timer.C:
+		}
+		for _, lb := range lbs {
+			_ = lb.SetHosts(hosts[i]) // validated by construction
+		}
+		client.setHosts(hosts[i])
+	}
+}

@@ -1,0 +1,101 @@
+package transport
+
+import (
+	"context"
+	"strconv"
+	"time"
+
+	"github.com/lbchaos/lbchaos/strategies"
+)
+
+// Call is one request between the strategy's pick and its done callback:
+// an HTTP round trip (RoundTrip) or any other exchange the caller carries
+// out itself (a gRPC call), with the same bookkeeping — the route kept for
+// Take, the instance's in-flight count, the request timeout and the run's
+// abort, and the outcome reported to the strategy exactly once by Finish.
+type Call struct {
+	// Immutable after Begin.
+	b      *Balancer
+	ep     int // the instance picked; -1 for a proxy client
+	// replica is the balancer that picked, conn the connection it pinned
+	// the request to (Slot -1: none).
+	replica int
+	conn    strategies.Conn
+	rt     *Route
+	start  time.Time
+	ctx    context.Context
+	cancel context.CancelFunc
+	stop   func() bool
+	done   func(strategies.Outcome)
+}
+
+// Begin picks an instance for a request of sreq whose result has sequence
+// number seq (hasSeq false: none, no route is kept). With several
+// replicas, replica seq mod K picks. When the strategy allows no instance
+// the outcome is already reported and Begin returns ErrNoHost (the route
+// is kept, naming no instance); otherwise the caller must call Finish.
+func (b *Balancer) Begin(parent context.Context, seq uint64, hasSeq bool, sreq strategies.Request) (*Call, error) {
+	c := &Call{b: b, ep: -1, start: time.Now(), done: func(strategies.Outcome) {}, conn: strategies.Conn{Slot: -1}}
+	if b.proxy == nil {
+		if len(b.lbs) > 1 && hasSeq {
+			c.replica = int(seq % uint64(len(b.lbs)))
+		}
+		c.ep, c.conn, c.done = b.lbs[c.replica].PickConn(sreq)
+	}
+	c.rt = &Route{Instance: c.ep, Key: sreq.Key, HasKey: sreq.HasKey}
+	if hasSeq && !b.noRoutes {
+		b.routes.put(seq, c.rt)
+	}
+	if c.ep == strategies.NoHost && b.proxy == nil {
+		c.done(strategies.Outcome{Err: ErrNoHost, Latency: time.Since(c.start)})
+		return c, ErrNoHost
+	}
+	if c.ep >= 0 {
+		if n := b.inflight[c.ep].Add(1); b.connCap > 0 && n > int64(b.connCap) {
+			b.capHits.Add(1)
+		}
+	}
+	if b.timeout > 0 {
+		c.ctx, c.cancel = context.WithTimeout(parent, b.timeout)
+	} else {
+		c.ctx, c.cancel = context.WithCancel(parent)
+	}
+	rt, cancel := c.rt, c.cancel
+	c.stop = context.AfterFunc(b.abort, func() {
+		rt.Aborted.Store(true)
+		cancel()
+	})
+	return c, nil
+}
+
+// Instance returns the instance picked (NoHost when none; -1 for a proxy
+// client, whose answer names it).
+func (c *Call) Instance() int { return c.ep }
+
+// Route returns the call's route.
+func (c *Call) Route() *Route { return c.rt }
+
+// Context returns the call's context: the parent's, cut off at the request
+// timeout and when the run is interrupted.
+func (c *Call) Context() context.Context { return c.ctx }
+
+// Finish ends the call with the answer's status (0 when none arrived), the
+// backend's load report (its LoadHeader value; "" when none) and the
+// transport error, if any: it releases the context, records a timeout in
+// the route and reports the outcome to the strategy. Call it once.
+func (c *Call) Finish(status int, load string, err error) {
+	c.stop()
+	c.cancel()
+	if c.ep >= 0 {
+		c.b.inflight[c.ep].Add(-1)
+	}
+	timeout := err != nil && !c.rt.Aborted.Load() && isTimeout(c.ctx, err)
+	c.rt.Timeout.Store(timeout)
+	o := strategies.Outcome{Status: status, Err: err, Timeout: timeout, Latency: time.Since(c.start)}
+	if load != "" {
+		if v, perr := strconv.ParseFloat(load, 64); perr == nil {
+			o.Load, o.HasLoad = v, true
+		}
+	}
+	c.done(o)
+}
