@@ -103,4 +103,3 @@ func (f *processFleet) Close() error {
 	})
 	return nil
 }
-

@@ -15,18 +15,18 @@ import (
 // abort, and the outcome reported to the strategy exactly once by Finish.
 type Call struct {
 	// Immutable after Begin.
-	b      *Balancer
-	ep     int // the instance picked; -1 for a proxy client
+	b  *Balancer
+	ep int // the instance picked; -1 for a proxy client
 	// replica is the balancer that picked, conn the connection it pinned
 	// the request to (Slot -1: none).
 	replica int
 	conn    strategies.Conn
-	rt     *Route
-	start  time.Time
-	ctx    context.Context
-	cancel context.CancelFunc
-	stop   func() bool
-	done   func(strategies.Outcome)
+	rt      *Route
+	start   time.Time
+	ctx     context.Context
+	cancel  context.CancelFunc
+	stop    func() bool
+	done    func(strategies.Outcome)
 }
 
 // Begin picks an instance for a request of sreq whose result has sequence
