@@ -73,20 +73,11 @@ func (a sidecarGRPC) forward(act Action)   { a.s.forwardGRPC(a.w, a.r, act) }
 // answer, held as forward holds an HTTP answer (a.Scale), with the
 // sidecar's metadata and load report.
 func (s *Sidecar) forwardGRPC(w http.ResponseWriter, r *http.Request, a Action) {
-	s.inFlight.Add(1)
-	began := time.Now()
-	s.window.begin(began)
-	defer func() {
-		ended := time.Now()
-		s.busy.Add(int64(ended.Sub(began)))
-		s.inFlight.Add(-1)
-		s.window.end(ended)
-	}()
+	began, end := s.track()
+	defer end()
 	client := r.Context()
-	ctx, cancel := context.WithCancel(client)
+	ctx, cancel := s.forwardContext(client)
 	defer cancel()
-	stop := context.AfterFunc(s.doneCtx, cancel)
-	defer stop()
 
 	if err := sleepUntil(ctx, began.Add(a.Service), s.done); err != nil {
 		s.forwardGRPCError(w, client, err)

@@ -337,24 +337,37 @@ func (a sidecarHTTP) fail(load, status int, _ codes.Code, msg string) {
 func (a sidecarHTTP) reset(wholeConn bool) { resetRequest(a.w, a.r, wholeConn) }
 func (a sidecarHTTP) forward(act Action)   { a.s.forward(a.w, a.r, act) }
 
-// forward waits a.Service, forwards r and answers with the upstream's
-// answer, held so that it ends no sooner than a.Scale times the upstream's
-// time (see dilatedBody).
-func (s *Sidecar) forward(w http.ResponseWriter, r *http.Request, a Action) {
+// track counts a forwarded request, in flight and busy from now until end
+// is called.
+func (s *Sidecar) track() (began time.Time, end func()) {
 	s.inFlight.Add(1)
-	began := time.Now()
+	began = time.Now()
 	s.window.begin(began)
-	defer func() {
+	return began, func() {
 		ended := time.Now()
 		s.busy.Add(int64(ended.Sub(began)))
 		s.inFlight.Add(-1)
 		s.window.end(ended)
-	}()
-	client := r.Context()
+	}
+}
+
+// forwardContext is a forwarded request's context: the client's, cancelled
+// too when the sidecar closes.
+func (s *Sidecar) forwardContext(client context.Context) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithCancel(client)
-	defer cancel()
 	stop := context.AfterFunc(s.doneCtx, cancel)
-	defer stop()
+	return ctx, func() { stop(); cancel() }
+}
+
+// forward waits a.Service, forwards r and answers with the upstream's
+// answer, held so that it ends no sooner than a.Scale times the upstream's
+// time (see dilatedBody).
+func (s *Sidecar) forward(w http.ResponseWriter, r *http.Request, a Action) {
+	began, end := s.track()
+	defer end()
+	client := r.Context()
+	ctx, cancel := s.forwardContext(client)
+	defer cancel()
 
 	if err := sleepUntil(ctx, began.Add(a.Service), s.done); err != nil {
 		s.forwardError(w, client, err)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/url"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -14,7 +13,6 @@ import (
 	"github.com/lbchaos/lbchaos/harness/engine"
 	"github.com/lbchaos/lbchaos/harness/fleet"
 	"github.com/lbchaos/lbchaos/harness/transport"
-	"github.com/lbchaos/lbchaos/reports"
 	"github.com/lbchaos/lbchaos/strategies"
 )
 
@@ -60,17 +58,11 @@ func (e *Engine) measureGRPC(ctx context.Context, job engine.Job, fl fleet.Fleet
 	targeter := newTargeter(exp, &start, 0, 1)
 	sched := engine.NewSchedule(exp.Arrival, exp.Rate, exp.Seed)
 	coll := engine.NewCollector(len(targets), exp.Duration, exp.Timeout, exp.SlowThreshold)
-	var raw *rawWriter
-	if opts.RawDir != "" {
-		if raw, err = newRawWriter(filepath.Join(opts.RawDir, "results-"+reports.Slug(name)+".bin")); err != nil {
-			return nil, fmt.Errorf("raw results: %w", err)
-		}
-		defer func() {
-			if cerr := raw.close(); cerr != nil && err == nil {
-				err = fmt.Errorf("raw results: %w", cerr)
-			}
-		}()
+	var raw *rawWriter // nil: no raw results kept
+	if raw, err = openRaw(opts.RawDir, name); err != nil {
+		return nil, err
 	}
+	defer closeRaw(raw, &err)
 
 	faults := newFaultRunner(fl, exp.Faults, exp.Duration, client.setTarget)
 	if err := faults.applyInitial(ctx); err != nil {

@@ -2,6 +2,7 @@ package real
 
 import (
 	"bufio"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -69,4 +70,28 @@ func writeHDRLog(dir, name string, coll *engine.Collector, start, end time.Time)
 		werr = cerr
 	}
 	return werr
+}
+
+// openRaw opens strategy name's raw results file in dir, or returns nil
+// when dir is "" (no raw results kept).
+func openRaw(dir, name string) (*rawWriter, error) {
+	if dir == "" {
+		return nil, nil
+	}
+	w, err := newRawWriter(filepath.Join(dir, "results-"+reports.Slug(name)+".bin"))
+	if err != nil {
+		return nil, fmt.Errorf("raw results: %w", err)
+	}
+	return w, nil
+}
+
+// closeRaw closes w (nil: nothing to close) and, when *err is nil, sets it
+// to the error of closing.
+func closeRaw(w *rawWriter, err *error) {
+	if w == nil {
+		return
+	}
+	if cerr := w.close(); cerr != nil && *err == nil {
+		*err = fmt.Errorf("raw results: %w", cerr)
+	}
 }

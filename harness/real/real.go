@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -23,7 +22,6 @@ import (
 	"github.com/lbchaos/lbchaos/harness/process"
 	"github.com/lbchaos/lbchaos/harness/proxies"
 	"github.com/lbchaos/lbchaos/harness/transport"
-	"github.com/lbchaos/lbchaos/reports"
 	"github.com/lbchaos/lbchaos/strategies"
 )
 
@@ -218,17 +216,11 @@ func (e *Engine) Measure(ctx context.Context, job engine.Job) (m *engine.Measure
 	sched := engine.NewSchedule(exp.Arrival, exp.Rate, exp.Seed)
 	coll := engine.NewCollector(len(backends), exp.Duration, exp.Timeout, exp.SlowThreshold)
 
-	var raw *rawWriter
-	if opts.RawDir != "" {
-		if raw, err = newRawWriter(filepath.Join(opts.RawDir, "results-"+reports.Slug(name)+".bin")); err != nil {
-			return nil, fmt.Errorf("raw results: %w", err)
-		}
-		defer func() {
-			if cerr := raw.close(); cerr != nil && err == nil {
-				err = fmt.Errorf("raw results: %w", cerr)
-			}
-		}()
+	var raw *rawWriter // nil: no raw results kept
+	if raw, err = openRaw(opts.RawDir, name); err != nil {
+		return nil, err
 	}
+	defer closeRaw(raw, &err)
 
 	faults := newFaultRunner(fl, exp.Faults, exp.Duration, bal.SetTarget)
 	if err := faults.applyInitial(ctx); err != nil {

@@ -10,7 +10,6 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -25,7 +24,6 @@ import (
 	"github.com/lbchaos/lbchaos/harness/engine"
 	"github.com/lbchaos/lbchaos/harness/fleet"
 	"github.com/lbchaos/lbchaos/harness/proxies"
-	"github.com/lbchaos/lbchaos/reports"
 	"github.com/lbchaos/lbchaos/strategies"
 )
 
@@ -67,17 +65,11 @@ func (e *Engine) measureSpread(ctx context.Context, job engine.Job, fl fleet.Fle
 	coll := engine.NewCollector(len(targets), exp.Duration, exp.Timeout, exp.SlowThreshold)
 	merger := engine.NewMerger(coll, gens)
 
-	var raw *rawWriter
-	if opts.RawDir != "" {
-		if raw, err = newRawWriter(filepath.Join(opts.RawDir, "results-"+reports.Slug(name)+".bin")); err != nil {
-			return nil, fmt.Errorf("raw results: %w", err)
-		}
-		defer func() {
-			if cerr := raw.close(); cerr != nil && err == nil {
-				err = fmt.Errorf("raw results: %w", cerr)
-			}
-		}()
+	var raw *rawWriter // nil: no raw results kept
+	if raw, err = openRaw(opts.RawDir, name); err != nil {
+		return nil, err
 	}
+	defer closeRaw(raw, &err)
 	// A proxy strategy: one proxy, which every generator sends to.
 	var proxy *proxies.Proxy
 	if strategies.IsProxy(name) {
