@@ -5,7 +5,7 @@ NAME    ?=
 ARGS    ?=
 PKGS    := ./...
 
-.PHONY: all build image example-image experiment list test vet fmt-check bench bench-strategies bench-harness bench-proxy deps clean kube-up kube-down kube-load kube-image kube-status
+.PHONY: all build image example-image experiment list test vet fmt-check bench bench-strategies bench-harness bench-calls bench-proxy deps clean kube-up kube-down kube-load kube-image kube-status
 
 all: build
 
@@ -51,7 +51,7 @@ test: fmt-check vet
 # Go benchmarks: each strategy's pick+done cost, the backend's handler cost,
 # the harness's own latency overhead on the baseline load (in-process and
 # Docker), and the simulator's speed and memory.
-bench: bench-strategies bench-harness
+bench: bench-strategies bench-harness bench-calls
 
 bench-strategies:
 	$(GO) test -run '^$$' -bench . -benchmem ./strategies/ ./faultyserver/
@@ -72,6 +72,11 @@ deps:
 		pkg=$$p; [ $$p = nginx ] && pkg=nginx-light; [ $$p = stream ] && pkg=libnginx-mod-stream; \
 		$(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$pkg || exit 1; \
 	done
+
+# One exchange at a time through the engine's client to a backend that
+# answers at once: HTTP/1.1 against gRPC (built-in and grpc-go balancers).
+bench-calls:
+	$(GO) test -run '^$$' -bench '^BenchmarkCallCost' -benchtime 2000x -count 3 ./harness/real/
 
 # Real load (overhead, in-process and Docker) and the simulator (speed, memory).
 bench-harness:
