@@ -71,7 +71,10 @@ type fastestResponse struct {
 	// Mutable; the Balancer's mutex guards it.
 	hosts   []fastestHost // indexed by endpoint id
 	samples []int64       // host ep's ring is samples[ep*window : (ep+1)*window], nanoseconds
-	choose  sampledMin
+	// avg is each endpoint's average in nanoseconds, 0 before its first
+	// sample; kept beside hosts so that a scan reads one dense slice.
+	avg  []float64
+	rand *rand.Rand
 }
 
 // fastestHost is the window of response times of one endpoint.
@@ -93,29 +96,47 @@ func newFastestResponse(n, window int, r *rand.Rand) *fastestResponse {
 		dones:   make([]func(Outcome), n),
 		hosts:   make([]fastestHost, n),
 		samples: make([]int64, n*window),
+		avg:     make([]float64, n),
+		rand:    r,
 	}
 	for ep := range f.dones {
 		f.dones[ep] = func(o Outcome) { f.observe(ep, o) }
 	}
-	// count 0: scan every host, ties uniformly at random.
-	f.choose = sampledMin{rand: r, load: f.average}
 	return f
 }
 
+// Pick returns the host of lowest average, ties uniformly at random: a
+// first pass finds the lowest average and how many hosts share it, a second
+// takes the k-th of them for one uniform draw k, so the choice does not
+// depend on the order of hosts.
 func (f *fastestResponse) Pick(_ Request, hosts []int) (int, func(Outcome)) {
-	ep := f.choose.pick(hosts)
-	return ep, f.dones[ep]
+	least, ties := f.avg[hosts[0]], 1
+	for _, h := range hosts[1:] {
+		switch a := f.avg[h]; {
+		case a < least:
+			least, ties = a, 1
+		case a == least:
+			ties++
+		}
+	}
+	k := 0
+	if ties > 1 {
+		k = f.rand.IntN(ties)
+	}
+	for _, h := range hosts {
+		if f.avg[h] == least {
+			if k == 0 {
+				return h, f.dones[h]
+			}
+			k--
+		}
+	}
+	panic("unreachable: a host of lowest average was counted but not found")
 }
 
 // average returns the mean of ep's window in nanoseconds, 0 when it has no
 // sample yet.
-func (f *fastestResponse) average(ep int) float64 {
-	h := &f.hosts[ep]
-	if h.count == 0 {
-		return 0
-	}
-	return float64(h.sum) / float64(h.count)
-}
+func (f *fastestResponse) average(ep int) float64 { return f.avg[ep] }
 
 // observe puts the latency of one outcome of ep into its window, replacing
 // the oldest sample once the window is full.
@@ -134,4 +155,5 @@ func (f *fastestResponse) observe(ep int, o Outcome) {
 	if h.next == f.window {
 		h.next = 0
 	}
+	f.avg[ep] = float64(h.sum) / float64(h.count)
 }
