@@ -13,8 +13,8 @@ import (
 )
 
 func TestShippedExperimentsLoad(t *testing.T) {
-	want := []string{"all-failing", "app-fast-fail", "app-slow-instance", "baseline", "cold-start", "crash", "error-rate", "fast-fail", "freeze", "grpc-fast-fail", "grpc-slow-instance", "herd",
-		"hetero-hardware", "heterogeneous", "hot-key", "latency-spike", "long-connections", "noisy-neighbor", "slow-instance", "zone-jitter"}
+	want := []string{"all-failing", "app-fast-fail", "app-slow-instance", "baseline", "cold-start", "crash", "error-rate", "fast-fail", "fastest-response-trap", "freeze", "grpc-fast-fail", "grpc-slow-instance", "herd",
+		"hetero-hardware", "heterogeneous", "hot-key", "ip-hash-pool", "latency-spike", "long-connections", "noisy-neighbor", "slow-instance", "zone-jitter"}
 	if diff := cmp.Diff(want, Names()); diff != "" {
 		t.Fatalf("Names() mismatch (-want +got):\n%s", diff)
 	}
