@@ -50,6 +50,7 @@ func TestShippedSettings(t *testing.T) {
 	}{
 		{"baseline", []string{"round-robin", "random", "least-inflight", "p2c"}, "", 30 * time.Second, time.Second},
 		{"slow-instance", []string{"round-robin", "random", "least-inflight", "p2c", "least-inflight+eject(consecutive=5,duration=5s)",
+			"round-robin+circuit(max_inflight=16,duration=5s)",
 			"nginx:round_robin", "nginx:least_conn", "nginx:random_two", "haproxy:roundrobin", "haproxy:leastconn", "haproxy:random(2)",
 			"caddy:least_conn", "caddy:round_robin(fail_duration=5s,max_fails=20,unhealthy_latency=75ms)"},
 			"0@0s:slow", 30 * time.Second, time.Second},
