@@ -49,19 +49,27 @@ func init() {
 // count is below the limit by then; if not, it stays out for another
 // duration (the same opening: no event, not counted again). There is no
 // half-open probing: a re-admitted endpoint takes its share at once, and
-// reopens when it reaches the limit again. So outside the fallback below an
-// endpoint never holds more than max_inflight requests from this Balancer. Opening is decided at the pick, so the circuit must be
-// the Picker whose choice the Balancer counts: nothing outside it may drop
-// or replace the endpoint it returns (eject, health and slowstart wrappers
-// pass their inner Picker's choice through and may go on either side).
+// reopens when it reaches the limit again. So an endpoint never holds more
+// than max_inflight requests from this Balancer unless every given host
+// holds as many (the fallback below). Opening is decided at the pick, so the
+// circuit must be the Picker whose choice the Balancer counts: nothing
+// outside it may drop or replace the endpoint it returns (eject, health and
+// slowstart wrappers pass their inner Picker's choice through and may go on
+// either side).
 //
-// All open: when every given host is out, the circuit passes every given
-// host to the inner Picker and opens no circuit, as Envoy's panic mode
-// ignores health. The circuit opens on a load signal, not a failure: with
-// NoHost a burst that briefly filled every endpoint would fail all traffic
-// for the whole duration, when the instances are answering; passing all
-// hosts makes the balancer behave as if it had no breaker until the first
-// circuit closes.
+// All open: when every given host is out, the circuit passes the inner
+// Picker those of them with fewer than max_inflight requests in flight at
+// that pick, timers ignored, and opens no circuit: a pure in-flight cap
+// until the first circuit closes. When none is below the limit it passes
+// every given host, as Envoy's panic mode ignores health, rather than
+// failing with NoHost: the circuit opens on a load signal, not a failure,
+// and with NoHost a burst that briefly filled every endpoint (a client's
+// first requests while its connections are dialled) would fail all traffic
+// for the whole duration while the instances answer. Without the cap a burst
+// that opened every circuit at once would hand the slow instance its full
+// round-robin share for a duration, and its queue could keep every count
+// above the limit (through the client's shared connections and workers) at
+// each re-admission.
 //
 // Counting: each opening is an ejection (Balancer.Ejections, the summary's
 // "ejections"), recorded as an EventEject event with Detail "max-inflight";
@@ -92,10 +100,14 @@ type circuit struct {
 
 	// What Pick passes to the inner Picker, derived from the hosts and the
 	// open set when either changes (stale): the given hosts, or avail, those
-	// with a closed circuit, when filtered.
+	// with a closed circuit, when filtered. allOut: every given host is
+	// out, and each pick passes those below the limit (under, rebuilt per
+	// pick), or all when none is.
 	stale    bool
 	filtered bool
+	allOut   bool
 	avail    []int
+	under    []int
 	feed     hostFeed
 }
 
@@ -133,8 +145,12 @@ func (c *circuit) Pick(req Request, hosts []int) (int, func(Outcome)) {
 		c.refresh(hosts)
 	}
 	avail := hosts
-	if c.filtered {
+	switch {
+	case c.filtered:
 		avail = c.avail
+	case c.allOut:
+		avail = c.belowLimit(hosts)
+		c.feed.changed()
 	}
 	c.feed.sync(avail)
 	ep, done := c.inner.Pick(req, avail)
@@ -150,7 +166,7 @@ func (c *circuit) UpdateHosts([]int) { c.stale = true }
 // refresh derives what Pick passes to the inner Picker: the hosts with a
 // closed circuit, or all of hosts when none or all are closed.
 func (c *circuit) refresh(hosts []int) {
-	c.stale, c.filtered = false, false
+	c.stale, c.filtered, c.allOut = false, false, false
 	c.feed.changed()
 	if c.nOpen == 0 {
 		return
@@ -162,6 +178,22 @@ func (c *circuit) refresh(hosts []int) {
 		}
 	}
 	c.filtered = len(c.avail) > 0 && len(c.avail) < len(hosts)
+	c.allOut = len(c.avail) == 0
+}
+
+// belowLimit returns the hosts with fewer requests in flight than the
+// limit, or hosts when there are none.
+func (c *circuit) belowLimit(hosts []int) []int {
+	c.under = c.under[:0]
+	for _, h := range hosts {
+		if c.inflight[h] < c.limit {
+			c.under = append(c.under, h)
+		}
+	}
+	if len(c.under) == 0 {
+		return hosts
+	}
+	return c.under
 }
 
 // open takes ep out until now+duration.

@@ -65,17 +65,21 @@ func TestCircuitScripted(t *testing.T) {
 				finishStep(1), finishStep(2),
 				pickStep(0), // 0 reaches 2 in flight: out
 				pickStep(1), pickStep(2), pickStep(1), pickStep(2),
-				// 1 and 2 reached 2 as well: all out, every host is given again.
+				// 1 and 2 reached 2 as well: all out. Those below the limit
+				// are given: 0 alone, until it holds 2 too.
 				finishStep(0), finishStep(0),
-				pickStep(0), pickStep(1),
+				pickStep(0), pickStep(0),
+				// At 5 s every endpoint still holds 2: out another 5 s.
 				waitStep(5 * time.Second),
-				// 0 is back (1 in flight); 1 and 2 still hold 3 and 2: out
-				// another 5 s. 0 reaches the limit again: all out.
-				pickStep(0),
+				finishStep(0), finishStep(0),
+				// At 10 s 0 is back; 1 and 2 still hold 2. 0 reaches the
+				// limit again.
+				waitStep(5 * time.Second),
+				pickStep(0), pickStep(0),
 			},
 			wantEvents: []Event{
 				ev(0, 0, EventEject), ev(0, 1, EventEject), ev(0, 2, EventEject),
-				ev(5*time.Second, 0, EventReadmit), ev(5*time.Second, 0, EventEject),
+				ev(10*time.Second, 0, EventReadmit), ev(10*time.Second, 0, EventEject),
 			},
 			wantEjected: []int{0, 1, 2},
 		},
@@ -98,6 +102,21 @@ func TestCircuitScripted(t *testing.T) {
 				ev(10*time.Second, 1, EventEject),
 			},
 			wantEjected: []int{1},
+		},
+		{
+			name: "a burst opens every circuit: those below the limit are given until one closes",
+			spec: "round-robin+circuit(max_inflight=2,duration=5s)",
+			n:    3,
+			steps: []circuitStep{
+				pickStep(0), pickStep(1), pickStep(2),
+				pickStep(0), pickStep(1), pickStep(2), // all out
+				finishStep(1), finishStep(1),
+				pickStep(1), pickStep(1),
+				finishStep(2), finishStep(2),
+				pickStep(2), pickStep(2),
+			},
+			wantEvents:  []Event{ev(0, 0, EventEject), ev(0, 1, EventEject), ev(0, 2, EventEject)},
+			wantEjected: []int{0, 1, 2},
 		},
 		{
 			name: "an endpoint below the limit is never taken out",
@@ -150,8 +169,9 @@ func TestCircuitScripted(t *testing.T) {
 }
 
 // TestCircuitLimitHolds drives random picks and dones: no endpoint ever
-// holds more than max_inflight requests unless every host was out, and the
-// in-flight counts return to zero.
+// holds more than max_inflight requests unless every endpoint held as many,
+// none that is out is picked unless all are, and the in-flight counts
+// return to zero.
 func TestCircuitLimitHolds(t *testing.T) {
 	for _, inner := range []string{"round-robin", "p2c", "least-inflight", "random"} {
 		for _, limit := range []int{1, 3, 8} {
@@ -168,6 +188,8 @@ func TestCircuitLimitHolds(t *testing.T) {
 					b.Sweep(clock.Now())
 					out := b.Ejected()
 					allOut := len(out) == n
+					before := b.InFlight()
+					allFull := !slices.ContainsFunc(before, func(v int64) bool { return v < int64(limit) })
 					ep, done := b.Pick(Request{})
 					if ep == NoHost {
 						t.Fatalf("pick %d: NoHost", i)
@@ -175,8 +197,11 @@ func TestCircuitLimitHolds(t *testing.T) {
 					if !allOut && slices.Contains(out, ep) {
 						t.Fatalf("pick %d: endpoint %d picked while out (out: %v)", i, ep, out)
 					}
-					if got := b.InFlight()[ep]; got > int64(limit) && !allOut {
-						t.Fatalf("pick %d: endpoint %d holds %d requests, limit %d", i, ep, got, limit)
+					if got := b.InFlight()[ep]; got > int64(limit) && !allFull {
+						t.Fatalf("pick %d: endpoint %d holds %d requests, limit %d, and not every endpoint was full (%v)", i, ep, got, limit, before)
+					}
+					if allOut && !allFull && before[ep] >= int64(limit) {
+						t.Fatalf("pick %d: all out, endpoint %d at the limit picked while others were below it (%v)", i, ep, before)
 					}
 					open = append(open, done)
 					for len(open) > 0 && r.IntN(2) == 0 {
@@ -203,17 +228,22 @@ func TestCircuitLimitHolds(t *testing.T) {
 
 // TestCircuitRescuesRoundRobin replays the slow-instance story in virtual
 // time: one endpoint takes ten times as long; behind the circuit it gets far
-// less than round robin's share and never holds more than the limit.
+// less than round robin's share, also when a burst opened every circuit.
 func TestCircuitRescuesRoundRobin(t *testing.T) {
 	const n = 5
 	for _, tc := range []struct {
+		name               string
 		spec               string
+		burst              int // picks at the start, all at once
 		minShare, maxShare float64
 	}{
-		{"round-robin", 0.19, 0.21},
-		{"round-robin+circuit(max_inflight=5,duration=1s)", 0, 0.05},
+		{"round robin", "round-robin", 0, 0.19, 0.21},
+		{"breaker", "round-robin+circuit(max_inflight=5,duration=1s)", 0, 0, 0.05},
+		// A burst at the start (a client dialling its connections) opens
+		// every circuit at once; the slow endpoint is still kept at the limit.
+		{"breaker after a burst", "round-robin+circuit(max_inflight=5,duration=1s)", 100, 0, 0.05},
 	} {
-		t.Run(tc.spec, func(t *testing.T) {
+		t.Run(tc.name, func(t *testing.T) {
 			clock := newFakeClock()
 			b := newChecked(t, tc.spec, Env{N: n, Rand: newRand(1), Clock: clock}, "")
 			type req struct {
@@ -224,9 +254,11 @@ func TestCircuitRescuesRoundRobin(t *testing.T) {
 			var now time.Duration
 			counts := make([]int, n)
 			const picks = 20000
-			for range picks {
-				now += time.Millisecond // 1000 req/s
-				clock.Advance(time.Millisecond)
+			for i := range picks {
+				if i >= tc.burst {
+					now += time.Millisecond // 1000 req/s
+					clock.Advance(time.Millisecond)
+				}
 				kept := inflight[:0]
 				for _, r := range inflight {
 					if r.end <= now {
