@@ -2,7 +2,6 @@ package experiments
 
 import (
 	"fmt"
-	"github.com/lbchaos/lbchaos/faultyserver"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +9,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/lbchaos/lbchaos/faultyserver"
 )
 
 func TestShippedExperimentsLoad(t *testing.T) {
@@ -50,6 +51,7 @@ func TestShippedSettings(t *testing.T) {
 	}{
 		{"baseline", []string{"round-robin", "random", "least-inflight", "p2c"}, "", 30 * time.Second, time.Second},
 		{"slow-instance", []string{"round-robin", "random", "least-inflight", "p2c", "least-inflight+eject(consecutive=5,duration=5s)",
+			"round-robin+circuit(max_inflight=16,duration=5s)",
 			"nginx:round_robin", "nginx:least_conn", "nginx:random_two", "haproxy:roundrobin", "haproxy:leastconn", "haproxy:random(2)",
 			"caddy:least_conn", "caddy:round_robin(fail_duration=5s,max_fails=20,unhealthy_latency=75ms)"},
 			"0@0s:slow", 30 * time.Second, time.Second},

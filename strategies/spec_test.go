@@ -108,12 +108,12 @@ func TestParseErrors(t *testing.T) {
 }
 
 func TestNames(t *testing.T) {
-	want := []string{"biased-random", "bounded-load", "ewma", "fastest-response", "key-hash", "least-inflight", "least-request", "maglev", "p2c",
+	want := []string{"biased-random", "bounded-load", "dynamic-weights", "ewma", "fastest-response", "key-hash", "least-inflight", "least-request", "maglev", "p2c",
 		"peak-ewma", "random", "ring-hash", "round-robin", "server-load", "weighted-random", "weighted-round-robin"}
 	if diff := cmp.Diff(want, Names()); diff != "" {
 		t.Errorf("Names() (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff([]string{"eject", "health", "healthcheck", "pinned", "slowstart"}, WrapperNames()); diff != "" {
+	if diff := cmp.Diff([]string{"circuit", "eject", "health", "healthcheck", "pinned", "slowstart"}, WrapperNames()); diff != "" {
 		t.Errorf("WrapperNames() (-want +got):\n%s", diff)
 	}
 }
