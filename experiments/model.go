@@ -66,7 +66,10 @@ type Experiment struct {
 	Seed          uint64
 	Duration      time.Duration
 	Arrival       string
-	Rate          float64 // requests per second
+	Rate          float64 // requests per second; with Profile, its mean over Duration
+	// Profile, when set, makes the rate change over the run (rate:
+	// {stages: ...}); nil is a constant Rate.
+	Profile *RateProfile
 	Timeout       time.Duration
 	SlowThreshold time.Duration
 	Instances     Instances
@@ -303,6 +306,14 @@ type Fault struct {
 	Spec     faultyserver.Fault
 	// Warmup marks the slow fault that models a joining instance's warm-up.
 	Warmup bool
+}
+
+// PeakRate returns the highest request rate of the run.
+func (e *Experiment) PeakRate() float64 {
+	if e.Profile == nil {
+		return e.Rate
+	}
+	return e.Profile.Peak(e.Duration)
 }
 
 // FaultyInstances returns the sorted ids of instances that have any fault.
