@@ -66,10 +66,8 @@ type Experiment struct {
 	Seed          uint64
 	Duration      time.Duration
 	Arrival       string
-	Rate          float64 // requests per second; with Profile, its mean over Duration
-	// Profile, when set, makes the rate change over the run (rate:
-	// {stages: ...}); nil is a constant Rate.
-	Profile *RateProfile
+	Rate          float64      // requests per second; with Profile, its mean over Duration
+	Profile       *RateProfile // rate: {stages: ...}, the rate changing over the run; nil: Rate throughout
 	Timeout       time.Duration
 	SlowThreshold time.Duration
 	Instances     Instances
