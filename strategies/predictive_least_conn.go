@@ -9,7 +9,7 @@ import (
 // Defaults of predictive-least-conn.
 const (
 	DefaultPredictHorizon  = 5 * time.Second
-	DefaultPredictInterval = 500 * time.Millisecond
+	DefaultPredictInterval = time.Second
 	DefaultPredictWindow   = 6
 )
 
@@ -56,6 +56,11 @@ func init() {
 // lazily, at the first Pick after them, so the strategy needs no timer and
 // runs the same on the simulator's virtual clock; a period that spans an
 // idle gap is one longer sample at its own mid-time.
+//
+// The defaults (horizon 5 s, interval 1 s, window 6) extrapolate a trend
+// no further ahead than the 5 s of history it is fitted to; a shorter
+// history (interval=500ms) extrapolated as far swings traffic between
+// hosts, the count's noise multiplied by the horizon.
 //
 // Where it departs from the survey: the history is the in-flight count
 // from this Balancer (not connections reported by the servers); the model

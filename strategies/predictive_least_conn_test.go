@@ -126,7 +126,7 @@ func TestPredictiveLeastConnSlope(t *testing.T) {
 // TestPredictiveLeastConnScripted runs a Balancer against scripted
 // backends on a fake clock: a request arrives every millisecond; endpoint
 // 1 answers in 10 ms, endpoint 0 too but for 1 s to 2 s, when it takes
-// 80 ms. With the default horizon (5 s) the forecast sees endpoint 0's
+// 80 ms. Sampled every 500 ms, the forecast 5 s ahead sees endpoint 0's
 // count rising and sends it less than least-inflight does during the
 // slowdown; once it recovers, its count and then its trend fall, its
 // forecast drops to 0, and it gets nearly everything (the overshoot),
@@ -171,7 +171,7 @@ func TestPredictiveLeastConnScripted(t *testing.T) {
 		}
 		return to0
 	}
-	li, pr := run("least-inflight"), run("predictive-least-conn")
+	li, pr := run("least-inflight"), run("predictive-least-conn(horizon=5s,interval=500ms)")
 	t.Logf("requests to endpoint 0 per 500 ms: least-inflight %v, predictive %v", li, pr)
 	if slow, liSlow := pr[2]+pr[3], li[2]+li[3]; slow >= liSlow {
 		t.Errorf("during the slowdown endpoint 0 got %d requests, %d from least-inflight: want fewer", slow, liSlow)
