@@ -102,7 +102,7 @@ func Run(ctx context.Context, exp *experiments.Experiment, opts Options) (*repor
 		}
 		rate := fmt.Sprintf("%g req/s (%s)", exp.Rate, exp.Arrival)
 		if exp.Profile != nil {
-			rate = fmt.Sprintf("a mean %.6g req/s (%s, rate stages up to %g)", exp.Rate, exp.Arrival, exp.PeakRate())
+			rate = fmt.Sprintf("a mean %.6g req/s (%s, rate stages up to %.6g)", exp.Rate, exp.Arrival, exp.PeakRate())
 		}
 		fmt.Fprintf(opts.Log, "[%d/%d] %s: %v at %s against %d %s backends\n",
 			i+1, len(exp.Strategies), name, exp.Duration, rate, exp.Instances.Count, info.Backends)
