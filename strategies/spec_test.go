@@ -109,7 +109,7 @@ func TestParseErrors(t *testing.T) {
 
 func TestNames(t *testing.T) {
 	want := []string{"biased-random", "bounded-load", "ewma", "key-hash", "least-inflight", "least-request", "maglev", "p2c",
-		"peak-ewma", "random", "ring-hash", "round-robin", "server-load", "weighted-random", "weighted-round-robin"}
+		"peak-ewma", "predictive-least-conn", "random", "ring-hash", "round-robin", "server-load", "weighted-random", "weighted-round-robin"}
 	if diff := cmp.Diff(want, Names()); diff != "" {
 		t.Errorf("Names() (-want +got):\n%s", diff)
 	}
