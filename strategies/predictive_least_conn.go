@@ -89,6 +89,7 @@ type predictiveLeastConn struct {
 	samples     [][]float64 // samples[ep] is a ring parallel to times
 	head, count int         // next slot of the rings; samples held (<= window)
 	slope       []float64   // by endpoint, requests in flight per second
+	fc          []float64   // by endpoint: this Pick's forecasts (scratch)
 }
 
 var _ Picker = (*predictiveLeastConn)(nil)
@@ -101,6 +102,7 @@ func newPredictiveLeastConn(env *buildEnv, horizon, interval time.Duration, wind
 		times:   make([]float64, window),
 		samples: make([][]float64, env.n),
 		slope:   make([]float64, env.n),
+		fc:      make([]float64, env.n),
 	}
 	for ep := range p.samples {
 		p.samples[ep] = make([]float64, window)
@@ -110,9 +112,12 @@ func newPredictiveLeastConn(env *buildEnv, horizon, interval time.Duration, wind
 
 func (p *predictiveLeastConn) Pick(_ Request, hosts []int) (int, func(Outcome)) {
 	p.observe(p.clock.Now())
-	least, ties := p.forecast(hosts[0]), 1
+	for _, h := range hosts {
+		p.fc[h] = p.forecast(h)
+	}
+	least, ties := p.fc[hosts[0]], 1
 	for _, h := range hosts[1:] {
-		switch f := p.forecast(h); {
+		switch f := p.fc[h]; {
 		case f < least:
 			least, ties = f, 1
 		case f == least:
@@ -124,7 +129,7 @@ func (p *predictiveLeastConn) Pick(_ Request, hosts []int) (int, func(Outcome)) 
 		k = p.rand.IntN(ties)
 	}
 	for _, h := range hosts {
-		if p.forecast(h) == least {
+		if p.fc[h] == least {
 			if k == 0 {
 				return h, noDone
 			}
