@@ -2,7 +2,6 @@ package experiments
 
 import (
 	"fmt"
-	"github.com/lbchaos/lbchaos/faultyserver"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +9,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/lbchaos/lbchaos/faultyserver"
 )
 
 func TestShippedExperimentsLoad(t *testing.T) {
