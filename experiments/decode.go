@@ -24,7 +24,7 @@ type file struct {
 	Seed          *uint64       `yaml:"seed"`
 	Duration      string        `yaml:"duration"`
 	Arrival       string        `yaml:"arrival"`
-	Rate          *float64      `yaml:"rate"`
+	Rate          *fileRate     `yaml:"rate"`
 	Timeout       string        `yaml:"timeout"`
 	SlowThreshold string        `yaml:"slow_threshold"`
 	Instances     *fileFleet    `yaml:"instances"`
@@ -139,16 +139,23 @@ func (f *file) build(source, dir string) (*Experiment, error) {
 		e.Seed = *f.Seed
 	}
 	var err error
-	if e.Duration, err = duration("duration", f.Duration, 0); err != nil {
-		return nil, err
+	if f.Rate == nil {
+		return nil, fieldErr("rate", "is required (requests per second)")
+	}
+	if f.Rate.staged {
+		if e.Profile, e.Duration, err = f.Rate.build(f.Duration); err != nil {
+			return nil, err
+		}
+		e.Rate = e.Profile.Mean(e.Duration)
+	} else {
+		if e.Duration, err = duration("duration", f.Duration, 0); err != nil {
+			return nil, err
+		}
+		e.Rate = f.Rate.Value
 	}
 	if f.Arrival != "" {
 		e.Arrival = f.Arrival
 	}
-	if f.Rate == nil {
-		return nil, fieldErr("rate", "is required (requests per second)")
-	}
-	e.Rate = *f.Rate
 	if e.Timeout, err = duration("timeout", f.Timeout, DefaultTimeout); err != nil {
 		return nil, err
 	}

@@ -66,7 +66,8 @@ type Experiment struct {
 	Seed          uint64
 	Duration      time.Duration
 	Arrival       string
-	Rate          float64 // requests per second
+	Rate          float64      // requests per second; with Profile, its mean over Duration
+	Profile       *RateProfile // rate: {stages: ...}, the rate changing over the run; nil: Rate throughout
 	Timeout       time.Duration
 	SlowThreshold time.Duration
 	Instances     Instances
@@ -303,6 +304,14 @@ type Fault struct {
 	Spec     faultyserver.Fault
 	// Warmup marks the slow fault that models a joining instance's warm-up.
 	Warmup bool
+}
+
+// PeakRate returns the highest request rate of the run.
+func (e *Experiment) PeakRate() float64 {
+	if e.Profile == nil {
+		return e.Rate
+	}
+	return e.Profile.Peak(e.Duration)
 }
 
 // FaultyInstances returns the sorted ids of instances that have any fault.

@@ -45,10 +45,21 @@ func (e *Experiment) Apply(o Overrides) (*Experiment, error) {
 			}
 		}
 		c.Faults = kept
+		// A shorter run cuts the stages off; a longer one holds the last
+		// target to its end.
+		if c.Profile != nil {
+			c.Rate = c.Profile.Mean(c.Duration)
+		}
 	}
 	if o.Rate != 0 {
 		if o.Rate < 0 {
 			return nil, fmt.Errorf("--rate: must be > 0, got %v", o.Rate)
+		}
+		if c.Profile != nil && o.Rate != c.Rate {
+			// --rate is the mean rate: every stage scales in proportion.
+			// A generator, given this mean back, scales the file's
+			// profile by the very same factor.
+			c.Profile = c.Profile.Scaled(o.Rate / c.Rate)
 		}
 		c.Rate = o.Rate
 	}

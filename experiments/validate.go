@@ -26,9 +26,9 @@ func (e *Experiment) Validate() error {
 		return fieldErr("duration", "must be > 0, got %v", e.Duration)
 	case e.Arrival != ArrivalPoisson && e.Arrival != ArrivalConstant:
 		return fieldErr("arrival", "must be %q or %q, got %q", ArrivalPoisson, ArrivalConstant, e.Arrival)
-	case e.Rate <= 0:
+	case e.Profile == nil && !(e.Rate > 0):
 		return fieldErr("rate", "must be > 0 requests per second, got %v", e.Rate)
-	case e.Rate > 1e6:
+	case e.Profile == nil && e.Rate > MaxRate:
 		return fieldErr("rate", "%v requests per second is beyond what one machine can generate; the limit is 1000000", e.Rate)
 	case e.Timeout <= 0:
 		return fieldErr("timeout", "must be > 0, got %v", e.Timeout)
@@ -44,6 +44,11 @@ func (e *Experiment) Validate() error {
 		return fieldErr("instances.queue_limit", "must be >= 0 (0 = unbounded), got %d", e.Instances.QueueLimit)
 	case len(e.Strategies) == 0:
 		return fieldErr("strategies", "needs at least one strategy (known: %s)", strings.Join(strategies.Names(), ", "))
+	}
+	if e.Profile != nil {
+		if err := e.Profile.validate(e.Duration); err != nil {
+			return err
+		}
 	}
 	if err := e.Instances.validateExternal(); err != nil {
 		return err

@@ -100,8 +100,12 @@ func Run(ctx context.Context, exp *experiments.Experiment, opts Options) (*repor
 		if ctx.Err() != nil {
 			break
 		}
-		fmt.Fprintf(opts.Log, "[%d/%d] %s: %v at %g req/s (%s) against %d %s backends\n",
-			i+1, len(exp.Strategies), name, exp.Duration, exp.Rate, exp.Arrival, exp.Instances.Count, info.Backends)
+		rate := fmt.Sprintf("%g req/s (%s)", exp.Rate, exp.Arrival)
+		if exp.Profile != nil {
+			rate = fmt.Sprintf("a mean %.6g req/s (%s, rate stages up to %.6g)", exp.Rate, exp.Arrival, exp.PeakRate())
+		}
+		fmt.Fprintf(opts.Log, "[%d/%d] %s: %v at %s against %d %s backends\n",
+			i+1, len(exp.Strategies), name, exp.Duration, rate, exp.Instances.Count, info.Backends)
 		job := engine.Job{Exp: exp, Index: i, Log: opts.Log, Progress: opts.Progress}
 		wall := time.Now()
 		m, err := opts.Engine.Measure(ctx, job)
@@ -229,6 +233,12 @@ func newSummary(exp *experiments.Experiment, info engine.Info) *reports.Summary 
 	}
 	if exp.Generators > 1 {
 		sum.Generators = exp.Generators
+	}
+	if p := exp.Profile; p != nil {
+		sum.RateProfile = &reports.RateProfile{Start: p.Start}
+		for _, st := range p.Stages {
+			sum.RateProfile.Stages = append(sum.RateProfile.Stages, reports.RateStage{DurationS: st.Duration.Seconds(), Target: st.Target})
+		}
 	}
 	if info.Virtual {
 		// A simulated summary depends on the experiment alone.

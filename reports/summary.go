@@ -33,6 +33,7 @@ type Summary struct {
 	// Fields beyond the v1 core.
 	Description string        `json:"description,omitempty"`
 	Arrival     string        `json:"arrival,omitempty"` // "poisson" or "constant"
+	RateProfile *RateProfile  `json:"rate_profile,omitempty"`
 	TimeoutMs   float64       `json:"timeout_ms,omitempty"`
 	Instances   int           `json:"instances,omitempty"` // instance count
 	Workers     int           `json:"workers"`             // workers per instance (0 = unlimited)

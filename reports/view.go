@@ -251,7 +251,11 @@ func settings(s *Summary) (set, env []row) {
 	add(&set, "workers per instance", fmtWorkers(s.Workers))
 	add(&set, "service time", s.Service)
 	add(&set, "arrivals", s.Arrival)
-	add(&set, "target rate", fmtNum(s.TargetRate)+" req/s")
+	if s.RateProfile != nil {
+		add(&set, "target rate", fmtNum(s.TargetRate)+" req/s on average, in stages "+s.RateProfile.String())
+	} else {
+		add(&set, "target rate", fmtNum(s.TargetRate)+" req/s")
+	}
 	add(&set, "duration per strategy", fmtNum(s.DurationS)+" s")
 	if s.Generators > 1 {
 		add(&set, "load generators", fmt.Sprintf("%d generators on one arrival schedule (request k to generator k mod %d), each with its own balancers: "+

@@ -60,9 +60,9 @@ func TestParseErrors(t *testing.T) {
 	}{
 		{"empty", "", `malformed spec "": empty`},
 		{"blank", "  ", `malformed spec "  ": empty`},
-		{"unknown strategy", "least-conn", `unknown strategy "least-conn" (known: biased-random, bounded-load, ewma, key-hash, least-inflight, least-request, maglev, p2c, peak-ewma, random, ring-hash, round-robin, server-load, weighted-random, weighted-round-robin)`},
-		{"case matters", "P2C", `unknown strategy "P2C" (known: biased-random, bounded-load, ewma, key-hash, least-inflight, least-request, maglev, p2c, peak-ewma, random, ring-hash, round-robin, server-load, weighted-random, weighted-round-robin)`},
-		{"wrapper alone", "eject(consecutive=3)", `unknown strategy "eject" (known: biased-random, bounded-load, ewma, key-hash, least-inflight, least-request, maglev, p2c, peak-ewma, random, ring-hash, round-robin, server-load, weighted-random, weighted-round-robin); "eject" is a wrapper, write it after a strategy as "+eject"`},
+		{"unknown strategy", "least-conn", `unknown strategy "least-conn" (known: biased-random, bounded-load, ewma, key-hash, least-inflight, least-request, maglev, p2c, peak-ewma, predictive-least-conn, random, ring-hash, round-robin, server-load, weighted-random, weighted-round-robin)`},
+		{"case matters", "P2C", `unknown strategy "P2C" (known: biased-random, bounded-load, ewma, key-hash, least-inflight, least-request, maglev, p2c, peak-ewma, predictive-least-conn, random, ring-hash, round-robin, server-load, weighted-random, weighted-round-robin)`},
+		{"wrapper alone", "eject(consecutive=3)", `unknown strategy "eject" (known: biased-random, bounded-load, ewma, key-hash, least-inflight, least-request, maglev, p2c, peak-ewma, predictive-least-conn, random, ring-hash, round-robin, server-load, weighted-random, weighted-round-robin); "eject" is a wrapper, write it after a strategy as "+eject"`},
 		{"unknown wrapper", "p2c+slow-start", `unknown wrapper "slow-start" (known: eject, health, healthcheck, pinned, slowstart)`},
 		{"base as wrapper", "p2c+random", `unknown wrapper "random" (known: eject, health, healthcheck, pinned, slowstart)`},
 		{"wrapper twice", "p2c+eject+eject", `wrapper "eject" given twice`},
@@ -109,7 +109,7 @@ func TestParseErrors(t *testing.T) {
 
 func TestNames(t *testing.T) {
 	want := []string{"biased-random", "bounded-load", "dynamic-weights", "ewma", "fastest-response", "key-hash", "least-inflight", "least-request", "maglev", "p2c",
-		"peak-ewma", "random", "ring-hash", "round-robin", "server-load", "weighted-random", "weighted-round-robin"}
+		"peak-ewma", "predictive-least-conn", "random", "ring-hash", "round-robin", "server-load", "weighted-random", "weighted-round-robin"}
 	if diff := cmp.Diff(want, Names()); diff != "" {
 		t.Errorf("Names() (-want +got):\n%s", diff)
 	}

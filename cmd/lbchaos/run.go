@@ -45,7 +45,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fs.SetOutput(stderr)
 	var (
 		duration = fs.Duration("duration", 0, "attack duration per strategy (default: the experiment's)")
-		rate     = fs.Float64("rate", 0, "requests per second (default: the experiment's)")
+		rate     = fs.Float64("rate", 0, "requests per second (default: the experiment's); with rate stages, their mean: every stage scales in proportion")
 		seed     = fs.Uint64("seed", 0, "seed for every random choice (default: the experiment's)")
 		strats   = fs.String("strategies", "", "comma-separated strategies to run instead of the experiment's, e.g. round-robin,p2c; a file strategy's path, as in nginx:file(path=upstream.conf), is relative to the current directory unless the experiment lists that strategy")
 		out      = fs.String("out", "", "output directory (default: RESULTS/NAME/<UTC timestamp>, with RESULTS/NAME/latest pointing at it)")

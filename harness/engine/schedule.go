@@ -59,6 +59,9 @@ func (c *ConstantSchedule) Rate(time.Duration) float64 { return c.PerSecond }
 type PoissonSchedule struct {
 	rate float64
 	seed uint64
+	// curve, when set, makes the process non-homogeneous (see
+	// NewVaryingPoissonSchedule); sum is then in unit-rate time.
+	curve RateCurve
 
 	mu   sync.Mutex
 	rng  *rand.Rand
@@ -86,10 +89,17 @@ func NewPoissonSchedule(rate float64, seed uint64) *PoissonSchedule {
 // arrival returns arrival k, generating the schedule up to it. p.mu held.
 func (p *PoissonSchedule) arrival(k uint64) (time.Duration, bool) {
 	for p.next <= k {
-		// The explicit conversion forbids a fused multiply-add, so the
-		// schedule is bit-identical on every architecture.
-		p.sum += float64(p.rng.ExpFloat64() / p.rate * float64(time.Second))
-		p.ring[p.next%uint64(len(p.ring))] = time.Duration(p.sum)
+		var t time.Duration
+		if p.curve != nil {
+			p.sum += p.rng.ExpFloat64()
+			t = p.curve.TimeOf(p.sum)
+		} else {
+			// The explicit conversion forbids a fused multiply-add, so the
+			// schedule is bit-identical on every architecture.
+			p.sum += float64(p.rng.ExpFloat64() / p.rate * float64(time.Second))
+			t = time.Duration(p.sum)
+		}
+		p.ring[p.next%uint64(len(p.ring))] = t
 		p.next++
 	}
 	if p.next-k > uint64(len(p.ring)) {
@@ -111,6 +121,15 @@ func (p *PoissonSchedule) Count(d time.Duration) uint64 {
 	rng := newPoissonRand(p.seed)
 	var t float64
 	n := uint64(0)
+	if p.curve != nil {
+		for {
+			t += rng.ExpFloat64()
+			if p.curve.TimeOf(t) >= d {
+				return n
+			}
+			n++
+		}
+	}
 	for {
 		t += float64(rng.ExpFloat64() / p.rate * float64(time.Second))
 		if time.Duration(t) >= d {
@@ -126,8 +145,13 @@ func (p *PoissonSchedule) Pace(elapsed time.Duration, hits uint64) (time.Duratio
 	return max(due-elapsed, 0), false
 }
 
-// Rate implements vegeta.Pacer: the mean rate.
-func (p *PoissonSchedule) Rate(time.Duration) float64 { return p.rate }
+// Rate implements vegeta.Pacer: the mean rate at elapsed.
+func (p *PoissonSchedule) Rate(elapsed time.Duration) float64 {
+	if p.curve != nil {
+		return p.curve.At(elapsed)
+	}
+	return p.rate
+}
 
 func newPoissonRand(seed uint64) *rand.Rand {
 	return rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15))

@@ -85,9 +85,9 @@ func Generate(ctx context.Context, spec GenerateSpec, out, log io.Writer) error 
 		bal = transport.NewBalancer(lbs, spec.Targets, exp.Timeout, conns, ctx, protocolOptions(exp)...)
 	}
 	defer bal.CloseIdleConnections()
-	attacker := newAttacker(bal, exp.Rate/float64(gens))
+	attacker := newAttacker(bal, exp.PeakRate()/float64(gens))
 	targeter := newTargeter(exp, &start, gen, gens)
-	sched := engine.Stride(engine.NewSchedule(exp.Arrival, exp.Rate, exp.Seed), gen, gens)
+	sched := engine.Stride(engine.ExperimentSchedule(exp), gen, gens)
 	coll := engine.NewCollector(n, exp.Duration, exp.Timeout, exp.SlowThreshold)
 
 	// Wait for the shared start; being late is recorded, not an error.

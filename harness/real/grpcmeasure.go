@@ -56,7 +56,7 @@ func (e *Engine) measureGRPC(ctx context.Context, job engine.Job, fl fleet.Fleet
 
 	var start time.Time // set just before the attack; read by the targeter
 	targeter := newTargeter(exp, &start, 0, 1)
-	sched := engine.NewSchedule(exp.Arrival, exp.Rate, exp.Seed)
+	sched := engine.ExperimentSchedule(exp)
 	coll := engine.NewCollector(len(targets), exp.Duration, exp.Timeout, exp.SlowThreshold)
 	var raw *rawWriter // nil: no raw results kept
 	if raw, err = openRaw(opts.RawDir, name); err != nil {

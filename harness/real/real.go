@@ -210,10 +210,10 @@ func (e *Engine) Measure(ctx context.Context, job engine.Job) (m *engine.Measure
 		bal = transport.NewBalancer(lbs, targets, exp.Timeout, conns, ctx, protocolOptions(exp)...)
 	}
 	defer bal.CloseIdleConnections()
-	attacker := newAttacker(bal, exp.Rate)
+	attacker := newAttacker(bal, exp.PeakRate())
 	var start time.Time // set just before the attack; read by the targeter
 	targeter := newTargeter(exp, &start, 0, 1)
-	sched := engine.NewSchedule(exp.Arrival, exp.Rate, exp.Seed)
+	sched := engine.ExperimentSchedule(exp)
 	coll := engine.NewCollector(len(backends), exp.Duration, exp.Timeout, exp.SlowThreshold)
 
 	var raw *rawWriter // nil: no raw results kept

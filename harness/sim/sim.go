@@ -149,7 +149,7 @@ func newSim(exp *experiments.Experiment, name string, hooks simHooks, events *en
 		qlimit:    exp.Instances.QueueLimit,
 		keep:      exp.Instances.KeepAbandoned,
 		hooks:     hooks,
-		sched:     engine.NewSchedule(exp.Arrival, exp.Rate, exp.Seed),
+		sched:     engine.ExperimentSchedule(exp),
 		insts:     make([]simInstance, n),
 		free:      -1,
 		head:      -1,

@@ -167,6 +167,13 @@ func shrink(t *testing.T, exp *experiments.Experiment, factor time.Duration) *ex
 		c.Instances.Each[i].JoinAt /= factor
 		c.Instances.Each[i].Warmup /= factor
 	}
+	if c.Profile != nil {
+		p := experiments.RateProfile{Start: c.Profile.Start, Stages: slices.Clone(c.Profile.Stages)}
+		for i := range p.Stages {
+			p.Stages[i].Duration /= factor
+		}
+		c.Profile, c.Rate = &p, p.Mean(c.Duration)
+	}
 	if c.Keys != nil {
 		k := *c.Keys
 		k.HotFrom /= factor
@@ -195,7 +202,7 @@ func TestSimRunsEveryShippedExperiment(t *testing.T) {
 			if len(sum.Strategies) != builtin || sum.Partial {
 				t.Fatalf("%d of %d strategies, partial %v", len(sum.Strategies), builtin, sum.Partial)
 			}
-			sent := int64(engine.NewSchedule(exp.Arrival, exp.Rate, exp.Seed).Count(exp.Duration))
+			sent := int64(engine.ExperimentSchedule(exp).Count(exp.Duration))
 			for _, st := range sum.Strategies {
 				runtest.CheckAccounting(t, st)
 				// Only an ejecting strategy may leave a request no instance
