@@ -110,7 +110,7 @@ func TestNewErrors(t *testing.T) {
 	}{
 		{"no endpoints", "p2c", Env{N: 0, Rand: newRand(1)}, "strategies: Env.N must be at least 1, got 0"},
 		{"no rand", "p2c", Env{N: 3}, "strategies: Env.Rand is nil; a seeded *rand.Rand is required so that runs are repeatable"},
-		{"bad spec", "p3c", Env{N: 3, Rand: newRand(1)}, `unknown strategy "p3c" (known: biased-random, bounded-load, ewma, key-hash, least-inflight, least-request, maglev, p2c, peak-ewma, predictive-least-conn, random, ring-hash, round-robin, server-load, weighted-random, weighted-round-robin)`},
+		{"bad spec", "p3c", Env{N: 3, Rand: newRand(1)}, `unknown strategy "p3c" (known: biased-random, bounded-load, dynamic-weights, ewma, fastest-response, key-hash, least-inflight, least-request, maglev, p2c, peak-ewma, predictive-least-conn, random, ring-hash, round-robin, server-load, weighted-random, weighted-round-robin)`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
