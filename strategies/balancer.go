@@ -27,8 +27,10 @@ type Balancer struct {
 	ejectors []ejecting
 	probers  []Prober
 	pinners  []connPinner // the Pickers that pin connections
-	clock    Clock
-	events   func(Event)
+	// loadReaders are the Pickers that read Env.Loads.
+	loadReaders []LoadReader
+	clock       Clock
+	events      func(Event)
 
 	mu       sync.Mutex
 	inflight []int64  // guarded by mu; read by Pickers with mu held
@@ -78,6 +80,7 @@ func New(spec string, env Env) (*Balancer, error) {
 		weights:  weights,
 		inflight: make([]int64, env.N),
 		conns:    env.Connections,
+		loads:    env.Loads,
 	}
 	if be.conns <= 0 {
 		be.conns = DefaultConnections
@@ -118,6 +121,12 @@ func New(spec string, env Env) (*Balancer, error) {
 		}
 		if cp, ok := p.(connPinner); ok {
 			b.pinners = append(b.pinners, cp)
+		}
+		if lr, ok := p.(LoadReader); ok {
+			if env.Loads == nil {
+				return nil, fmt.Errorf("%s: report_interval needs a shared load source (Env.Loads) that whoever runs the strategy refreshes; none was given", c.spec.Base)
+			}
+			b.loadReaders = append(b.loadReaders, lr)
 		}
 	}
 	return b, nil
