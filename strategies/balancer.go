@@ -29,6 +29,7 @@ type Balancer struct {
 	pinners  []connPinner // the Pickers that pin connections
 	// loadReaders are the Pickers that read Env.Loads.
 	loadReaders []LoadReader
+	loads       LoadSource // Env.Loads
 	clock       Clock
 	events      func(Event)
 
@@ -98,6 +99,7 @@ func New(spec string, env Env) (*Balancer, error) {
 		present:  make([]bool, env.N),
 		clock:    be.clock,
 		events:   be.events,
+		loads:    env.Loads,
 	}
 	for i := range b.hosts {
 		b.hosts[i] = i

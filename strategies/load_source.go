@@ -70,3 +70,6 @@ func (b *Balancer) LoadReports() (time.Duration, bool) {
 	}
 	return b.loadReaders[0].LoadReportInterval(), true
 }
+
+// LoadSource returns Env.Loads as given to New; nil when none was.
+func (b *Balancer) LoadSource() LoadSource { return b.loads }
