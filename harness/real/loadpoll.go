@@ -16,8 +16,19 @@ import (
 
 // checkLoadPolling rejects strategies that read a shared load signal
 // (server-load with report_interval) where this engine cannot poll it: the
-// generators of a spread run have no control API of the instances.
+// generators of a spread run have no control API of the instances, and
+// neither has lbchaos proxy.
 func checkLoadPolling(exp *experiments.Experiment) error {
+	for i, name := range exp.Strategies {
+		if !strategies.IsProxy(name) {
+			continue
+		}
+		if ps, err := strategies.ParseProxy(name); err == nil && ps.Kind == strategies.ProxyLbchaos {
+			if _, ok := engine.ReadsLoads(ps.Algorithm); ok {
+				return fmt.Errorf("strategies[%d] %s: report_interval needs the engine's load poller, which lbchaos proxy does not run; use the strategy without the proxy", i, name)
+			}
+		}
+	}
 	if exp.Generators <= 1 {
 		return nil
 	}

@@ -136,6 +136,8 @@ func TestCheckLoadPolling(t *testing.T) {
 		{"one generator", "server-load(report_interval=1s)", 1, false},
 		{"spread, per-response load", "server-load", 2, false},
 		{"spread, polled load", "server-load(report_interval=1s)", 2, true},
+		{"lbchaos proxy, per-response load", "lbchaos:server-load", 1, false},
+		{"lbchaos proxy, polled load", "lbchaos:server-load(report_interval=1s)", 1, true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			exp := &experiments.Experiment{Strategies: []string{"p2c", tt.strategy}, Generators: tt.generators}
@@ -143,8 +145,12 @@ func TestCheckLoadPolling(t *testing.T) {
 			if (err != nil) != tt.wantErr {
 				t.Fatalf("checkLoadPolling: %v, want error %v", err, tt.wantErr)
 			}
-			if err != nil && err.Error() != `strategies[1] server-load(report_interval=1s): report_interval polls the instances' control API from the load generator, which a spread run's generators (generators: 2) do not reach; use generators: 1` {
-				t.Errorf("error %q", err)
+			want := map[bool]string{
+				false: `strategies[1] server-load(report_interval=1s): report_interval polls the instances' control API from the load generator, which a spread run's generators (generators: 2) do not reach; use generators: 1`,
+				true:  `strategies[1] lbchaos:server-load(report_interval=1s): report_interval needs the engine's load poller, which lbchaos proxy does not run; use the strategy without the proxy`,
+			}[strategies.IsProxy(tt.strategy)]
+			if err != nil && err.Error() != want {
+				t.Errorf("error %q, want %q", err, want)
 			}
 		})
 	}
