@@ -80,9 +80,11 @@ func init() {
 // loads are then ignored. Before the first snapshot every host counts as 0.
 // The signal is stale for everyone at once: with full scan
 // (choice_count=0) every replica sends everything to the least loaded host
-// of the snapshot until the next refresh, the herding Netflix describes and
-// the survey of thirteen algorithms attributes to shared, delayed load
-// information; two choices spread the same picks over the better half.
+// of the snapshot until the next refresh: the herding that the herd
+// scenario's source and Netflix describe for balancers acting on the same
+// delayed load information. Two choices spread the same picks over the
+// better half. Unlike Netflix's balancers this uses the snapshot alone (no
+// error rate, no smoothing).
 type serverLoad struct {
 	// Immutable after construction.
 	addInflight bool

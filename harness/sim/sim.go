@@ -41,8 +41,8 @@ const checkEvery = 1 << 12
 // their time. Every request's done is called once, at its end, with the
 // latency from arrival.
 //
-// Simultaneous happenings are ordered: fault changes and collector sweeps,
-// then answers in the order they were scheduled, then timeouts in arrival
+// Simultaneous happenings are ordered: fault changes, host-set changes,
+// probes, load polls (loadPoll) and collector sweeps, then answers in the order they were scheduled, then timeouts in arrival
 // order, then the arrival. So an answer due at the deadline is an answer,
 // and a worker freed at t is free for a request arriving at t.
 //
