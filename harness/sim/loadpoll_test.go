@@ -7,8 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lbchaos/lbchaos/experiments"
 	"github.com/lbchaos/lbchaos/harness/engine"
 	"github.com/lbchaos/lbchaos/harness/internal/runtest"
+	"github.com/lbchaos/lbchaos/reports"
 )
 
 const loadPollExp = `
@@ -114,5 +116,42 @@ func TestSimLoadPollSchedule(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestSimHerd checks that the shipped herd experiment, shortened to 20 s,
+// shows what it exists to show: replicas on exact in-flight counts do not
+// herd (least-inflight about p2c), a full scan on the shared signal polled
+// every second does (share std dev and largest jump several times p2c's),
+// and two choices on the same signal damp it.
+func TestSimHerd(t *testing.T) {
+	full, err := experiments.Load("herd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const scan, two = "server-load(report_interval=1s,choice_count=0)", "server-load(report_interval=1s)"
+	exp, err := full.Apply(experiments.Overrides{Duration: 20 * time.Second, Strategies: []string{"least-inflight", "p2c", scan, two}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, err := runSim(context.Background(), exp, simOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]reports.Strategy{}
+	for _, st := range sum.Strategies {
+		runtest.CheckAccounting(t, st)
+		got[st.Name] = st
+		t.Logf("%s: share std dev %.4f, max jump %.0f req/s", st.Name, st.ShareStddev, st.MaxJumpRps)
+	}
+	li, p2c, sc, tw := got["least-inflight"], got["p2c"], got[scan], got[two]
+	if li.ShareStddev > 1.5*p2c.ShareStddev {
+		t.Errorf("least-inflight share std dev %v, p2c %v: want about the same", li.ShareStddev, p2c.ShareStddev)
+	}
+	if sc.ShareStddev < 5*p2c.ShareStddev || sc.MaxJumpRps < 5*p2c.MaxJumpRps {
+		t.Errorf("stale full scan: share std dev %v, max jump %v; want several times p2c's %v, %v", sc.ShareStddev, sc.MaxJumpRps, p2c.ShareStddev, p2c.MaxJumpRps)
+	}
+	if tw.ShareStddev > sc.ShareStddev/2 || tw.MaxJumpRps > sc.MaxJumpRps/2 {
+		t.Errorf("stale two choices: share std dev %v, max jump %v; want at most half the full scan's %v, %v", tw.ShareStddev, tw.MaxJumpRps, sc.ShareStddev, sc.MaxJumpRps)
 	}
 }
