@@ -27,8 +27,11 @@ type Balancer struct {
 	ejectors []ejecting
 	probers  []Prober
 	pinners  []connPinner // the Pickers that pin connections
-	clock    Clock
-	events   func(Event)
+	// loadReaders are the Pickers that read Env.Loads.
+	loadReaders []LoadReader
+	loads       LoadSource // Env.Loads
+	clock       Clock
+	events      func(Event)
 
 	mu       sync.Mutex
 	inflight []int64  // guarded by mu; read by Pickers with mu held
@@ -78,6 +81,7 @@ func New(spec string, env Env) (*Balancer, error) {
 		weights:  weights,
 		inflight: make([]int64, env.N),
 		conns:    env.Connections,
+		loads:    env.Loads,
 	}
 	if be.conns <= 0 {
 		be.conns = DefaultConnections
@@ -95,6 +99,7 @@ func New(spec string, env Env) (*Balancer, error) {
 		present:  make([]bool, env.N),
 		clock:    be.clock,
 		events:   be.events,
+		loads:    env.Loads,
 	}
 	for i := range b.hosts {
 		b.hosts[i] = i
@@ -118,6 +123,12 @@ func New(spec string, env Env) (*Balancer, error) {
 		}
 		if cp, ok := p.(connPinner); ok {
 			b.pinners = append(b.pinners, cp)
+		}
+		if lr, ok := p.(LoadReader); ok {
+			if env.Loads == nil {
+				return nil, fmt.Errorf("%s: report_interval needs a shared load source (Env.Loads) that whoever runs the strategy refreshes; none was given", c.spec.Base)
+			}
+			b.loadReaders = append(b.loadReaders, lr)
 		}
 	}
 	return b, nil

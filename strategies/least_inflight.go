@@ -1,11 +1,24 @@
 package strategies
 
-import "math/rand/v2"
+import (
+	"fmt"
+	"math/rand/v2"
+)
 
 func init() {
-	registerBase("least-inflight", nil, noParams(func(env *buildEnv) Picker {
-		return &leastInflight{rand: env.rand, inflight: env.inflight}
-	}))
+	registerBase("least-inflight", []string{"ties"}, func(params map[string]string) (func(*buildEnv) Picker, error) {
+		first := false
+		switch v, ok := params["ties"]; {
+		case !ok || v == "random":
+		case v == "first":
+			first = true
+		default:
+			return nil, fmt.Errorf("ties: want random or first, got %q", v)
+		}
+		return func(env *buildEnv) Picker {
+			return &leastInflight{rand: env.rand, inflight: env.inflight, first: first}
+		}, nil
+	})
 }
 
 // leastInflight picks the host with the fewest requests in flight from this
@@ -17,19 +30,40 @@ func init() {
 // at the cost of one random number per pick rather than one per tie.
 //
 // nginx breaks ties by weighted round robin instead; a random tie-break
-// avoids sending every request of a burst to the lowest id.
+// avoids sending every request of a burst to the lowest id. With
+// ties=first (default ties=random) the lowest endpoint id among the ties
+// wins, as many simple implementations do (the first of a scan in id
+// order): every replica then agrees on the same host while counts are
+// equal, which is how a deterministic tie-break makes independent
+// balancers move in step.
 //
 // A host that fails fast looks lightly loaded and attracts traffic; pair it
 // with the eject wrapper to counter that.
 type leastInflight struct {
 	rand     *rand.Rand
 	inflight []int64 // indexed by endpoint id; maintained by the caller
+	first    bool    // ties go to the lowest endpoint id
 }
 
 var _ Picker = (*leastInflight)(nil)
 
 func (l *leastInflight) Pick(_ Request, hosts []int) (int, func(Outcome)) {
+	if l.first {
+		return leastLoadedFirst(hosts, l.inflight), noDone
+	}
 	return leastLoaded(hosts, l.inflight, l.rand), noDone
+}
+
+// leastLoadedFirst returns the host with the least load and, among ties,
+// the lowest endpoint id, whatever the order of hosts.
+func leastLoadedFirst(hosts []int, loads []int64) int {
+	best := hosts[0]
+	for _, h := range hosts[1:] {
+		if n := loads[h]; n < loads[best] || n == loads[best] && h < best {
+			best = h
+		}
+	}
+	return best
 }
 
 // leastLoaded returns a host with the least load (loads indexed by endpoint

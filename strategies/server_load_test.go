@@ -21,7 +21,7 @@ func TestServerLoadParams(t *testing.T) {
 		{spec: "server-load(choice_count=3,inflight=off)", count: 3},
 		{spec: "server-load(choice_count=1)", wantErr: `server-load: choice_count: want 0 (scan every host) or an integer >= 2, got "1"`},
 		{spec: "server-load(inflight=maybe)", wantErr: `server-load: inflight: want true or false, got "maybe"`},
-		{spec: "server-load(load=1)", wantErr: `server-load: unknown parameter "load" (allowed: choice_count, inflight)`},
+		{spec: "server-load(load=1)", wantErr: `server-load: unknown parameter "load" (allowed: choice_count, inflight, report_interval)`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.spec, func(t *testing.T) {

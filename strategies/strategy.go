@@ -120,6 +120,12 @@ type Env struct {
 	// strategies that balance connections rather than requests (the
 	// pinned wrapper); 0 means DefaultConnections.
 	Connections int
+	// Loads, when not nil, is the shared load signal that strategies
+	// reading reported load on an interval use (server-load with
+	// report_interval); every replica of a strategy gets the same one, and
+	// whoever runs them refreshes it every Balancer.LoadReports interval.
+	// Such a strategy cannot be built without it.
+	Loads LoadSource
 }
 
 // DefaultConnections is Env.Connections when it is 0: one connection, as
@@ -214,4 +220,6 @@ type buildEnv struct {
 	inflight []int64
 	// conns is Env.Connections, or DefaultConnections when that was 0.
 	conns int
+	// loads is Env.Loads; nil when not given.
+	loads LoadSource
 }

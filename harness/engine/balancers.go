@@ -103,7 +103,8 @@ func sortEvents(es []loggedEvent) {
 
 // NewBalancers builds exp.Replicas independent balancers of strategy name
 // (replica 0 seeded as a single balancer is), with the instances' weights,
-// and with the instances that join later left out of the host set. Events
+// one shared load board (see LoadPolling), and with the instances that
+// join later left out of the host set. Events
 // are recorded in events from then on. Both engines build them here, so a
 // strategy sees the same seed, weights and host set in each.
 func NewBalancers(exp *experiments.Experiment, name string, clock strategies.Clock, events *EventLog) ([]*strategies.Balancer, error) {
@@ -127,6 +128,7 @@ func GeneratorBalancers(exp *experiments.Experiment, name string, clock strategi
 		}
 	}
 	lbs := make([]*strategies.Balancer, max(1, exp.Replicas))
+	board := strategies.NewLoadBoard() // read only by strategies with LoadReports
 	for r := range lbs {
 		global := gens*r + gen
 		seedName := name
@@ -144,6 +146,7 @@ func GeneratorBalancers(exp *experiments.Experiment, name string, clock strategi
 			},
 			Weights:     exp.Instances.Weights(),
 			Connections: exp.Connections,
+			Loads:       board,
 		})
 		if err != nil {
 			return nil, err

@@ -87,6 +87,12 @@ func (e *Engine) measureGRPC(ctx context.Context, job engine.Job, fl fleet.Fleet
 	if bal != nil {
 		startProbes(faultCtx, &faultWG, lbs, bal, len(targets))
 	}
+	poller, err := startLoadPoll(faultCtx, &faultWG, lbs, fl)
+	if err != nil {
+		stopFaults()
+		faultWG.Wait()
+		return nil, err
+	}
 	results := attacker.attack(engine.Until(sched, exp.Duration), exp.Duration+engine.EndGrace, func(seq uint64) *vegeta.Result {
 		var t vegeta.Target
 		_ = targeter(&t) // never fails
@@ -117,6 +123,7 @@ func (e *Engine) measureGRPC(ctx context.Context, job engine.Job, fl fleet.Fleet
 		m.ConnBound, m.CapHits = conns, bal.CapHits()
 	}
 	m.Notes = append(m.Notes, grpcNote(name, exp.Connections, exp.Replicas))
+	m.Notes = append(m.Notes, poller.note(name)...)
 	coll.Finish()
 	elapsed := attackTime(exp.Duration, interrupted)
 	if opts.RawDir != "" {

@@ -96,6 +96,9 @@ func (e *Engine) Check(exp *experiments.Experiment) ([]string, error) {
 	if err := checkGRPC(exp); err != nil {
 		return nil, err
 	}
+	if err := checkLoadPolling(exp); err != nil {
+		return nil, err
+	}
 	var notes []string
 	if len(exp.Instances.External) > 0 {
 		notes = append(notes, "The instances are external: they serve load as they are, and the experiment's workers, queue limit and service time "+
@@ -242,6 +245,12 @@ func (e *Engine) Measure(ctx context.Context, job engine.Job) (m *engine.Measure
 	})
 	faultWG.Go(func() { runJoins(faultCtx, start, exp, lbs) })
 	startProbes(faultCtx, &faultWG, lbs, bal, len(backends))
+	poller, err := startLoadPoll(faultCtx, &faultWG, lbs, fl)
+	if err != nil {
+		stopFaults()
+		faultWG.Wait()
+		return nil, err
+	}
 	results := attacker.Attack(targeter, engine.Until(sched, exp.Duration), exp.Duration+engine.EndGrace, name)
 
 	loop := resultLoop{job: job, every: opts.ProgressEvery, start: start, sched: sched, bal: bal, coll: coll, attacker: attacker, proxy: proxy != nil}
@@ -256,7 +265,7 @@ func (e *Engine) Measure(ctx context.Context, job engine.Job) (m *engine.Measure
 	if d := time.Duration(faultStop.Load()); interrupted < 0 && d > 0 {
 		interrupted = d
 	}
-	m = &engine.Measurement{ConnBound: conns, CapHits: bal.CapHits()}
+	m = &engine.Measurement{ConnBound: conns, CapHits: bal.CapHits(), Notes: poller.note(name)}
 	if proxy != nil {
 		bal.CloseIdleConnections() // a connection-level proxy logs a connection when it closes
 		m.Notes = append(m.Notes, attributeProxy(proxy, name, unnamed, res.conns, coll)...)

@@ -41,8 +41,8 @@ const checkEvery = 1 << 12
 // their time. Every request's done is called once, at its end, with the
 // latency from arrival.
 //
-// Simultaneous happenings are ordered: fault changes and collector sweeps,
-// then answers in the order they were scheduled, then timeouts in arrival
+// Simultaneous happenings are ordered: fault changes, host-set changes,
+// probes, load polls (loadPoll) and collector sweeps, then answers in the order they were scheduled, then timeouts in arrival
 // order, then the arrival. So an answer due at the deadline is an answer,
 // and a worker freed at t is free for a request arriving at t.
 //
@@ -93,6 +93,7 @@ type sim struct {
 	nextJoin  int
 	probe     strategies.ProbeConfig
 	nextProbe time.Duration // never without active health checks
+	loads     loadPoll
 
 	k       uint64        // index of the next arrival
 	arrival time.Duration // its time, never when there is none
@@ -180,6 +181,7 @@ func newSim(exp *experiments.Experiment, name string, hooks simHooks, events *en
 	if pc, ok := s.lbs[0].Probes(); ok {
 		s.probe, s.nextProbe = pc, pc.Interval
 	}
+	s.loads = newLoadPoll(s.gens, n)
 	s.arrival = s.due(0)
 	return s, nil
 }
@@ -209,7 +211,7 @@ func (s *sim) run(done <-chan struct{}) (interrupted bool) {
 		if s.head >= 0 {
 			tTimeout = s.reqs[s.head].at + s.timeout
 		}
-		tControl := min(s.nextSweep, s.nextProbe)
+		tControl := min(s.nextSweep, s.nextProbe, s.loads.next)
 		if s.nextOp < len(s.ops) {
 			tControl = min(tControl, s.ops[s.nextOp].At)
 		}
@@ -236,8 +238,8 @@ func (s *sim) run(done <-chan struct{}) (interrupted bool) {
 	}
 }
 
-// control applies the fault change, host-set change, round of probes or
-// collector sweep due at t.
+// control applies the fault change, host-set change, round of probes,
+// load poll or collector sweep due at t.
 func (s *sim) control(t time.Duration) {
 	if s.nextOp < len(s.ops) && s.ops[s.nextOp].At == t {
 		op := s.ops[s.nextOp]
@@ -263,6 +265,10 @@ func (s *sim) control(t time.Duration) {
 		if s.nextProbe >= s.duration {
 			s.nextProbe = never
 		}
+		return
+	}
+	if s.loads.next == t {
+		s.loads.poll(s.insts, s.duration)
 		return
 	}
 	for i := range s.gens {
