@@ -87,6 +87,9 @@ func TestL4PinsConnections(t *testing.T) {
 				}
 			}
 			c.CloseIdleConnections()
+			// Give the proxy time to see that connection end: until it
+			// does, least connections still counts it on its instance.
+			time.Sleep(200 * time.Millisecond)
 			// Four connections held open at once: round robin and least
 			// connections give each its own instance.
 			seen := map[int]int{}
