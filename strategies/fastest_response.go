@@ -105,33 +105,11 @@ func newFastestResponse(n, window int, r *rand.Rand) *fastestResponse {
 	return f
 }
 
-// Pick returns the host of lowest average, ties uniformly at random: a
-// first pass finds the lowest average and how many hosts share it, a second
-// takes the k-th of them for one uniform draw k, so the choice does not
-// depend on the order of hosts.
+// Pick returns the host of lowest average, ties uniformly at random
+// whatever the order of hosts (leastLoaded).
 func (f *fastestResponse) Pick(_ Request, hosts []int) (int, func(Outcome)) {
-	least, ties := f.avg[hosts[0]], 1
-	for _, h := range hosts[1:] {
-		switch a := f.avg[h]; {
-		case a < least:
-			least, ties = a, 1
-		case a == least:
-			ties++
-		}
-	}
-	k := 0
-	if ties > 1 {
-		k = f.rand.IntN(ties)
-	}
-	for _, h := range hosts {
-		if f.avg[h] == least {
-			if k == 0 {
-				return h, f.dones[h]
-			}
-			k--
-		}
-	}
-	panic("unreachable: a host of lowest average was counted but not found")
+	h := leastLoaded(hosts, f.avg, f.rand)
+	return h, f.dones[h]
 }
 
 // average returns the mean of ep's window in nanoseconds, 0 when it has no

@@ -67,11 +67,11 @@ func leastLoadedFirst(hosts []int, loads []int64) int {
 }
 
 // leastLoaded returns a host with the least load (loads indexed by endpoint
-// id), ties broken uniformly at random whatever the order of hosts: a first
+// id: in-flight counts, average latencies, forecasts), ties broken uniformly at random whatever the order of hosts: a first
 // pass finds the least load and how many hosts share it, a second takes the
 // k-th of them for one uniform draw k, so a pick costs one random number at
 // most rather than one per tie.
-func leastLoaded(hosts []int, loads []int64, r *rand.Rand) int {
+func leastLoaded[T int64 | float64](hosts []int, loads []T, r *rand.Rand) int {
 	least, ties := loads[hosts[0]], 1
 	for _, h := range hosts[1:] {
 		switch n := loads[h]; {

@@ -115,28 +115,7 @@ func (p *predictiveLeastConn) Pick(_ Request, hosts []int) (int, func(Outcome)) 
 	for _, h := range hosts {
 		p.fc[h] = p.forecast(h)
 	}
-	least, ties := p.fc[hosts[0]], 1
-	for _, h := range hosts[1:] {
-		switch f := p.fc[h]; {
-		case f < least:
-			least, ties = f, 1
-		case f == least:
-			ties++
-		}
-	}
-	k := 0
-	if ties > 1 {
-		k = p.rand.IntN(ties)
-	}
-	for _, h := range hosts {
-		if p.fc[h] == least {
-			if k == 0 {
-				return h, noDone
-			}
-			k--
-		}
-	}
-	panic("unreachable: a host with the least forecast was counted but not found")
+	return leastLoaded(hosts, p.fc, p.rand), noDone
 }
 
 // forecast is endpoint ep's in-flight count expected horizon from now.

@@ -115,7 +115,7 @@ func Generate(ctx context.Context, spec GenerateSpec, out, log io.Writer) error 
 
 	bgCtx, stopBg := context.WithCancel(ctx)
 	var bg sync.WaitGroup
-	bg.Go(func() { runJoins(bgCtx, start, exp, lbs) })
+	bg.Go(func() { runJoins(bgCtx, start, exp, lbs, nil) })
 	startProbes(bgCtx, &bg, lbs, bal, n)
 	one := *exp
 	one.Strategies = []string{name}

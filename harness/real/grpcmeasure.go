@@ -83,7 +83,7 @@ func (e *Engine) measureGRPC(ctx context.Context, job engine.Job, fl fleet.Fleet
 			attacker.Stop()
 		})
 	})
-	faultWG.Go(func() { runGRPCJoins(faultCtx, start, job, lbs, client) })
+	faultWG.Go(func() { runJoins(faultCtx, start, exp, lbs, client.setHosts) })
 	if bal != nil {
 		startProbes(faultCtx, &faultWG, lbs, bal, len(targets))
 	}
@@ -124,21 +124,8 @@ func (e *Engine) measureGRPC(ctx context.Context, job engine.Job, fl fleet.Fleet
 	}
 	m.Notes = append(m.Notes, grpcNote(name, exp.Connections, exp.Replicas))
 	m.Notes = append(m.Notes, poller.note(name)...)
-	coll.Finish()
-	elapsed := attackTime(exp.Duration, interrupted)
-	if opts.RawDir != "" {
-		if err := writeHDRLog(opts.RawDir, name, coll, start, start.Add(elapsed)); err != nil {
-			m.Notes = append(m.Notes, fmt.Sprintf("%s: histogram log not written: %v", name, err))
-		}
-	}
-	m.Strategy = coll.Strategy(name, exp.FaultyInstances())
-	m.Sent, m.Scheduled, m.Elapsed, m.Interrupted = sent, sched.Count(elapsed), elapsed, interrupted >= 0
-	m.Ejections = engine.Ejections(lbs)
-	m.Events, m.EventDrops = events.Sorted()
-	m.Aborted, m.Unattributed = coll.Aborted(), coll.Unattributed()
-	if interrupted < 0 {
-		setUtilization(ctx, fl, exp, m, span)
-	}
+	finish(ctx, m, finished{job: job, rawDir: opts.RawDir, fl: fl, coll: coll, sched: sched, events: events, lbs: lbs,
+		start: start, span: span, sent: sent, interrupted: interrupted})
 	return m, faults.error()
 }
 
@@ -149,23 +136,4 @@ func grpcNote(name string, connections, replicas int) string {
 			"its subchannel state changes are the subchannel-* events.", name, max(1, replicas))
 	}
 	return fmt.Sprintf("%s: gRPC calls, the built-in strategy picking per call; each replica holds %d HTTP/2 connection(s) to each instance.", name, max(1, connections))
-}
-
-// runGRPCJoins adds the joining instances to the built-in strategies' host
-// sets (lbs) and to the gRPC client's at their time, until ctx is done.
-func runGRPCJoins(ctx context.Context, start time.Time, job engine.Job, lbs []*strategies.Balancer, client grpcClient) {
-	at, hosts := engine.JoinSteps(job.Exp)
-	for i, t := range at {
-		timer := time.NewTimer(time.Until(start.Add(t)))
-		select {
-		case <-ctx.Done():
-			timer.Stop()
-			return
-		case <-timer.C:
-		}
-		for _, lb := range lbs {
-			_ = lb.SetHosts(hosts[i]) // validated by construction
-		}
-		client.setHosts(hosts[i])
-	}
 }

@@ -243,7 +243,7 @@ func (e *Engine) Measure(ctx context.Context, job engine.Job) (m *engine.Measure
 			attacker.Stop()
 		})
 	})
-	faultWG.Go(func() { runJoins(faultCtx, start, exp, lbs) })
+	faultWG.Go(func() { runJoins(faultCtx, start, exp, lbs, nil) })
 	startProbes(faultCtx, &faultWG, lbs, bal, len(backends))
 	poller, err := startLoadPoll(faultCtx, &faultWG, lbs, fl)
 	if err != nil {
@@ -270,23 +270,48 @@ func (e *Engine) Measure(ctx context.Context, job engine.Job) (m *engine.Measure
 		bal.CloseIdleConnections() // a connection-level proxy logs a connection when it closes
 		m.Notes = append(m.Notes, attributeProxy(proxy, name, unnamed, res.conns, coll)...)
 	}
-	coll.Finish()
-	elapsed := attackTime(exp.Duration, interrupted)
-	if opts.RawDir != "" {
-		if err := writeHDRLog(opts.RawDir, name, coll, start, start.Add(elapsed)); err != nil {
+	finish(ctx, m, finished{job: job, rawDir: opts.RawDir, fl: fl, coll: coll, sched: sched, events: events, lbs: lbs,
+		start: start, span: span, sent: sent, interrupted: interrupted})
+	return m, faults.error()
+}
+
+// finished is what a single-process attack of one strategy leaves to be
+// put into its measurement.
+type finished struct {
+	job         engine.Job
+	rawDir      string // "" when no raw results are kept
+	fl          fleet.Fleet
+	coll        *engine.Collector
+	sched       engine.Schedule
+	events      *engine.EventLog
+	lbs         []*strategies.Balancer // none for a proxy or a gRPC policy
+	start       time.Time
+	span        time.Duration // until the last request ended
+	sent        int64
+	interrupted time.Duration // since start; -1 when not interrupted
+}
+
+// finish closes f's collector and fills m with what was measured: the
+// strategy's results, counts, ejections, events and (for an attack that
+// ran to its end) the instances' utilization; with raw results kept, it
+// writes the histogram log too.
+func finish(ctx context.Context, m *engine.Measurement, f finished) {
+	exp, name := f.job.Exp, f.job.Name()
+	f.coll.Finish()
+	elapsed := attackTime(exp.Duration, f.interrupted)
+	if f.rawDir != "" {
+		if err := writeHDRLog(f.rawDir, name, f.coll, f.start, f.start.Add(elapsed)); err != nil {
 			m.Notes = append(m.Notes, fmt.Sprintf("%s: histogram log not written: %v", name, err))
 		}
 	}
-
-	m.Strategy = coll.Strategy(name, exp.FaultyInstances())
-	m.Sent, m.Scheduled, m.Elapsed, m.Interrupted = sent, sched.Count(elapsed), elapsed, interrupted >= 0
-	m.Ejections = engine.Ejections(lbs)
-	m.Events, m.EventDrops = events.Sorted()
-	m.Aborted, m.Unattributed = coll.Aborted(), coll.Unattributed()
-	if interrupted < 0 {
-		setUtilization(ctx, fl, exp, m, span)
+	m.Strategy = f.coll.Strategy(name, exp.FaultyInstances())
+	m.Sent, m.Scheduled, m.Elapsed, m.Interrupted = f.sent, f.sched.Count(elapsed), elapsed, f.interrupted >= 0
+	m.Ejections = engine.Ejections(f.lbs)
+	m.Events, m.EventDrops = f.events.Sorted()
+	m.Aborted, m.Unattributed = f.coll.Aborted(), f.coll.Unattributed()
+	if f.interrupted < 0 {
+		setUtilization(ctx, f.fl, exp, m, f.span)
 	}
-	return m, faults.error()
 }
 
 // attributeProxy stops the proxy under test, attributes the results no
@@ -487,8 +512,9 @@ func proxyConns(perInstance, instances int) int {
 }
 
 // runJoins adds the joining instances to every balancer's host set at their
-// time, until ctx is done.
-func runJoins(ctx context.Context, start time.Time, exp *experiments.Experiment, lbs []*strategies.Balancer) {
+// time, and hands each new host set to also (when not nil), until ctx is
+// done.
+func runJoins(ctx context.Context, start time.Time, exp *experiments.Experiment, lbs []*strategies.Balancer, also func(hosts []int)) {
 	at, hosts := engine.JoinSteps(exp)
 	for i, t := range at {
 		timer := time.NewTimer(time.Until(start.Add(t)))
@@ -500,6 +526,9 @@ func runJoins(ctx context.Context, start time.Time, exp *experiments.Experiment,
 		}
 		for _, lb := range lbs {
 			_ = lb.SetHosts(hosts[i]) // validated by construction
+		}
+		if also != nil {
+			also(hosts[i])
 		}
 	}
 }
