@@ -5,7 +5,7 @@ NAME    ?=
 ARGS    ?=
 PKGS    := ./...
 
-.PHONY: all build image example-image experiment list test vet fmt-check bench bench-strategies bench-harness bench-calls bench-proxy deps clean kube-up kube-down kube-load kube-image kube-status
+.PHONY: all build image example-image experiment list test vet fmt-check bench bench-strategies bench-harness bench-calls bench-proxy deps clean clean-results kube-up kube-down kube-load kube-image kube-status
 
 all: build
 
@@ -28,8 +28,10 @@ list: build
 	@./$(BIN) list
 
 # make experiment NAME=fast-fail [ENGINE=sim] [ARGS="--duration 10s --rate 2000"]
-experiment: build deps
+# ENGINE=sim needs neither Docker nor the proxies, so it installs nothing.
+experiment: build
 	@if [ -z "$(NAME)" ]; then echo "usage: make experiment NAME=<experiment> [ENGINE=real|sim] [ARGS=...]; experiments:"; ./$(BIN) list; exit 2; fi
+	$(if $(filter sim,$(ENGINE)),,@$(MAKE) --no-print-directory deps)
 	$(if $(filter app-%,$(NAME)),$(if $(filter sim,$(ENGINE)),,$(MAKE) example-image))
 	./$(BIN) run $(NAME) $(if $(ENGINE),--engine $(ENGINE)) $(ARGS)
 
@@ -110,6 +112,11 @@ kube-status:
 
 # Removes lbchaos's containers and networks (if Docker runs), its namespaces
 # (if a Kubernetes cluster answers: KUBECONFIG), bin/ and results/.
+# Removes lbchaos's containers, networks and namespaces and the built
+# binaries; results stay (make clean-results removes them).
 clean:
 	@if [ -x $(BIN) ]; then ./$(BIN) clean; else CGO_ENABLED=0 $(GO) run ./cmd/lbchaos clean; fi
-	rm -rf bin results
+	rm -rf bin
+
+clean-results:
+	rm -rf results
