@@ -71,7 +71,9 @@ func TestServeTokenFromEnvironment(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	var stderr bytes.Buffer
-	go func() { done <- run(ctx, []string{"serve", "--listen", addr, "--service", "fixed:1ms"}, &bytes.Buffer{}, &stderr) }()
+	go func() {
+		done <- run(ctx, []string{"serve", "--listen", addr, "--service", "fixed:1ms"}, &bytes.Buffer{}, &stderr)
+	}()
 	defer func() {
 		cancel()
 		if err := <-done; err != nil {
