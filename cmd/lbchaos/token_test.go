@@ -70,7 +70,7 @@ func TestServeTokenFromEnvironment(t *testing.T) {
 	addr := freeLoopback(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	var stderr bytes.Buffer
+	var stderr syncBuffer
 	go func() {
 		done <- run(ctx, []string{"serve", "--listen", addr, "--service", "fixed:1ms"}, &bytes.Buffer{}, &stderr)
 	}()
