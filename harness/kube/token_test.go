@@ -2,6 +2,8 @@ package kube
 
 import (
 	"encoding/json"
+	"errors"
+	"net/http"
 	"strings"
 	"testing"
 
@@ -77,5 +79,34 @@ func TestControlTokenInSecret(t *testing.T) {
 	sec, err = typed(t, q).CoreV1().Secrets(q.ns).Get(t.Context(), ControlSecret, metav1.GetOptions{})
 	if err != nil || string(sec.Data[ControlSecretKey]) != "given-token-3" {
 		t.Errorf("secret of a provider given a token: %v; want that token", err)
+	}
+}
+
+// TestClusterBackendsNeedTheToken: on a real cluster the kubelet hands
+// the Secret's token to the server, which refuses a control call without
+// it and obeys the fleet's own clients.
+func TestClusterBackendsNeedTheToken(t *testing.T) {
+	p := newClusterProvider(t, Options{Network: NetworkHost})
+	fl, err := p.Start(t.Context(), testSpec(t, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fl.Close()
+	b := fl.Backends()[0]
+	anon := &faultyserver.Client{BaseURL: b.URL.String()}
+	var apiErr *faultyserver.APIError
+	if err := anon.SetFault(t.Context(), faultyserver.Fail{Status: 502}); !errors.As(err, &apiErr) || apiErr.StatusCode != http.StatusUnauthorized {
+		t.Errorf("set fault without the token: %v, want 401", err)
+	}
+	if err := b.Control.SetFault(t.Context(), faultyserver.Fail{Status: 502}); err != nil {
+		t.Fatalf("set fault through the fleet's client: %v", err)
+	}
+	resp, err := http.Get(b.URL.String() + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 502 {
+		t.Errorf("after the fleet's fault: status %d, want 502", resp.StatusCode)
 	}
 }
