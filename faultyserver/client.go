@@ -19,6 +19,10 @@ type Client struct {
 	// HTTP sends the requests; nil means a client with a DefaultClientTimeout
 	// timeout.
 	HTTP *http.Client
+	// Token, when set, is sent as Authorization: Bearer <Token> on every
+	// control API request (not on the health check, which a sidecar
+	// forwards to its upstream).
+	Token string
 }
 
 // DefaultClientTimeout is the timeout of the client used when Client.HTTP is
@@ -95,6 +99,9 @@ func (c *Client) do(ctx context.Context, op, method, path string, body []byte, w
 	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
+	}
+	if c.Token != "" && strings.HasPrefix(path, ControlPrefix) {
+		req.Header.Set("Authorization", "Bearer "+c.Token)
 	}
 	hc := c.HTTP
 	if hc == nil {

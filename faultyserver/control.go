@@ -30,12 +30,20 @@ type controlled interface {
 	ClearFault()
 	Stats() Stats
 	Reset()
+	controlToken() string // "" = the control API is open (auth.go)
 }
 
 func (s *Server) control(w http.ResponseWriter, r *http.Request) { serveControl(s, w, r) }
 
-// serveControl serves the control API of s.
+func (s *Server) controlToken() string  { return s.cfg.Token }
+func (s *Sidecar) controlToken() string { return s.cfg.Token }
+
+// serveControl serves the control API of s to a request that carries its
+// token (authorize); any other gets 401 and changes nothing.
 func serveControl(s controlled, w http.ResponseWriter, r *http.Request) {
+	if !authorize(s.controlToken(), w, r) {
+		return
+	}
 	switch r.URL.Path {
 	case FaultPath:
 		switch r.Method {

@@ -11,6 +11,11 @@
 //	GET    /_chaos/stats   [Stats] as JSON
 //	POST   /_chaos/reset   clear the fault and zero the counters (204)
 //
+// An instance with a token (Config.Token, `lbchaos serve --token` or
+// LBCHAOS_TOKEN) answers every control request 401 unless it carries
+// "Authorization: Bearer <token>"; a token in the query string is always
+// refused (auth.go). /healthz needs no token.
+//
 // GET /healthz answers 200 "ok" unless the current fault's health_status says
 // otherwise. Every other path is the service.
 //

@@ -30,13 +30,20 @@ type Flags struct {
 	// GRPCUpstream is where a sidecar forwards gRPC calls when not to
 	// Upstream; with Upstream only.
 	GRPCUpstream string
+	// Token is the control API's bearer token (auth.go). Args never writes
+	// it: a command line is visible to every user of the host (ps, /proc,
+	// a pod spec), so a provider passes it in the environment (TokenEnv).
+	Token string
+	// InsecureControl allows an open control API (no Token) on a
+	// non-loopback Listen.
+	InsecureControl bool
 }
 
 // DefaultFlags are the command's defaults.
 var DefaultFlags = Flags{Listen: "127.0.0.1:8080", Workers: 8, Service: "fixed:10ms", Seed: 1, HealthPath: "/"}
 
 // SidecarFlagsOf returns the command line that serves a Sidecar for cfg on
-// listen.
+// listen; cfg.Token is left out, as FlagsOf leaves it.
 func SidecarFlagsOf(cfg SidecarConfig, listen string) (Flags, error) {
 	f := DefaultFlags
 	f.ID, f.Listen, f.Seed, f.Upstream, f.HealthPath = cfg.ID, listen, cfg.Seed, cfg.Upstream, cfg.HealthPath
@@ -59,7 +66,8 @@ func (f Flags) withFault(fault Fault) (Flags, error) {
 	return f, nil
 }
 
-// FlagsOf returns the command line that serves cfg on listen.
+// FlagsOf returns the command line that serves cfg on listen. It leaves
+// cfg.Token out: the provider sets TokenEnv in the instance's environment.
 func FlagsOf(cfg Config, listen string) (Flags, error) {
 	svc, err := json.Marshal(cfg.Service)
 	if err != nil {
@@ -84,6 +92,8 @@ func (f *Flags) Bind(fs *flag.FlagSet) {
 	fs.StringVar(&f.Upstream, "upstream", f.Upstream, "run as a fault sidecar in front of this service (http://host:port) instead of a fake server")
 	fs.StringVar(&f.HealthPath, "health-path", f.HealthPath, "with --upstream: the upstream path /healthz is forwarded to")
 	fs.StringVar(&f.GRPCUpstream, "grpc-upstream", f.GRPCUpstream, "with --upstream: forward gRPC calls to this h2c service (http://host:port) instead of --upstream")
+	fs.StringVar(&f.Token, "token", f.Token, "bearer token every "+ControlPrefix+"* request must carry (Authorization: Bearer T); default: $"+TokenEnv+"; without one the control API is open, which only a loopback --listen allows")
+	fs.BoolVar(&f.InsecureControl, "insecure-control", f.InsecureControl, "allow an open control API (no --token) on a non-loopback --listen: anyone who reaches the port can set faults")
 }
 
 // Args returns the arguments after `lbchaos serve` that Bind parses back
@@ -111,7 +121,10 @@ func (f Flags) Args() []string {
 	if f.Fault != "" {
 		args = append(args, "--fault", f.Fault)
 	}
-	return args
+	if f.InsecureControl {
+		args = append(args, "--insecure-control")
+	}
+	return args // never the token: see Flags.Token
 }
 
 // Config checks f and returns the fake server's configuration; each error
@@ -130,7 +143,10 @@ func (f Flags) Config() (Config, error) {
 	if err != nil {
 		return Config{}, fmt.Errorf("--service: %w", err)
 	}
-	cfg := Config{ID: f.ID, Workers: f.Workers, QueueLimit: f.QueueLimit, Service: dist, Seed: f.Seed, KeepAbandoned: f.KeepAbandoned}
+	if err := f.checkControl(); err != nil {
+		return Config{}, err
+	}
+	cfg := Config{ID: f.ID, Workers: f.Workers, QueueLimit: f.QueueLimit, Service: dist, Seed: f.Seed, KeepAbandoned: f.KeepAbandoned, Token: f.Token}
 	if f.Fault != "" {
 		fault, err := ParseFault([]byte(f.Fault))
 		if err != nil {
@@ -168,7 +184,10 @@ func (f Flags) SidecarConfig() (SidecarConfig, error) {
 			return SidecarConfig{}, fmt.Errorf("--grpc-upstream: %w", err)
 		}
 	}
-	cfg := SidecarConfig{ID: f.ID, Upstream: f.Upstream, GRPCUpstream: f.GRPCUpstream, HealthPath: f.HealthPath, Seed: f.Seed}
+	if err := f.checkControl(); err != nil {
+		return SidecarConfig{}, err
+	}
+	cfg := SidecarConfig{ID: f.ID, Upstream: f.Upstream, GRPCUpstream: f.GRPCUpstream, HealthPath: f.HealthPath, Seed: f.Seed, Token: f.Token}
 	if f.Fault != "" {
 		fault, err := ParseFault([]byte(f.Fault))
 		if err == nil {
@@ -183,6 +202,15 @@ func (f Flags) SidecarConfig() (SidecarConfig, error) {
 		return SidecarConfig{}, err
 	}
 	return cfg, nil
+}
+
+// checkControl checks --token and, without one, that --listen keeps the
+// open control API on this machine (CheckControlListen).
+func (f Flags) checkControl() error {
+	if err := CheckToken(f.Token); err != nil {
+		return fmt.Errorf("--token (or %s): %w", TokenEnv, err)
+	}
+	return CheckControlListen(f.Listen, f.Token, f.InsecureControl)
 }
 
 // ParseDistFlag reads a service-time distribution as --service takes it:

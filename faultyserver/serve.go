@@ -66,6 +66,7 @@ type instanceHandler interface {
 	http.Handler
 	instanceID() int
 	describe() string // for the start line, e.g. "workers 8, service fixed 10ms"
+	controlToken() string
 	beginDrain()
 	Close()
 }
@@ -98,7 +99,11 @@ func serve(ctx context.Context, s instanceHandler, ln net.Listener, logf func(fo
 		defer g.Release() // once every call has ended
 	}
 	id := s.instanceID()
-	logf("faultyserver: instance %d listening on %s (%s)", id, ln.Addr(), s.describe())
+	control := "control API needs the token"
+	if s.controlToken() == "" {
+		control = "control API open: no token"
+	}
+	logf("faultyserver: instance %d listening on %s (%s; %s)", id, ln.Addr(), s.describe(), control)
 
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()

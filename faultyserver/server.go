@@ -51,6 +51,9 @@ type Config struct {
 	// InitialFault, when not nil, is in force from the first request, as if
 	// set through the control API before the server started.
 	InitialFault Fault
+	// Token, when set, is the bearer token every control API request must
+	// carry (auth.go); "" leaves the control API open.
+	Token string
 }
 
 // Validate reports the first bad field of c.
@@ -66,6 +69,9 @@ func (c Config) Validate() error {
 	}
 	if err := c.Service.Validate(); err != nil {
 		return fmt.Errorf("service: %w", err)
+	}
+	if err := CheckToken(c.Token); err != nil {
+		return fmt.Errorf("token: %w", err)
 	}
 	return nil
 }

@@ -37,6 +37,8 @@ type SidecarConfig struct {
 	Seed uint64
 	// InitialFault, when not nil, is in force from the first request.
 	InitialFault Fault
+	// Token is the control API's bearer token, as Config.Token.
+	Token string
 }
 
 // Validate reports the first bad field of c.
@@ -54,6 +56,9 @@ func (c SidecarConfig) Validate() error {
 	}
 	if _, err := parseHealthPath(c.HealthPath); err != nil {
 		return fmt.Errorf("health_path: %w", err)
+	}
+	if err := CheckToken(c.Token); err != nil {
+		return fmt.Errorf("token: %w", err)
 	}
 	return nil
 }

@@ -17,10 +17,14 @@ import (
 	"github.com/lbchaos/lbchaos/harness/process"
 )
 
-// chooseProvider resolves --backends. The returned func releases what the
-// provider holds (containers, networks) and is safe to defer.
-func chooseProvider(ctx context.Context, choice string, exp *experiments.Experiment, dopts docker.Options, kf kubeFlags) (fleet.Provider, func(), error) {
+// chooseProvider resolves --backends. Every provider gives its backends
+// token, the run's control token, and sends it on its control calls. The
+// returned func releases what the provider holds (containers, networks)
+// and is safe to defer.
+func chooseProvider(ctx context.Context, choice string, exp *experiments.Experiment, dopts docker.Options, kf kubeFlags, token string) (fleet.Provider, func(), error) {
 	logw := dopts.Log
+	dopts.Token, kf.token = token, token
+	local := process.Provider{Token: token}
 	nop := func() {}
 	if len(exp.Instances.External) > 0 {
 		switch choice {
@@ -28,7 +32,7 @@ func chooseProvider(ctx context.Context, choice string, exp *experiments.Experim
 			// Up front, so that an instance that does not answer stops the
 			// run before anything is written (what the instances can take
 			// is the engine's Check).
-			p := external.Provider{}
+			p := external.Provider{Token: token}
 			fl, err := p.Start(ctx, fleet.Spec{Instances: exp.Instances, Seed: exp.Seed})
 			if err != nil {
 				return nil, nop, fmt.Errorf("--backends %s: %w", choice, err)
@@ -75,7 +79,7 @@ func chooseProvider(ctx context.Context, choice string, exp *experiments.Experim
 	case "external":
 		return nil, nop, &exitError{2, errors.New("--backends external: give the instances' URLs with --backend URL (repeat, one per instance) or instances.external in the experiment file")}
 	case "process":
-		return process.Provider{}, nop, nil
+		return local, nop, nil
 	case "docker":
 		p, err := docker.New(ctx, dopts)
 		if err != nil {
@@ -97,7 +101,7 @@ func chooseProvider(ctx context.Context, choice string, exp *experiments.Experim
 				return nil, nop, fmt.Errorf("%s acts on containers, and %w", exp.Name, err)
 			}
 			fmt.Fprintf(logw, "lbchaos: backends: process (%v)\n", err)
-			return process.Provider{}, nop, nil
+			return local, nop, nil
 		}
 		p, err := docker.New(ctx, dopts)
 		if err != nil {
@@ -105,7 +109,7 @@ func chooseProvider(ctx context.Context, choice string, exp *experiments.Experim
 				return nil, nop, fmt.Errorf("--backends auto: %w", err)
 			}
 			fmt.Fprintf(logw, "lbchaos: backends: process (Docker answered, but: %v)\n", err)
-			return process.Provider{}, nop, nil
+			return local, nop, nil
 		}
 		fmt.Fprintf(logw, "lbchaos: backends: docker (%s network)\n", map[bool]string{true: "host", false: "published-port"}[dopts.HostNetwork])
 		return p, closer(p, logw), nil

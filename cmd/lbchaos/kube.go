@@ -32,6 +32,8 @@ type kubeFlags struct {
 	// (false: local processes); lead is their start's lead.
 	generators bool
 	lead       time.Duration
+	// token is the run's control token (--token), not a flag of its own.
+	token string
 }
 
 func (k *kubeFlags) bind(fs *flag.FlagSet) {
@@ -80,6 +82,7 @@ func (k kubeFlags) provider(ctx context.Context, exp *experiments.Experiment, lo
 		CPURequest: k.cpuRequest,
 		Reuse:      true,
 		Log:        logw,
+		Token:      k.token,
 	}
 	for _, f := range exp.Faults {
 		if f.Spec.Mode() == (faultyserver.Pause{}).Mode() {

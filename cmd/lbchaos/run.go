@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/lbchaos/lbchaos/experiments"
+	"github.com/lbchaos/lbchaos/faultyserver"
 	"github.com/lbchaos/lbchaos/harness"
 	"github.com/lbchaos/lbchaos/harness/kube"
 	"github.com/lbchaos/lbchaos/harness/real"
@@ -57,6 +59,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		raw      = fs.Bool("raw", true, "keep raw data in the output directory: every result in Vegeta's encoding (results-*.bin, for vegeta report/plot) and HdrHistogram logs (latency-*.hlog); real engine only")
 		engine   = fs.String("engine", "real", "real (real HTTP backends and load) or sim (the same model in virtual time: deterministic, seconds)")
 		gens     = fs.Int("generators", 0, "load generator processes sharing each strategy's load (default: the experiment's generators, else 1): request k goes to generator k mod N, all on one schedule; each runs its own balancers (replicas), so N generators are N independent client-side balancers; proxy strategies need 1")
+		token    = fs.String("token", "", "the control token the run's backends require and its control calls send (Authorization: Bearer T): give the one external sidecars were started with (lbchaos serve --token or "+faultyserver.TokenEnv+"); default: $"+faultyserver.TokenEnv+", else a random one per run")
 		dnet     = fs.String("docker-network", "auto", "how the harness reaches docker backends on 127.0.0.1: published (ports published by the engine; portable), host (containers share the host's network namespace; no userland proxy), or auto (host for a local Linux engine, else published)")
 	)
 	var kf kubeFlags
@@ -134,7 +137,13 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		if err != nil {
 			return &exitError{2, err}
 		}
-		provider, closeProvider, err := chooseProvider(ctx, *backends, exp, dockerOptions(logw, hostNet), kf)
+		// From the environment after parsing, not as the flag's default,
+		// which the usage would print.
+		tok := cmp.Or(*token, os.Getenv(faultyserver.TokenEnv), faultyserver.NewToken())
+		if err := faultyserver.CheckToken(tok); err != nil {
+			return &exitError{2, fmt.Errorf("--token (or %s): %w", faultyserver.TokenEnv, err)}
+		}
+		provider, closeProvider, err := chooseProvider(ctx, *backends, exp, dockerOptions(logw, hostNet), kf, tok)
 		if err != nil {
 			return err
 		}

@@ -61,6 +61,13 @@ func (p *Provider) CheckApp(ctx context.Context, app *experiments.App) error {
 	}
 }
 
+// tokenEnv is the environment of a server or sidecar container: the
+// control token, which lbchaos serve reads from it (never from the command
+// line, which ps shows to every user of the host).
+func (p *Provider) tokenEnv() map[string]string {
+	return map[string]string{faultyserver.TokenEnv: p.opts.Token}
+}
+
 // appEnv is the app container's environment: app.Env and its port.
 func appEnv(app *experiments.App, port int) map[string]string {
 	env := maps.Clone(app.Env)
@@ -117,6 +124,7 @@ func (p *Provider) appRequests(spec fleet.Spec, seq, id, appPort, sidePort int) 
 			Image:              p.image,
 			Name:               fmt.Sprintf("lbchaos-%s-%d-%d-sidecar", p.runID, seq, id),
 			Cmd:                flags.Args(),
+			Env:                p.tokenEnv(),
 			Labels:             labels("sidecar"),
 			HostConfigModifier: host,
 		},

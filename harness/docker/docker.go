@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lbchaos/lbchaos/faultyserver"
 	"github.com/lbchaos/lbchaos/harness/fleet"
 	"github.com/lbchaos/lbchaos/harness/internal/owner"
 	"github.com/moby/moby/client"
@@ -60,6 +61,10 @@ type Options struct {
 	// of every byte (see the README's performance section). Linux engines
 	// only; the default, published ports, works everywhere.
 	HostNetwork bool
+	// Token is the control token of every server and sidecar the provider
+	// starts, given to each container in its environment (TokenEnv), never
+	// on its command line; "" makes New generate a random one.
+	Token string
 }
 
 // Timeouts of the provider's own Docker calls.
@@ -167,6 +172,9 @@ func New(ctx context.Context, opts Options) (*Provider, error) {
 	}
 	if opts.StartTimeout <= 0 {
 		opts.StartTimeout = defaultStartTimeout
+	}
+	if opts.Token == "" {
+		opts.Token = faultyserver.NewToken()
 	}
 	if opts.Binary == "" {
 		exe, err := os.Executable()

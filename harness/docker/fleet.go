@@ -103,6 +103,7 @@ func (p *Provider) request(spec fleet.Spec, seq, id, port int) (testcontainers.G
 		Image:  p.image,
 		Name:   fmt.Sprintf("lbchaos-%s-%d-%d", p.runID, seq, id),
 		Cmd:    args,
+		Env:    p.tokenEnv(),
 		Labels: map[string]string{LabelRun: p.runID, LabelOwner: p.owner, labelFleet: strconv.Itoa(seq)},
 	}
 	if p.opts.HostNetwork {
@@ -221,7 +222,7 @@ func (p *Provider) backendOf(ctx context.Context, in *dockerInstance) (fleet.Bac
 		}
 		u = &url.URL{Scheme: "http", Host: "127.0.0.1:" + port.Port()}
 	}
-	return fleet.Backend{ID: in.id, URL: u, Control: &faultyserver.Client{BaseURL: u.String()}}, nil
+	return fleet.Backend{ID: in.id, URL: u, Control: &faultyserver.Client{BaseURL: u.String(), Token: p.opts.Token}}, nil
 }
 
 // logTail returns the end of c's output, formatted to follow an error, or

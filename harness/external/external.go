@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"net/url"
 	"sync"
 	"time"
@@ -25,7 +26,12 @@ const StartTimeout = 10 * time.Second
 
 // Provider hands back the instances the experiment's Instances.External
 // lists (the command line's --backend and --sidecar end up there).
-type Provider struct{}
+type Provider struct {
+	// Token is sent on every control call to the sidecars: the token they
+	// were started with (lbchaos serve --token, or LBCHAOS_TOKEN). A
+	// sidecar started without one accepts any.
+	Token string
+}
 
 var _ fleet.Provider = Provider{}
 
@@ -37,7 +43,7 @@ func (Provider) Name() string { return "external" }
 // and resets every sidecar, so that each strategy starts from a fresh
 // sidecar: no fault, zeroed counters. An instance without a sidecar is
 // used as it is. The error names the first instance that does not answer.
-func (Provider) Start(ctx context.Context, spec fleet.Spec) (fleet.Fleet, error) {
+func (p Provider) Start(ctx context.Context, spec fleet.Spec) (fleet.Fleet, error) {
 	if len(spec.External) == 0 {
 		return nil, errors.New("no external instances: give their URLs with --backend or instances.external")
 	}
@@ -46,7 +52,7 @@ func (Provider) Start(ctx context.Context, spec fleet.Spec) (fleet.Fleet, error)
 	}
 	f := &externalFleet{}
 	for id, x := range spec.External {
-		b, err := backend(id, x, spec.HealthPath)
+		b, err := backend(id, x, spec.HealthPath, p.Token)
 		if err != nil {
 			return nil, err
 		}
@@ -56,6 +62,11 @@ func (Provider) Start(ctx context.Context, spec fleet.Spec) (fleet.Fleet, error)
 			err = b.Control.Reset(cctx)
 		}
 		cancel()
+		var apiErr *faultyserver.APIError
+		if errors.As(err, &apiErr) && apiErr.StatusCode == http.StatusUnauthorized {
+			return nil, fmt.Errorf("instance %d: sidecar %s refused the run's token: give the token it was started with (lbchaos serve --token or %s) to lbchaos run as --token or %s: %w",
+				id, x.Sidecar, faultyserver.TokenEnv, faultyserver.TokenEnv, err)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("instance %d (%s) does not answer: %w", id, describe(x), err)
 		}
@@ -66,7 +77,7 @@ func (Provider) Start(ctx context.Context, spec fleet.Spec) (fleet.Fleet, error)
 
 // backend is instance id: the sidecar's address and control API when it
 // has one, else the instance's own address.
-func backend(id int, x experiments.External, health string) (fleet.Backend, error) {
+func backend(id int, x experiments.External, health, token string) (fleet.Backend, error) {
 	target := x.URL
 	if x.Sidecar != "" {
 		target = x.Sidecar
@@ -77,7 +88,7 @@ func backend(id int, x experiments.External, health string) (fleet.Backend, erro
 	}
 	b := fleet.Backend{ID: id, URL: u, HealthPath: health}
 	if x.Sidecar != "" {
-		b.Control = &faultyserver.Client{BaseURL: x.Sidecar}
+		b.Control = &faultyserver.Client{BaseURL: x.Sidecar, Token: token}
 	}
 	return b, nil
 }

@@ -34,13 +34,17 @@ rate: 10
 instances: {count: %d, workers: 0, service: {dist: fixed, value: 2ms}}
 strategies: [round-robin]
 `, n))
-	fl, err := process.Provider{}.Start(context.Background(), fleet.Spec{Instances: exp.Instances, Seed: 1})
+	fl, err := process.Provider{Token: byHandToken}.Start(context.Background(), fleet.Spec{Instances: exp.Instances, Seed: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { fl.Close() })
 	return fl.Backends()
 }
+
+// byHandToken is the control token of the instances startByHand starts,
+// which the runs give the external provider (lbchaos run --token).
+const byHandToken = "by-hand-token"
 
 // externalList is the YAML of instances.external for bs, each its own
 // sidecar when sidecars is set (the fake server serves the control API).
@@ -57,7 +61,7 @@ func externalList(bs []fleet.Backend, sidecars bool) string {
 }
 
 func run(exp *experiments.Experiment) (*reports.Summary, error) {
-	return harness.Run(context.Background(), exp, harness.Options{Engine: real.New(real.Options{Provider: external.Provider{}})})
+	return harness.Run(context.Background(), exp, harness.Options{Engine: real.New(real.Options{Provider: external.Provider{Token: byHandToken}})})
 }
 
 // served returns how many requests each instance answered, by its own
@@ -232,11 +236,17 @@ func TestStart(t *testing.T) {
 		{"health path fails", []experiments.External{{URL: app.URL}}, "/", "503 Service Unavailable"},
 		{"health path answers", []experiments.External{{URL: app.URL}}, "/ready", ""},
 		{"none", nil, "/", "no external instances"},
+		{"sidecar refuses the token", []experiments.External{{URL: live, Sidecar: live}}, "/",
+			"instance 0: sidecar " + live + " refused the run's token: give the token it was started with (lbchaos serve --token or LBCHAOS_TOKEN) to lbchaos run as --token or LBCHAOS_TOKEN"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			spec := fleet.Spec{Instances: experiments.Instances{Count: len(tt.ext), External: tt.ext, HealthPath: tt.health}}
-			fl, err := external.Provider{}.Start(t.Context(), spec)
+			p := external.Provider{Token: byHandToken}
+			if strings.Contains(tt.name, "refuses the token") {
+				p.Token = "not-" + byHandToken
+			}
+			fl, err := p.Start(t.Context(), spec)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("err = %v, want it to contain %q", err, tt.wantErr)
@@ -269,7 +279,7 @@ func TestStartResetsSidecars(t *testing.T) {
 	}
 	u := bs[0].URL.String()
 	spec := fleet.Spec{Instances: experiments.Instances{Count: 1, External: []experiments.External{{URL: u, Sidecar: u}}, HealthPath: "/"}}
-	fl, err := external.Provider{}.Start(t.Context(), spec)
+	fl, err := external.Provider{Token: byHandToken}.Start(t.Context(), spec)
 	if err != nil {
 		t.Fatal(err)
 	}

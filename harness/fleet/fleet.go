@@ -56,9 +56,10 @@ func (f Spec) ServerConfig(id int) faultyserver.Config {
 type Backend struct {
 	ID  int
 	URL *url.URL // base URL the balancer sends requests to
-	// Control is its control API; nil for an instance without one (an
-	// external instance without a sidecar), which takes no server faults
-	// and reports no stats.
+	// Control is its control API, a client that sends the run's control
+	// token (which the provider gave the instance); nil for an instance
+	// without one (an external instance without a sidecar), which takes no
+	// server faults and reports no stats.
 	Control *faultyserver.Client
 	// HealthPath is the path a GET of which tells that an instance
 	// without Control answers ("" = "/").

@@ -47,6 +47,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/lbchaos/lbchaos/experiments"
+	"github.com/lbchaos/lbchaos/faultyserver"
 	"github.com/lbchaos/lbchaos/harness/fleet"
 	"github.com/lbchaos/lbchaos/harness/internal/owner"
 )
@@ -126,6 +127,10 @@ type Options struct {
 	Reuse bool
 	// Log receives progress lines; nil discards them.
 	Log io.Writer
+	// Token is the control token of every server and sidecar, kept in the
+	// namespace's Secret ControlSecret (secret.go); "" makes New generate a
+	// random one.
+	Token string
 }
 
 // Provider runs backends as pods in a namespace of its own. Create it with
@@ -273,6 +278,9 @@ func New(ctx context.Context, opts Options) (*Provider, error) {
 	if opts.CPURequest == "" {
 		opts.CPURequest = DefaultCPURequest
 	}
+	if opts.Token == "" {
+		opts.Token = faultyserver.NewToken()
+	}
 	req, err := resource.ParseQuantity(opts.CPURequest)
 	if err != nil || req.Sign() <= 0 {
 		return nil, fmt.Errorf("kube backends: cpu request %q: want a positive CPU quantity such as 10m or 0.1", opts.CPURequest)
@@ -311,6 +319,10 @@ func New(ctx context.Context, opts Options) (*Provider, error) {
 		fmt.Fprintf(opts.Log, "kube: warning: leftovers of dead runs not all removed: %v\n", err)
 	}
 	if err := p.createNamespace(ctx); err != nil {
+		return nil, err
+	}
+	if err := p.createControlSecret(ctx); err != nil {
+		_ = deleteNamespace(context.WithoutCancel(ctx), cs, p.ns)
 		return nil, err
 	}
 	fmt.Fprintf(opts.Log, "kube: namespace %s on %s (%s network, image %s)\n", p.ns, p.host, p.network, opts.Image)

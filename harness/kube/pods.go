@@ -78,6 +78,7 @@ func (p *Provider) podFor(spec fleet.Spec, seq int, in *instance) (*corev1.Pod, 
 			Image:           p.opts.Image,
 			ImagePullPolicy: p.opts.PullPolicy,
 			Args:            flags.Args(), // after the image's entry point, lbchaos serve
+			Env:             tokenEnv(),
 			Ports:           port(in.port),
 			Resources:       resources,
 			ResizePolicy:    resize,
@@ -113,6 +114,7 @@ func (p *Provider) podFor(spec fleet.Spec, seq int, in *instance) (*corev1.Pod, 
 			Image:           p.opts.Image,
 			ImagePullPolicy: p.opts.PullPolicy,
 			Args:            flags.Args(),
+			Env:             tokenEnv(),
 			Ports:           []corev1.ContainerPort{{Name: "sidecar", ContainerPort: int32(in.port), Protocol: corev1.ProtocolTCP}},
 			Resources:       corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: p.request}},
 		}}
@@ -277,7 +279,7 @@ func (p *Provider) waitReady(ctx context.Context, seq int, insts []*instance) ([
 				wg.Go(func() {
 					hctx, hcancel := context.WithTimeout(ctx, time.Second)
 					defer hcancel()
-					ctl := &faultyserver.Client{BaseURL: u.String()}
+					ctl := &faultyserver.Client{BaseURL: u.String(), Token: p.opts.Token}
 					herr := ctl.Healthy(hctx)
 					mu.Lock()
 					defer mu.Unlock()

@@ -4,6 +4,7 @@
 package process
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -20,7 +21,11 @@ import (
 )
 
 // Provider runs every backend inside this process.
-type Provider struct{}
+type Provider struct {
+	// Token is the control token of every backend it starts, which their
+	// Backend.Control clients send; "" gives each fleet a fresh random one.
+	Token string
+}
 
 var (
 	_ fleet.Provider  = Provider{}
@@ -35,11 +40,14 @@ func (Provider) Name() string { return "process" }
 func (Provider) InProcess() bool { return true }
 
 // Start implements fleet.Provider.
-func (Provider) Start(ctx context.Context, spec fleet.Spec) (fleet.Fleet, error) {
+func (p Provider) Start(ctx context.Context, spec fleet.Spec) (fleet.Fleet, error) {
 	f := &processFleet{}
 	quiet := log.New(io.Discard, "", 0)
+	token := cmp.Or(p.Token, faultyserver.NewToken())
 	for id := range spec.Count {
-		srv, err := faultyserver.New(spec.ServerConfig(id))
+		cfg := spec.ServerConfig(id)
+		cfg.Token = token
+		srv, err := faultyserver.New(cfg)
 		if err != nil {
 			f.Close()
 			return nil, fmt.Errorf("instance %d: %w", id, err)
@@ -65,7 +73,7 @@ func (Provider) Start(ctx context.Context, spec fleet.Spec) (fleet.Fleet, error)
 		f.backends = append(f.backends, fleet.Backend{
 			ID:      id,
 			URL:     base,
-			Control: &faultyserver.Client{BaseURL: base.String()},
+			Control: &faultyserver.Client{BaseURL: base.String(), Token: token},
 		})
 		f.wg.Add(1)
 		go func() {
