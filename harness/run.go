@@ -136,6 +136,7 @@ func Run(ctx context.Context, exp *experiments.Experiment, opts Options) (*repor
 		}
 	}
 	reports.Derive(sum)
+	sum.HarnessSaturated = reports.HarnessSaturations(sum)
 	if runErr == nil && ctx.Err() != nil {
 		sum.Partial = true
 		sum.Notes = append(sum.Notes, fmt.Sprintf("The run was interrupted: %d of %d strategies measured; the last one only in part.",
@@ -183,6 +184,7 @@ func strategyOf(exp *experiments.Experiment, name string, m *engine.Measurement)
 	s.Ejections = m.Ejections
 	s.Events = m.Events
 	s.Partial = m.Interrupted
+	s.Harness = m.Harness
 
 	notes := append([]string(nil), m.Notes...)
 	if s.GeneratorBehind {

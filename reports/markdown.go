@@ -32,6 +32,9 @@ func WriteMarkdown(w io.Writer, s *Summary, plots []Plot) error {
 
 	m.p("# %s\n\n", mdText(v.Title))
 	m.p("%s\n\n", mdText(v.Subtitle))
+	for _, h := range v.Harness {
+		m.p("> **%s**\n\n", mdText(h))
+	}
 	if v.Partial != "" {
 		m.p("> **%s**\n\n", mdText(v.Partial))
 	}
