@@ -184,3 +184,24 @@ func firstLines(s string, n int) string {
 	lines := strings.SplitN(s, "\n", n+1)
 	return strings.Join(lines[:min(n, len(lines))], "\n")
 }
+
+// TestSimRunHasNoHarness: the simulator has no load generator to watch,
+// so its summary has no harness section and no saturation.
+func TestSimRunHasNoHarness(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "saturation.yaml")
+	if err := os.WriteFile(file, []byte(saturationExperiment), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := t.TempDir()
+	// Far past what a real harness on this machine could send.
+	if _, stderr, err := runCLI(t, context.Background(), "run", file, "--engine", "sim", "--rate", "200000", "--out", out); err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	s := readSummary(t, out)
+	if s.Strategies[0].Harness != nil || s.HarnessSaturated != nil {
+		t.Errorf("a simulated run has harness %+v, saturated %+v", s.Strategies[0].Harness, s.HarnessSaturated)
+	}
+	if js := readFile(t, filepath.Join(out, reports.SummaryFile)); strings.Contains(js, `"harness`) {
+		t.Error("summary.json of a simulated run names the harness")
+	}
+}

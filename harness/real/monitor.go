@@ -10,18 +10,17 @@ import (
 	"github.com/lbchaos/lbchaos/reports"
 )
 
-// Monitor defaults.
 const (
-	// DefaultMonitorTick is the period of the timer whose lateness is the
+	// monitorTick is the period of the timer whose lateness is the
 	// scheduling lag: short enough to see a CPU queue of a few
 	// milliseconds, long enough to cost nothing (500 wake-ups a second).
-	DefaultMonitorTick = 2 * time.Millisecond
+	monitorTick = 2 * time.Millisecond
+	// sampleEvery is the interval of the resource samples (RSS, open
+	// files, goroutines).
+	sampleEvery = 10 * time.Second
 	// minSecond is the shortest last second of an attack that the
 	// monitor measures on its own.
 	minSecond = 100 * time.Millisecond
-	// DefaultSampleEvery is the interval of the resource samples (RSS,
-	// open files, goroutines).
-	DefaultSampleEvery = 10 * time.Second
 )
 
 // monitor measures the harness's own health while an attack runs (see
@@ -61,21 +60,21 @@ type sendSecond struct {
 
 // monitorConfig is what startMonitor needs of the attack.
 type monitorConfig struct {
-	start       time.Time // the attack's start; seconds count from it
-	tick        time.Duration
-	sampleEvery time.Duration
-	inProcess   bool         // the backends run in this process
-	capHits     func() int64 // nil when the client has no connection bound
+	start       time.Time     // the attack's start; seconds count from it
+	tick        time.Duration // 0: monitorTick
+	sampleEvery time.Duration // 0: every 10 s
+	inProcess   bool          // the backends run in this process
+	capHits     func() int64  // nil when the client has no connection bound
 	inFlight    func() int64
 }
 
 // startMonitor starts measuring the harness; stop ends it.
 func startMonitor(c monitorConfig) *monitor {
 	if c.tick <= 0 {
-		c.tick = DefaultMonitorTick
+		c.tick = monitorTick
 	}
 	if c.sampleEvery <= 0 {
-		c.sampleEvery = DefaultSampleEvery
+		c.sampleEvery = sampleEvery
 	}
 	m := &monitor{
 		start: c.start, tick: c.tick, sampleEvery: c.sampleEvery,

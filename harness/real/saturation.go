@@ -86,7 +86,7 @@ func judge(h *reports.Harness, attack int) {
 	}
 	own := medianOf(cpu)
 	cpuText := fmt.Sprintf("CPU %.2f of %g cores", own, h.Cores)
-	if len(machine) == len(cpu) {
+	if len(machine) > 0 {
 		busy := medianOf(machine)
 		cpuText += fmt.Sprintf(" (the whole machine: %.2f of %d busy", busy, h.MachineCPUs)
 		if own < h.Cores/2 && busy >= cpuFullShare*float64(h.MachineCPUs) {
