@@ -139,7 +139,7 @@ func harnessSentence(st *Strategy) string {
 	fmt.Fprintf(&b, "The harness saturated: from %s s on (%d saturated seconds of %s), %s's numbers describe this machine's load generator, not the strategy",
 		fmtNum(*h.SaturatedFromS), h.SaturatedSeconds, fmtNum(math.Ceil(st.ElapsedS)), st.Name)
 	if len(h.Reasons) > 0 {
-		fmt.Fprintf(&b, " (%s)", strings.Join(h.Reasons, ", "))
+		fmt.Fprintf(&b, " (%s)", strings.Join(h.Reasons, "; "))
 	}
 	b.WriteString(".")
 	if h.BackendsInProcess {

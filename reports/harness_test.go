@@ -35,7 +35,7 @@ func TestHarnessSaturationOpensEveryReport(t *testing.T) {
 	s.Strategies[1].Harness = saturatedHarness()
 	name := s.Strategies[1].Name
 	want := "The harness saturated: from 3 s on (2 saturated seconds of 5), " + name + "'s numbers describe this machine's load generator, not the strategy " +
-		"(CPU 1.98 of 2 cores, scheduler 14 ms late at p99, requests sent up to 850 ms behind schedule). " +
+		"(CPU 1.98 of 2 cores; scheduler 14 ms late at p99; requests sent up to 850 ms behind schedule). " +
 		"The backends ran in the harness's process and shared its CPU."
 
 	got := HarnessSaturations(s)

@@ -74,7 +74,7 @@ func TestHarnessSaturation(t *testing.T) {
 			if from < 0 || from >= s.DurationS || h.SaturatedSeconds < 1 {
 				t.Errorf("saturated from %v s, %d seconds, in an attack of %v s", from, h.SaturatedSeconds, s.DurationS)
 			}
-			if !h.BackendsInProcess || len(h.Reasons) < 3 {
+			if !h.BackendsInProcess || len(h.Reasons) < 3 || !strings.HasPrefix(h.Reasons[0], "CPU ") {
 				t.Errorf("backends in process %v, reasons %q", h.BackendsInProcess, h.Reasons)
 			}
 			if len(s.HarnessSaturated) != 1 || s.HarnessSaturated[0].Strategy != "round-robin" || s.HarnessSaturated[0].FromS != from {

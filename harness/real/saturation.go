@@ -85,16 +85,16 @@ func judge(h *reports.Harness, attack int) {
 		return
 	}
 	own := medianOf(cpu)
-	cpuText := fmt.Sprintf("CPU %.2f of %g cores", own, h.Cores)
+	h.Reasons = append(h.Reasons, fmt.Sprintf("CPU %.2f of %g cores", own, h.Cores))
 	if len(machine) > 0 {
 		busy := medianOf(machine)
-		cpuText += fmt.Sprintf(" (the whole machine: %.2f of %d busy", busy, h.MachineCPUs)
-		if own < h.Cores/2 && busy >= cpuFullShare*float64(h.MachineCPUs) {
-			cpuText += ", most of it by other processes"
+		text := fmt.Sprintf("the whole machine %.2f of %d busy", busy, h.MachineCPUs)
+		if others := busy - own; others >= 0.05 {
+			text += fmt.Sprintf(", %.2f of them with other processes", others)
 		}
-		cpuText += ")"
+		h.Reasons = append(h.Reasons, text)
 	}
-	h.Reasons = append(h.Reasons, cpuText,
+	h.Reasons = append(h.Reasons,
 		fmt.Sprintf("scheduler %.0f ms late at p99", medianOf(sched)),
 		fmt.Sprintf("requests sent up to %s behind schedule", fmtLag(sendMax)))
 	if caps > 0 {

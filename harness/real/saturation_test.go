@@ -101,9 +101,9 @@ func TestJudgeReasons(t *testing.T) {
 		want   []string
 	}{
 		{"own CPU", []reports.HarnessSecond{sec(1.96, 2, 14, 400), sec(2, 2, 16, 1200)}, []string{
-			"CPU 1.98 of 2 cores (the whole machine: 2.00 of 2 busy)", "scheduler 15 ms late at p99", "requests sent up to 2.4 s behind schedule"}},
+			"CPU 1.98 of 2 cores", "the whole machine 2.00 of 2 busy", "scheduler 15 ms late at p99", "requests sent up to 2.4 s behind schedule"}},
 		{"other processes", []reports.HarnessSecond{sec(0.2, 2, 120, 300), sec(0.3, 1.9, 80, 200)}, []string{
-			"CPU 0.25 of 2 cores (the whole machine: 1.95 of 2 busy, most of it by other processes)", "scheduler 100 ms late at p99", "requests sent up to 600 ms behind schedule"}},
+			"CPU 0.25 of 2 cores", "the whole machine 1.95 of 2 busy, 1.70 of them with other processes", "scheduler 100 ms late at p99", "requests sent up to 600 ms behind schedule"}},
 		{"machine unknown", []reports.HarnessSecond{sec(1.9, -1, 14, 40), sec(1.9, -1, 14, 40)}, []string{
 			"CPU 1.90 of 2 cores", "scheduler 14 ms late at p99", "requests sent up to 80 ms behind schedule"}},
 	}
