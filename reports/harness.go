@@ -136,8 +136,12 @@ func harnessBanner(s *Summary) []string {
 func harnessSentence(st *Strategy) string {
 	h := st.Harness
 	var b strings.Builder
-	fmt.Fprintf(&b, "The harness saturated: from %s s on (%d saturated seconds of %s), %s's numbers describe this machine's load generator, not the strategy",
-		fmtNum(*h.SaturatedFromS), h.SaturatedSeconds, fmtNum(math.Ceil(st.ElapsedS)), st.Name)
+	seconds := "seconds"
+	if h.SaturatedSeconds == 1 {
+		seconds = "second"
+	}
+	fmt.Fprintf(&b, "The harness saturated: from %s s on (%d saturated %s of %s), %s's numbers describe this machine's load generator, not the strategy",
+		fmtNum(*h.SaturatedFromS), h.SaturatedSeconds, seconds, fmtNum(math.Ceil(st.ElapsedS)), st.Name)
 	if len(h.Reasons) > 0 {
 		fmt.Fprintf(&b, " (%s)", strings.Join(h.Reasons, "; "))
 	}

@@ -62,6 +62,13 @@ func TestHarnessSaturationOpensEveryReport(t *testing.T) {
 		t.Errorf("report.html: banner at %d, verdict at %d", i, j)
 	}
 
+	// One second only, at the attack's end.
+	one := saturatedHarness()
+	one.SaturatedSeconds = 1
+	if got := harnessSentence(&Strategy{Name: "p2c", ElapsedS: 4.5, Harness: one}); !strings.HasPrefix(got, "The harness saturated: from 3 s on (1 saturated second of 5), p2c's numbers") {
+		t.Errorf("one saturated second: %q", got)
+	}
+
 	var table bytes.Buffer
 	if err := WriteTable(&table, s); err != nil {
 		t.Fatal(err)
