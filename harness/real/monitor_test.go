@@ -35,7 +35,7 @@ func TestMonitorMeasuresTheProcess(t *testing.T) {
 	time.Sleep(time.Until(start.Add(1250 * time.Millisecond)))
 	h := m.stop(1200 * time.Millisecond)
 
-	if h.TickMs != 2 || h.Cores < 1 || h.MachineCPUs != runtime.NumCPU() || !h.BackendsInProcess {
+	if h.TickMs != 5 || h.Cores < 1 || h.MachineCPUs != runtime.NumCPU() || !h.BackendsInProcess {
 		t.Errorf("tick %v ms, cores %v, machine CPUs %d, in process %v", h.TickMs, h.Cores, h.MachineCPUs, h.BackendsInProcess)
 	}
 	if len(h.Seconds) != 2 {
