@@ -118,8 +118,8 @@ func Run(ctx context.Context, exp *experiments.Experiment, opts Options) (*repor
 			st, notes := strategyOf(exp, name, m)
 			sum.Strategies = append(sum.Strategies, st)
 			sum.Notes = append(sum.Notes, notes...)
-			fmt.Fprintf(opts.Log, "      done: %d requests, %.2f%% errors, p50 %.1f ms, p99 %.1f ms%s\n",
-				st.Requests, 100*st.ErrorRatio, st.LatencyMs.P50, st.LatencyMs.P99, wallNote(info, wall))
+			fmt.Fprintf(opts.Log, "      done: %d requests, %.2f%% errors, p50 %.1f ms, p99 %.1f ms%s%s\n",
+				st.Requests, 100*st.ErrorRatio, st.LatencyMs.P50, st.LatencyMs.P99, wallNote(info, wall), harnessNote(st.Harness))
 			if err == nil && m.Interrupted {
 				break
 			}
@@ -136,6 +136,7 @@ func Run(ctx context.Context, exp *experiments.Experiment, opts Options) (*repor
 		}
 	}
 	reports.Derive(sum)
+	sum.HarnessSaturated = reports.HarnessSaturations(sum)
 	if runErr == nil && ctx.Err() != nil {
 		sum.Partial = true
 		sum.Notes = append(sum.Notes, fmt.Sprintf("The run was interrupted: %d of %d strategies measured; the last one only in part.",
@@ -155,6 +156,14 @@ func wallNote(info engine.Info, wall time.Time) string {
 		return fmt.Sprintf(" (simulated in %.2f s)", time.Since(wall).Seconds())
 	}
 	return ""
+}
+
+// harnessNote says on the done line that the harness saturated.
+func harnessNote(h *reports.Harness) string {
+	if h == nil || !h.Saturated || h.SaturatedFromS == nil {
+		return ""
+	}
+	return fmt.Sprintf("; the harness saturated from %g s on", *h.SaturatedFromS)
 }
 
 // finish completes sum with what follows from the experiment: the key
@@ -183,6 +192,7 @@ func strategyOf(exp *experiments.Experiment, name string, m *engine.Measurement)
 	s.Ejections = m.Ejections
 	s.Events = m.Events
 	s.Partial = m.Interrupted
+	s.Harness = m.Harness
 
 	notes := append([]string(nil), m.Notes...)
 	if s.GeneratorBehind {

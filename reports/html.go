@@ -21,6 +21,7 @@ var htmlTemplate = template.Must(template.New("report").Funcs(template.FuncMap{
 }).Parse(htmlSource))
 
 // WriteHTML writes report.html for s: a self-contained page that opens with
+// a line per strategy whose harness saturated (none usually), then
 // the verdict (the best and worst strategy on s.KeyMetric and the margin
 // between them), then the notes that weaken the measurement, the checked
 // expectations, the comparison of strategies, the plots across strategies,

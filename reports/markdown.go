@@ -17,9 +17,10 @@ type Plot struct {
 	Strategy string // the strategy shown, "" for plots across strategies
 }
 
-// WriteMarkdown writes report.md for s: the sections of report.html (the
-// verdict, the notes, the expectations, the comparison of strategies, the
-// plots across strategies, one section per strategy, the settings and the
+// WriteMarkdown writes report.md for s: the sections of report.html (a
+// line per strategy whose harness saturated, the verdict, the notes, the
+// expectations, the comparison of strategies, the plots across
+// strategies, one section per strategy, the settings and the
 // environment), in the same order and with the same rows. The plots are
 // linked, not embedded, by their file names.
 func WriteMarkdown(w io.Writer, s *Summary, plots []Plot) error {
@@ -32,6 +33,9 @@ func WriteMarkdown(w io.Writer, s *Summary, plots []Plot) error {
 
 	m.p("# %s\n\n", mdText(v.Title))
 	m.p("%s\n\n", mdText(v.Subtitle))
+	for _, h := range v.Harness {
+		m.p("> **%s**\n\n", mdText(h))
+	}
 	if v.Partial != "" {
 		m.p("> **%s**\n\n", mdText(v.Partial))
 	}

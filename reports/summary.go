@@ -28,6 +28,13 @@ type Summary struct {
 	SlowThresholdMs float64   `json:"slow_threshold_ms"`
 	FaultyInstances []int     `json:"faulty_instances"` // ids that had any fault during the run
 
+	// HarnessSaturated lists the strategies whose load generator was the
+	// bottleneck, and from which second: their numbers from then on
+	// describe the harness, not the strategy. Absent when none was (and
+	// for a simulated run). It comes before the strategies so that a
+	// reader of summary.json meets it first.
+	HarnessSaturated []HarnessSaturation `json:"harness_saturated,omitempty"`
+
 	Strategies []Strategy `json:"strategies"`
 
 	// Fields beyond the v1 core.
@@ -90,6 +97,9 @@ type Strategy struct {
 	// Percentiles is the latency-by-percentile curve of every request,
 	// at percentiles from 50 to 99.99 and the maximum (100).
 	Percentiles []PercentilePoint `json:"percentiles,omitempty"`
+	// Harness is the load generator's own health during the attack (real
+	// engine, one generator); absent for a simulated run.
+	Harness *Harness `json:"harness,omitempty"`
 
 	// Scenario metrics (see Derive).
 	// MaxAvgLoad is the busiest instance's requests over the mean per

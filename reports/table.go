@@ -24,13 +24,17 @@ var terminalColumns = []struct{ metric, head string }{
 // WriteTable writes the terminal comparison of s's strategies: a heading, one
 // row per strategy (requests, achieved rate, faulty share, p50, p99, slow,
 // error and timeout ratios, ejections), a GENERATOR BEHIND marker on rows
-// whose generator fell behind, then one line per note. A partial run is
-// announced as PARTIAL RUN before anything else.
+// whose generator fell behind, then one line per note. A strategy whose
+// harness saturated is announced before anything else, then a partial run
+// as PARTIAL RUN.
 func WriteTable(w io.Writer, s *Summary) error {
 	if s == nil {
 		return fmt.Errorf("reports: nil summary")
 	}
 	bw := bufio.NewWriter(w)
+	for _, h := range harnessBanner(s) {
+		fmt.Fprintln(bw, h)
+	}
 	if s.Partial {
 		fmt.Fprintln(bw, "PARTIAL RUN: interrupted; numbers cover only what was measured before the interruption")
 	}

@@ -18,6 +18,9 @@ type view struct {
 	Description string
 	// Partial is the banner of an interrupted run; "" for a complete one.
 	Partial string
+	// Harness opens the report when the load generator saturated: a line
+	// per strategy whose numbers describe the harness (harness.go).
+	Harness []string `json:",omitempty"`
 
 	Verdict verdictView
 	// Notes are what weakens the measurement: the run's notes, then any
@@ -142,6 +145,7 @@ func newView(s *Summary, plots []Plot) *view {
 		Description: s.Description,
 		Verdict:     newVerdictView(s),
 		Notes:       warnings(s),
+		Harness:     harnessBanner(s),
 		File:        s.ExperimentFile,
 		Version:     s.Version,
 	}

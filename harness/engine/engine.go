@@ -111,6 +111,9 @@ type Measurement struct {
 	// CapHits how many requests waited at it (0 when none did).
 	ConnBound int
 	CapHits   int64
+	// Harness is the load generator's own health during the attack, with
+	// its verdict; nil when the engine does not measure it.
+	Harness *reports.Harness
 	// Notes are the engine's own notes on this strategy.
 	Notes []string
 	// Skipped, when not empty, says why the engine did not run the

@@ -93,6 +93,11 @@ func (e *Engine) measureGRPC(ctx context.Context, job engine.Job, fl fleet.Fleet
 		faultWG.Wait()
 		return nil, err
 	}
+	mc := monitorConfig{start: start, inProcess: inProcess(opts.Provider), inFlight: client.InFlight}
+	if bal != nil {
+		mc.capHits = bal.CapHits
+	}
+	mon := startMonitor(mc)
 	results := attacker.attack(engine.Until(sched, exp.Duration), exp.Duration+engine.EndGrace, func(seq uint64) *vegeta.Result {
 		var t vegeta.Target
 		_ = targeter(&t) // never fails
@@ -105,7 +110,7 @@ func (e *Engine) measureGRPC(ctx context.Context, job engine.Job, fl fleet.Fleet
 		return client.call(seq, pathOf(t.URL), sreq)
 	})
 
-	loop := resultLoop{job: job, every: opts.ProgressEvery, start: start, sched: sched, bal: client, coll: coll, attacker: attacker}
+	loop := resultLoop{job: job, every: opts.ProgressEvery, start: start, sched: sched, bal: client, coll: coll, attacker: attacker, mon: mon}
 	if raw != nil {
 		loop.raw = raw.add
 	}
@@ -118,7 +123,7 @@ func (e *Engine) measureGRPC(ctx context.Context, job engine.Job, fl fleet.Fleet
 	if d := time.Duration(faultStop.Load()); interrupted < 0 && d > 0 {
 		interrupted = d
 	}
-	m = &engine.Measurement{}
+	m = &engine.Measurement{Harness: mon.stop(attackTime(exp.Duration, interrupted))}
 	if bal != nil {
 		m.ConnBound, m.CapHits = conns, bal.CapHits()
 	}

@@ -251,9 +251,10 @@ func (e *Engine) Measure(ctx context.Context, job engine.Job) (m *engine.Measure
 		faultWG.Wait()
 		return nil, err
 	}
+	mon := startMonitor(monitorConfig{start: start, inProcess: inProcess(opts.Provider), capHits: bal.CapHits, inFlight: bal.InFlight})
 	results := attacker.Attack(targeter, engine.Until(sched, exp.Duration), exp.Duration+engine.EndGrace, name)
 
-	loop := resultLoop{job: job, every: opts.ProgressEvery, start: start, sched: sched, bal: bal, coll: coll, attacker: attacker, proxy: proxy != nil}
+	loop := resultLoop{job: job, every: opts.ProgressEvery, start: start, sched: sched, bal: bal, coll: coll, attacker: attacker, proxy: proxy != nil, mon: mon}
 	if raw != nil {
 		loop.raw = raw.add
 	}
@@ -266,6 +267,7 @@ func (e *Engine) Measure(ctx context.Context, job engine.Job) (m *engine.Measure
 		interrupted = d
 	}
 	m = &engine.Measurement{ConnBound: conns, CapHits: bal.CapHits(), Notes: poller.note(name)}
+	m.Harness = mon.stop(attackTime(exp.Duration, interrupted))
 	if proxy != nil {
 		bal.CloseIdleConnections() // a connection-level proxy logs a connection when it closes
 		m.Notes = append(m.Notes, attributeProxy(proxy, name, unnamed, res.conns, coll)...)
@@ -405,6 +407,9 @@ type resultLoop struct {
 	proxy bool
 	// tick, when set, is called every second with the progress.
 	tick func(engine.GeneratorProgress)
+	// mon, when set, measures the harness; the loop gives it every
+	// request's send lag.
+	mon *monitor
 }
 
 type loopResult struct {
@@ -445,7 +450,9 @@ func (l *resultLoop) run(ctx context.Context, results <-chan *vegeta.Result) loo
 				continue
 			}
 			if due, ok := l.sched.Due(res.Seq); ok {
-				coll.RecordLag(res.Timestamp.Sub(start) - due)
+				sent := res.Timestamp.Sub(start)
+				coll.RecordLag(sent - due)
+				l.mon.sendLag(sent, sent-due)
 			}
 			o := classify(res, start, rt, routed)
 			if !o.Success {
@@ -549,12 +556,18 @@ func attackTime(duration, interrupted time.Duration) time.Duration {
 	return duration
 }
 
+// inProcess reports whether p's backends run inside this process.
+func inProcess(p fleet.Provider) bool {
+	ip, ok := p.(fleet.InProcess)
+	return ok && ip.InProcess()
+}
+
 // connsPerInstance bounds connections per instance so that a queue that
 // grows without bound exhausts neither file descriptors nor ports: in-process
 // backends hold both ends of every connection.
 func connsPerInstance(fileLimit uint64, instances int, p fleet.Provider) int {
 	perConn := uint64(1)
-	if ip, ok := p.(fleet.InProcess); ok && ip.InProcess() {
+	if inProcess(p) {
 		perConn = 2
 	}
 	const reserve = 512
