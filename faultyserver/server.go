@@ -51,6 +51,14 @@ type Config struct {
 	// InitialFault, when not nil, is in force from the first request, as if
 	// set through the control API before the server started.
 	InitialFault Fault
+	// OnPanic, when set, is told of every panic in the server's code (see
+	// Panic): a handler's, after which the request is aborted and the
+	// server goes on, and one of a goroutine started with Go, after which
+	// the instance is to be taken as dead. When nil, a handler's panic is
+	// left to net/http (which logs it and drops the connection) and a
+	// goroutine's ends the process. It is called on the panicking
+	// goroutine and must not block.
+	OnPanic func(Panic)
 }
 
 // Validate reports the first bad field of c.
@@ -116,6 +124,10 @@ type Server struct {
 
 	drainOnce sync.Once
 	drain     chan struct{} // closed when Serve begins shutting down
+
+	// handlerHook, set only by tests (export_test.go) before the first
+	// request, runs at the start of every request.
+	handlerHook func(*http.Request)
 }
 
 // faultSlot holds an instance's current fault, for the fake server and the
@@ -260,6 +272,12 @@ func (s *Server) beginDrain() { s.drainOnce.Do(func() { close(s.drain) }) }
 // ControlPrefix, the health check at HealthPath and the service on every
 // other path.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if s.cfg.OnPanic != nil {
+		defer s.recoverHandler(r)
+	}
+	if s.handlerHook != nil {
+		s.handlerHook(r)
+	}
 	if isGRPC(r) {
 		s.serveGRPC(w, r)
 		return

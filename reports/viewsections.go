@@ -267,6 +267,7 @@ func newStrategyView(s *Summary, st *Strategy, anchor string) strategyView {
 	if f := subchannelFact(st.Events); f != "" {
 		sv.Facts = append(sv.Facts, f)
 	}
+	sv.Incidents = incidentViews(st)
 
 	faulty := faultySet(s, st)
 	for _, in := range st.Instances {

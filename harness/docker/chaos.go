@@ -54,7 +54,9 @@ func (f *dockerFleet) Kill(ctx context.Context, id int) error {
 	}
 	in.mu.Lock()
 	defer in.mu.Unlock()
+	in.expectExit.Add(1) // before the exit, which Watch may see first
 	if _, err := f.p.cli.ContainerKill(ctx, in.ctr.GetContainerID(), client.ContainerKillOptions{Signal: "KILL"}); err != nil {
+		in.expectExit.Add(-1)
 		return fmt.Errorf("docker backends: kill instance %d: %w", id, err)
 	}
 	in.killed = true
@@ -149,6 +151,7 @@ func (f *dockerFleet) resetAll(ctx context.Context, reset func(context.Context, 
 // through the control API (fault cleared, counters zeroed) and waits until
 // no request of the previous fleet is left in it.
 func (f *dockerFleet) resetInstance(ctx context.Context, in *dockerInstance) error {
+	in.expectExit.Store(0) // a kill's exit the last fleet's watch did not see
 	if in.paused {
 		if err := f.unpause(ctx, in); err != nil {
 			return err

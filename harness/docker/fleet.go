@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/moby/moby/api/types/container"
@@ -55,6 +56,10 @@ type dockerInstance struct {
 	paused     bool
 	killed     bool
 	cpuLimited bool
+
+	// expectExit counts the exits of ctr the harness caused and Watch has
+	// not seen yet (a scheduled kill).
+	expectExit atomic.Int32
 }
 
 // dockerFleet is a Fleet of containers. Its Backends may change

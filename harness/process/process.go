@@ -1,6 +1,7 @@
 // Package process is the provider whose backends run inside this process,
 // each a real HTTP server (faultyserver.Server) on its own 127.0.0.1 port.
-// It needs nothing but Go, and offers no container faults.
+// It needs nothing but Go, and offers no container faults. Its fleets
+// report their servers' panics (fleet.Watcher, see crash.go).
 package process
 
 import (
@@ -25,6 +26,7 @@ type Provider struct{}
 var (
 	_ fleet.Provider  = Provider{}
 	_ fleet.InProcess = Provider{}
+	_ fleet.Watcher   = (*processFleet)(nil)
 )
 
 // Name implements fleet.Provider.
@@ -36,10 +38,12 @@ func (Provider) InProcess() bool { return true }
 
 // Start implements fleet.Provider.
 func (Provider) Start(ctx context.Context, spec fleet.Spec) (fleet.Fleet, error) {
-	f := &processFleet{}
+	f := &processFleet{crashes: newCrashes(spec.Count)}
 	quiet := log.New(io.Discard, "", 0)
 	for id := range spec.Count {
-		srv, err := faultyserver.New(spec.ServerConfig(id))
+		cfg := spec.ServerConfig(id)
+		cfg.OnPanic = func(p faultyserver.Panic) { f.panicked(id, p) }
+		srv, err := faultyserver.New(cfg)
 		if err != nil {
 			f.Close()
 			return nil, fmt.Errorf("instance %d: %w", id, err)
@@ -68,12 +72,12 @@ func (Provider) Start(ctx context.Context, spec fleet.Spec) (fleet.Fleet, error)
 			Control: &faultyserver.Client{BaseURL: base.String()},
 		})
 		f.wg.Add(1)
-		go func() {
+		srv.Go(fmt.Sprintf("the HTTP server of instance %d", id), func() {
 			defer f.wg.Done()
 			if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				quiet.Printf("instance %d: %v", id, err)
 			}
-		}()
+		})
 	}
 	return f, nil
 }
@@ -84,6 +88,7 @@ type processFleet struct {
 	https    []*http.Server
 	wg       sync.WaitGroup
 	once     sync.Once
+	crashes  *crashes // panics of the servers, for Watch
 }
 
 func (f *processFleet) Backends() []fleet.Backend { return f.backends }

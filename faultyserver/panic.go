@@ -1,0 +1,62 @@
+package faultyserver
+
+import (
+	"fmt"
+	"net/http"
+	"runtime/debug"
+)
+
+// Panic is a panic in a server's code, recovered and reported through
+// Config.OnPanic.
+type Panic struct {
+	// Where names the code that panicked: "handler of GET /work", or the
+	// name given to Go.
+	Where string
+	Value any    // what was passed to panic
+	Stack []byte // the panicking goroutine's stack (runtime/debug.Stack)
+	// Fatal is true for a goroutine started with Go: its work is lost and
+	// the instance cannot be trusted to serve on. A handler's panic is
+	// not: only its request was lost.
+	Fatal bool
+}
+
+func (p Panic) String() string { return fmt.Sprintf("panic in %s: %v", p.Where, p.Value) }
+
+// recoverHandler, deferred by ServeHTTP when Config.OnPanic is set, reports
+// a handler's panic and aborts the request with http.ErrAbortHandler: the
+// client sees its connection (HTTP/1.1) or stream (HTTP/2) end without an
+// answer, as net/http would do with the original panic, but without its
+// log line. http.ErrAbortHandler itself is how a reset fault ends a
+// request (resetRequest) and passes through unreported.
+func (s *Server) recoverHandler(r *http.Request) {
+	v := recover()
+	if v == nil {
+		return
+	}
+	if v == http.ErrAbortHandler {
+		panic(v)
+	}
+	s.cfg.OnPanic(Panic{Where: "handler of " + r.Method + " " + r.URL.Path, Value: v, Stack: debug.Stack()})
+	panic(http.ErrAbortHandler)
+}
+
+// Go runs fn on a new goroutine that belongs to the instance: a panic in
+// fn is recovered and reported through Config.OnPanic as fatal (the
+// instance should be taken as dead, not the process), named where. When
+// OnPanic is nil the panic is not recovered and ends the process, as any
+// goroutine's panic does.
+func (s *Server) Go(where string, fn func()) {
+	report := s.cfg.OnPanic
+	if report == nil {
+		go fn()
+		return
+	}
+	go func() {
+		defer func() {
+			if v := recover(); v != nil {
+				report(Panic{Where: where, Value: v, Stack: debug.Stack(), Fatal: true})
+			}
+		}()
+		fn()
+	}()
+}
