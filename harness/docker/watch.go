@@ -1,13 +1,15 @@
 package docker
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
-	"strings"
+	"strconv"
 	"sync"
 	"time"
 
+	"github.com/moby/moby/api/pkg/stdcopy"
 	"github.com/moby/moby/api/types/events"
 	"github.com/moby/moby/client"
 	"github.com/testcontainers/testcontainers-go"
@@ -24,9 +26,9 @@ const watchRetry = 100 * time.Millisecond
 // Watch implements fleet.Watcher with the engine's event stream: a "die"
 // event of one of the fleet's containers that no scheduled kill explains
 // (Kill expects the exit it causes) is reported as a fatal crash, with
-// the exit code and the container's last lines of output. The engine
-// pushes the event as the process ends, so the report follows within
-// milliseconds; stop is called before the fleet is closed, whose
+// the exit code and the container's last lines of output (fetched by
+// Crash.Log). The engine pushes the event as the process ends, so the
+// report follows within milliseconds; stop is called before the fleet is closed, whose
 // containers' removal is therefore not reported.
 func (f *dockerFleet) Watch(report func(fleet.Crash)) (stop func(), err error) {
 	byID := map[string]watched{}
@@ -132,7 +134,8 @@ func (w watched) expected() bool {
 	}
 }
 
-// crashOf describes the exit of w's container that msg reports.
+// crashOf describes the exit of w's container that msg reports; its Log
+// asks the engine for the container's last lines, within ctx.
 func (f *dockerFleet) crashOf(ctx context.Context, w watched, msg events.Message) fleet.Crash {
 	what := "container"
 	switch {
@@ -151,24 +154,46 @@ func (f *dockerFleet) crashOf(ctx context.Context, w watched, msg events.Message
 		Time:     time.Unix(0, msg.TimeNano),
 		Fatal:    true,
 		Detail:   detail,
-		Log:      lastLogLines(ctx, w.c),
+		Log:      func() []string { return f.lastLogLines(ctx, w.c) },
 	}
 }
 
 // lastLogLines returns the last fleet.LogLines lines of c's output, or
-// one line saying why there are none.
-func lastLogLines(ctx context.Context, c testcontainers.Container) []string {
+// one line saying why there are none. It asks the engine for only those
+// (a tail), in one call.
+func (f *dockerFleet) lastLogLines(ctx context.Context, c testcontainers.Container) []string {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	rc, err := c.Logs(ctx)
+	rc, err := f.p.cli.ContainerLogs(ctx, c.GetContainerID(), client.ContainerLogsOptions{
+		ShowStdout: true, ShowStderr: true, Tail: strconv.Itoa(fleet.LogLines),
+	})
 	if err != nil {
 		return []string{fmt.Sprintf("(its output could not be read: %v)", err)}
 	}
 	defer rc.Close()
-	b, _ := io.ReadAll(io.LimitReader(rc, 1<<20))
-	lines := fleet.LastLines(string(b), fleet.LogLines)
-	if len(lines) == 0 || strings.TrimSpace(string(b)) == "" {
+	// The containers have no TTY: stdout and stderr come multiplexed.
+	var out bytes.Buffer
+	w := &limitWriter{w: &out, n: 1 << 20}
+	if _, err := stdcopy.StdCopy(w, w, rc); err != nil && out.Len() == 0 {
+		return []string{fmt.Sprintf("(its output could not be read: %v)", err)}
+	}
+	lines := fleet.LastLines(out.String(), fleet.LogLines)
+	if len(lines) == 0 {
 		return []string{"(the container wrote nothing)"}
 	}
 	return lines
+}
+
+// limitWriter keeps the first n bytes written to it and drops the rest.
+type limitWriter struct {
+	w io.Writer
+	n int
+}
+
+func (l *limitWriter) Write(p []byte) (int, error) {
+	if k := min(len(p), l.n); k > 0 {
+		_, _ = l.w.Write(p[:k])
+		l.n -= k
+	}
+	return len(p), nil
 }

@@ -16,9 +16,12 @@ type Crash struct {
 	Fatal bool
 	// Detail says what happened: the exit code, the panic value.
 	Detail string
-	// Log is the end of the instance's output (a container's last lines),
-	// or of the panic's stack, oldest line first.
-	Log []string
+	// Log returns the end of the instance's output (a container's last
+	// lines) or the panic's stack, oldest line first. It may take a moment
+	// (a container's output comes from its engine): a watcher reports the
+	// crash as soon as it knows of it, and the receiver calls Log after it
+	// has acted on the crash. Nil: there is none.
+	Log func() []string
 }
 
 // Watcher is implemented by fleets that notice their instances failing on

@@ -36,7 +36,8 @@ func newCrashes(n int) *crashes {
 // costs only its request.
 func (f *processFleet) panicked(id int, p faultyserver.Panic) {
 	now := time.Now()
-	c := fleet.Crash{Instance: id, Time: now, Fatal: p.Fatal, Log: stackLines(p.Stack)}
+	stack := stackLines(p.Stack)
+	c := fleet.Crash{Instance: id, Time: now, Fatal: p.Fatal, Log: func() []string { return stack }}
 	if p.Fatal {
 		c.Detail = fmt.Sprintf("%v; the instance stopped serving", p)
 		f.stopInstance(id)

@@ -62,8 +62,15 @@ func (w *incidents) crash(c fleet.Crash) {
 	if !c.Fatal {
 		kind, verb = reports.EventPanic, "panicked"
 	}
-	t := w.add(c.Time, reports.Event{Instance: c.Instance, Kind: kind, Detail: c.Detail, Log: c.Log})
+	w.mu.Lock()
+	t := c.Time.Sub(w.start).Seconds()
+	w.mu.Unlock()
 	fmt.Fprintf(w.log, "      instance %d %s at %.1f s: %s\n", c.Instance, verb, t, c.Detail)
+	var log []string
+	if c.Log != nil {
+		log = c.Log()
+	}
+	w.add(c.Time, reports.Event{Instance: c.Instance, Kind: kind, Detail: c.Detail, Log: log})
 }
 
 // add records e at time at and returns its time from the start.
