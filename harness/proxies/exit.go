@@ -23,7 +23,11 @@ func (x *Proxy) Exit() (status string, stopped bool, log []string) {
 	} else {
 		status += " with status 0"
 	}
-	return status, p.stopping.Load(), fleet.LastLines(p.diagnostics(), fleet.LogLines)
+	log = fleet.LastLines(p.diagnostics(), fleet.LogLines)
+	if len(log) == 1 && log[0] == "no output" {
+		log = []string{fmt.Sprintf("(%s wrote nothing to its output or error log)", p.cfg.spec.Kind)}
+	}
+	return status, p.stopping.Load(), log
 }
 
 // Pid is the process id of the proxy's main process.
