@@ -1,8 +1,10 @@
 package reports
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 )
@@ -58,9 +60,20 @@ func (a *AtomicFile) Commit() error {
 	}
 	if err != nil {
 		os.Remove(a.Name())
-		return fmt.Errorf("write %s: %w", a.path, err)
+		return fmt.Errorf("write %s: %w", a.path, a.plain(err))
 	}
 	return nil
+}
+
+// plain strips the temporary file's name from err ("write
+// .summary.json.tmp-123: no space left on device"): the caller names
+// the file.
+func (a *AtomicFile) plain(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) && pe.Path == a.Name() {
+		return pe.Err
+	}
+	return err
 }
 
 // Abort closes and removes the temporary file; path is left as it was.
@@ -82,7 +95,7 @@ func writeAtomic(path string, perm os.FileMode, write func(io.Writer) error) err
 	}
 	if err := write(a); err != nil {
 		a.Abort()
-		return fmt.Errorf("write %s: %w", path, err)
+		return fmt.Errorf("write %s: %w", path, a.plain(err))
 	}
 	return a.Commit()
 }

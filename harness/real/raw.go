@@ -2,8 +2,10 @@ package real
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"path/filepath"
 	"sync"
 	"time"
@@ -43,6 +45,9 @@ func newRawWriter(path string) (*rawWriter, error) {
 	return newRawEncoder(rawFile{f}), nil
 }
 
+// rawFlushAt is how many bytes of encoded results are written at once.
+const rawFlushAt = 32 << 10
+
 // aborter is a destination that can be discarded rather than closed.
 type aborter interface{ Abort() }
 
@@ -52,24 +57,37 @@ func newRawEncoder(f io.WriteCloser) *rawWriter {
 	w := &rawWriter{ch: make(chan *vegeta.Result, 1<<14), done: make(chan struct{})}
 	go func() {
 		defer close(w.done)
-		bw := bufio.NewWriterSize(f, 1<<20)
+		// The buffer is flushed here, every rawFlushAt bytes, and never
+		// fills by itself (no record is that long), so that a write error
+		// is known to lose the results since the last flush: since is the
+		// send time of the first of them.
+		bw := bufio.NewWriterSize(f, 4*rawFlushAt)
 		enc := vegeta.NewEncoder(bw)
+		var since time.Time
+		fail := func(err error) { w.err, w.failedAt = err, since }
 		for r := range w.ch {
 			if w.err != nil {
 				continue
 			}
+			if bw.Buffered() == 0 {
+				since = r.Timestamp
+			}
 			if err := enc(r); err != nil {
-				w.err, w.failedAt = err, r.Timestamp
+				fail(err)
+			} else if bw.Buffered() >= rawFlushAt {
+				if err := bw.Flush(); err != nil {
+					fail(err)
+				}
 			}
 		}
 		if w.err == nil {
 			if err := bw.Flush(); err != nil {
-				w.err, w.failedAt = err, time.Now()
+				fail(err)
 			}
 		}
 		if w.err == nil {
 			if err := f.Close(); err != nil {
-				w.err, w.failedAt = err, time.Now()
+				fail(err) // since: the results of the last flush
 			}
 			return
 		}
@@ -104,8 +122,13 @@ func (w *rawWriter) note(name string, start time.Time) string {
 	if w.removed {
 		what = "the partial results-" + reports.Slug(name) + ".bin was removed"
 	}
+	why := w.err
+	var pe *fs.PathError
+	if errors.As(why, &pe) {
+		why = pe.Err // "no space left on device", without the temporary file's name
+	}
 	return fmt.Sprintf("%s: raw data stopped at %.1f s: %v; %s, and the summary covers the whole run.",
-		name, w.failedAt.Sub(start).Seconds(), w.err, what)
+		name, w.failedAt.Sub(start).Seconds(), why, what)
 }
 
 func writeHDRLog(dir, name string, coll *engine.Collector, start, end time.Time) error {
