@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"runtime/debug"
+	"sync"
 )
 
 // Panic is a panic in a server's code, recovered and reported through
@@ -18,9 +19,55 @@ type Panic struct {
 	// the instance cannot be trusted to serve on. A handler's panic is
 	// not: only its request was lost.
 	Fatal bool
+	// Effect says what became of the server, in a few words: "the
+	// request was aborted".
+	Effect string
 }
 
 func (p Panic) String() string { return fmt.Sprintf("panic in %s: %v", p.Where, p.Value) }
+
+// shared holds the OnPanic of every server of the process that has one,
+// for panics of code they all share (the precise sleeper).
+var shared struct {
+	sync.Mutex
+	reporters map[*Server]func(Panic)
+}
+
+// shareReports registers s's OnPanic, if any, until unshareReports.
+func shareReports(s *Server) {
+	if s.cfg.OnPanic == nil {
+		return
+	}
+	shared.Lock()
+	defer shared.Unlock()
+	if shared.reporters == nil {
+		shared.reporters = map[*Server]func(Panic){}
+	}
+	shared.reporters[s] = s.cfg.OnPanic
+}
+
+func unshareReports(s *Server) {
+	shared.Lock()
+	defer shared.Unlock()
+	delete(shared.reporters, s)
+}
+
+// reportShared tells every registered server of x; with none, x is not
+// recovered: it ends the process, as it would have.
+func reportShared(x Panic) {
+	shared.Lock()
+	reporters := make([]func(Panic), 0, len(shared.reporters))
+	for _, r := range shared.reporters {
+		reporters = append(reporters, r)
+	}
+	shared.Unlock()
+	if len(reporters) == 0 {
+		panic(x.Value)
+	}
+	for _, r := range reporters {
+		r(x)
+	}
+}
 
 // recoverHandler, deferred by ServeHTTP when Config.OnPanic is set, reports
 // a handler's panic and aborts the request with http.ErrAbortHandler: the
@@ -36,7 +83,7 @@ func (s *Server) recoverHandler(r *http.Request) {
 	if v == http.ErrAbortHandler {
 		panic(v)
 	}
-	s.cfg.OnPanic(Panic{Where: "handler of " + r.Method + " " + r.URL.Path, Value: v, Stack: debug.Stack()})
+	s.cfg.OnPanic(Panic{Where: "handler of " + r.Method + " " + r.URL.Path, Value: v, Stack: debug.Stack(), Effect: "the request was aborted"})
 	panic(http.ErrAbortHandler)
 }
 
@@ -54,7 +101,7 @@ func (s *Server) Go(where string, fn func()) {
 	go func() {
 		defer func() {
 			if v := recover(); v != nil {
-				report(Panic{Where: where, Value: v, Stack: debug.Stack(), Fatal: true})
+				report(Panic{Where: where, Value: v, Stack: debug.Stack(), Fatal: true, Effect: "the instance stopped serving"})
 			}
 		}()
 		fn()

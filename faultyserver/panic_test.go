@@ -104,3 +104,53 @@ func TestGoPanic(t *testing.T) {
 		t.Errorf("reported %v", got)
 	}
 }
+
+// TestSleeperPanic: a panic in the precise sleeper every server shares is
+// recovered: the sleeper waiting on it wakes, every server that takes
+// reports is told (not fatal), and later sleeps keep their time on the
+// runtime's timers.
+func TestSleeperPanic(t *testing.T) {
+	p := newPanics()
+	s, err := New(Config{ID: 2, Service: Fixed(0), OnPanic: p.report})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var once sync.Once
+	sleeper.mu.Lock()
+	sleeperHook = func() { once.Do(func() { panic("heap corrupted") }) }
+	sleeper.mu.Unlock()
+	t.Cleanup(func() {
+		sleeper.mu.Lock()
+		sleeperHook, sleeper.broken = nil, false
+		sleeper.mu.Unlock()
+	})
+
+	done := make(chan error, 1)
+	go func() { done <- s.sleep(t.Context(), 5*time.Millisecond) }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a sleep did not end after the sleeper panicked")
+	}
+	select {
+	case <-p.ch:
+	case <-time.After(5 * time.Second):
+		t.Fatal("no panic reported")
+	}
+	got := p.all()
+	if len(got) != 1 || got[0].Fatal || got[0].Value != "heap corrupted" || !strings.Contains(got[0].Where, "precise sleeper") ||
+		!strings.Contains(got[0].Effect, "runtime's timers") {
+		t.Errorf("reported %+v", got)
+	}
+	began := time.Now()
+	if err := s.sleep(t.Context(), 5*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(began); d < 5*time.Millisecond {
+		t.Errorf("a sleep of 5 ms after the panic took %v", d)
+	}
+}

@@ -53,11 +53,13 @@ type Config struct {
 	InitialFault Fault
 	// OnPanic, when set, is told of every panic in the server's code (see
 	// Panic): a handler's, after which the request is aborted and the
-	// server goes on, and one of a goroutine started with Go, after which
-	// the instance is to be taken as dead. When nil, a handler's panic is
-	// left to net/http (which logs it and drops the connection) and a
-	// goroutine's ends the process. It is called on the panicking
-	// goroutine and must not block.
+	// server goes on; one of a goroutine started with Go, after which the
+	// instance is to be taken as dead; and one of the precise sleeper
+	// every server of the process shares (precise.go), after which
+	// service times are kept by the runtime's timers. When nil, a
+	// handler's panic is left to net/http (which logs it and drops the
+	// connection) and a goroutine's ends the process. It is called on the
+	// panicking goroutine and must not block.
 	OnPanic func(Panic)
 }
 
@@ -201,6 +203,7 @@ func New(cfg Config) (*Server, error) {
 		}
 	}
 	s.grpc = newGRPCServer(s)
+	shareReports(s)
 	return s, nil
 }
 
@@ -259,7 +262,10 @@ func (s *Server) Reset() {
 // Close answers every request waiting in the server 503 at once (queued,
 // being served, under a fail delay or hanging) and every later service
 // request too. It is idempotent and does not close any listener.
-func (s *Server) Close() { s.pool.close() }
+func (s *Server) Close() {
+	s.pool.close()
+	unshareReports(s)
+}
 
 // closed is done once Close has been called.
 func (s *Server) closed() <-chan struct{} { return s.pool.done }

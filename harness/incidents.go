@@ -8,7 +8,7 @@ import (
 
 // incidentNotes are the run-level notes on strategy name's crash, panic
 // and proxy-exit events: each crash and proxy exit, and per instance its
-// handler panics, with the first one's time and detail.
+// panics it survived, with the first one's time and detail.
 func incidentNotes(name string, events []reports.Event) []string {
 	var notes []string
 	panics := map[int]int{}
@@ -35,7 +35,7 @@ func incidentNotes(name string, events []reports.Event) []string {
 		if n := panics[id]; n > 1 {
 			times = fmt.Sprintf(" (%d panic events in all)", n)
 		}
-		notes = append(notes, fmt.Sprintf("%s: a handler of instance %d panicked at %.1f s%s: %s.", name, id, e.TimeS, times, e.Detail))
+		notes = append(notes, fmt.Sprintf("%s: instance %d panicked at %.1f s%s and went on serving: %s.", name, id, e.TimeS, times, e.Detail))
 	}
 	return notes
 }

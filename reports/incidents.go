@@ -27,7 +27,7 @@ func incidentViews(st *Strategy) []incidentView {
 		case EventCrash:
 			what = fmt.Sprintf("instance %d crashed", e.Instance)
 		case EventPanic:
-			what = fmt.Sprintf("a handler of instance %d panicked", e.Instance)
+			what = fmt.Sprintf("instance %d panicked", e.Instance)
 		case EventProxyExit:
 			what = "the proxy exited"
 		default:

@@ -32,7 +32,7 @@ func TestIncidentsShown(t *testing.T) {
 	}
 	for _, want := range []string{
 		"- **instance 3 crashed at 4.20 s: its container exited with code 137 without a scheduled kill**\n\n  ```\n  lbchaos serve: faultyserver: instance 3 listening on [::]:8080\n  a line with <markup> & '''fences'''\n  ```\n",
-		"- **a handler of instance 1 panicked at 6.50 s: panic in handler of GET /: nil map; the request was aborted**\n",
+		"- **instance 1 panicked at 6.50 s: panic in handler of GET /: nil map; the request was aborted**\n",
 		"- **the proxy exited at 9.25 s: nginx (pid 42) exited: signal: killed**\n",
 	} {
 		if !strings.Contains(string(md), want) {

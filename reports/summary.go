@@ -205,9 +205,10 @@ type Event struct {
 	// "crash" (the instance died on its own, not by a scheduled fault: its
 	// container exited, or a goroutine of its in-process server panicked
 	// and the instance stopped serving; Detail: the exit code or the panic
-	// value), "panic" (a handler of an in-process instance panicked: that
-	// request was aborted and the instance went on serving; Detail: the
-	// panic value and how many more followed within the second), and
+	// value), "panic" (code of an in-process instance panicked and the
+	// instance went on serving: a handler, whose request was aborted, or
+	// the sleeper every in-process server shares; Detail: where, the panic
+	// value, what it cost and how many more followed within the second), and
 	// "proxy-exit" (the proxy process under test exited before the
 	// harness stopped it; Instance is -1, Detail its exit status). Log
 	// holds the last lines of the instance's or proxy's output, or of the

@@ -38,8 +38,8 @@ func (f *processFleet) panicked(id int, p faultyserver.Panic) {
 	now := time.Now()
 	stack := stackLines(p.Stack)
 	c := fleet.Crash{Instance: id, Time: now, Fatal: p.Fatal, Log: func() []string { return stack }}
+	c.Detail = fmt.Sprintf("%v; %s", p, p.Effect)
 	if p.Fatal {
-		c.Detail = fmt.Sprintf("%v; the instance stopped serving", p)
 		f.stopInstance(id)
 	} else {
 		k := f.crashes
@@ -52,9 +52,8 @@ func (f *processFleet) panicked(id int, p faultyserver.Panic) {
 		more := k.suppressed[id]
 		k.lastPanic[id], k.suppressed[id] = now, 0
 		k.mu.Unlock()
-		c.Detail = fmt.Sprintf("%v; the request was aborted", p)
 		if more > 0 {
-			c.Detail += fmt.Sprintf(" (and %d more handler panics since the last one reported)", more)
+			c.Detail += fmt.Sprintf(" (and %d more panics since the last one reported)", more)
 		}
 	}
 	f.crashes.add(c)

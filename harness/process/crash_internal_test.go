@@ -25,7 +25,7 @@ func TestWatch(t *testing.T) {
 	}
 	defer fl.Close()
 	f := fl.(*processFleet)
-	handler := faultyserver.Panic{Where: "handler of GET /", Value: "nil pointer"}
+	handler := faultyserver.Panic{Where: "handler of GET /", Value: "nil pointer", Effect: "the request was aborted"}
 	for range 3 {
 		f.panicked(0, handler)
 	}
@@ -47,7 +47,7 @@ func TestWatch(t *testing.T) {
 	}
 	time.Sleep(panicEvery + 50*time.Millisecond)
 	f.panicked(0, handler)
-	f.panicked(1, faultyserver.Panic{Where: "the load window", Value: "index out of range", Fatal: true})
+	f.panicked(1, faultyserver.Panic{Where: "the load window", Value: "index out of range", Fatal: true, Effect: "the instance stopped serving"})
 	stop()
 	f.panicked(1, faultyserver.Panic{Where: "after stop", Value: "late", Fatal: true})
 
@@ -59,7 +59,7 @@ func TestWatch(t *testing.T) {
 	if c := got[0]; c.Instance != 0 || c.Fatal || !strings.Contains(c.Detail, "panic in handler of GET /: nil pointer; the request was aborted") || strings.Contains(c.Detail, "more") {
 		t.Errorf("first: %+v", c)
 	}
-	if c := got[1]; c.Instance != 0 || !strings.Contains(c.Detail, "(and 2 more handler panics since the last one reported)") {
+	if c := got[1]; c.Instance != 0 || !strings.Contains(c.Detail, "(and 2 more panics since the last one reported)") {
 		t.Errorf("second: %+v", c)
 	}
 	if c := got[2]; c.Instance != 1 || !c.Fatal || !strings.Contains(c.Detail, "index out of range; the instance stopped serving") {
