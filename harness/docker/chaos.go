@@ -146,7 +146,7 @@ func (f *dockerFleet) resetAll(ctx context.Context, reset func(context.Context, 
 }
 
 // resetInstance brings in back to a new container's state: it thaws it,
-// lifts its CPU limit, starts it again if it was killed (with
+// lifts its CPU limit, starts it again if it was killed or crashed (with
 // instances.app.restart, restarts the app anyway), resets its server (or sidecar)
 // through the control API (fault cleared, counters zeroed) and waits until
 // no request of the previous fleet is left in it.
@@ -162,10 +162,11 @@ func (f *dockerFleet) resetInstance(ctx context.Context, in *dockerInstance) err
 			return err
 		}
 	}
-	if in.killed {
+	if in.killed || in.crashed.Load() {
 		if err := f.start(ctx, in); err != nil {
 			return err
 		}
+		in.crashed.Store(false)
 	} else if f.spec.App != nil && f.spec.App.Restart {
 		if err := f.restartApp(ctx, in); err != nil {
 			return err

@@ -58,8 +58,10 @@ type dockerInstance struct {
 	cpuLimited bool
 
 	// expectExit counts the exits of ctr the harness caused and Watch has
-	// not seen yet (a scheduled kill).
+	// not seen yet (a scheduled kill); crashed is set when Watch saw ctr
+	// exit on its own, so that a reuse starts it again.
 	expectExit atomic.Int32
+	crashed    atomic.Bool
 }
 
 // dockerFleet is a Fleet of containers. Its Backends may change

@@ -45,6 +45,7 @@ func (f *dockerFleet) Watch(report func(fleet.Crash)) (stop func(), err error) {
 		cancel()
 		return nil, err
 	}
+	seen := map[string]int64{} // container id -> the time of its last exit seen
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		for {
@@ -70,8 +71,15 @@ func (f *dockerFleet) Watch(report func(fleet.Crash)) (stop func(), err error) {
 			case msg := <-res.Messages:
 				since = time.Unix(0, msg.TimeNano)
 				w, ok := byID[msg.Actor.ID]
-				if !ok || f.Closed() || w.expected() {
+				if !ok || msg.TimeNano <= seen[msg.Actor.ID] || f.Closed() {
+					continue // not ours, or seen before the stream was reopened
+				}
+				seen[msg.Actor.ID] = msg.TimeNano
+				if w.expected() {
 					continue
+				}
+				if !w.sidecar {
+					w.in.crashed.Store(true)
 				}
 				report(f.crashOf(ctx, w, msg))
 			}

@@ -27,6 +27,7 @@ type outsideKiller struct {
 	id     int
 	served int64
 	killed chan time.Time // when the kill was sent
+	fleets [][]string     // the containers of each fleet started, by instance
 }
 
 func (k *outsideKiller) Start(ctx context.Context, spec fleet.Spec) (fleet.Fleet, error) {
@@ -35,6 +36,14 @@ func (k *outsideKiller) Start(ctx context.Context, spec fleet.Spec) (fleet.Fleet
 		return nil, err
 	}
 	f := &killingFleet{dockerFleet: fl.(*dockerFleet), done: make(chan struct{})}
+	var ids []string
+	for _, in := range f.insts {
+		ids = append(ids, in.ctr.GetContainerID())
+	}
+	k.fleets = append(k.fleets, ids)
+	if len(k.fleets) > 1 {
+		return f, nil // the first fleet only
+	}
 	f.wg.Go(func() {
 		ctl := f.Backend(k.id).Control
 		for {
@@ -74,12 +83,13 @@ func (f *killingFleet) Close() error {
 // crash event, noticed within a second, with its time, exit code and the
 // container's last lines of output, in summary.json and report.md; the
 // second, expected, is none. The run goes on, instance 1's requests
-// failing from then on.
+// failing from then on. The next strategy reuses the containers, the
+// crashed one started again.
 func TestDockerUnscheduledExit(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real load on containers")
 	}
-	p := newTestProvider(t, false)
+	p := newTestProvider(t, true)
 	k := &outsideKiller{Provider: p, cli: testClient(t), id: 1, served: 150, killed: make(chan time.Time, 1)}
 	exp := runtest.MustExperiment(t, "docker-unscheduled-exit", `
 duration: 4s
@@ -91,7 +101,7 @@ instances:
   service: {dist: fixed, value: 2ms}
 faults:
   - {instance: 2, at: 0.5s, fault: {mode: kill}}
-strategies: [round-robin]
+strategies: [round-robin, p2c]
 `)
 	var seen struct {
 		sync.Mutex
@@ -155,6 +165,21 @@ strategies: [round-robin]
 	}
 	if st.Instances[0].ErrorRatio > 0.05 {
 		t.Errorf("instance 0: error ratio %.3f; it was never killed", st.Instances[0].ErrorRatio)
+	}
+
+	// The second strategy: the same containers, instance 1's started
+	// again by the reset, serving every request.
+	if len(k.fleets) != 2 || k.fleets[1][1] != k.fleets[0][1] {
+		t.Errorf("fleets %q: want the second to reuse the first's containers", k.fleets)
+	}
+	p2c := runtest.StrategyByName(t, sum, "p2c")
+	if in := p2c.Instances[1]; in.Errors != 0 || in.Requests == 0 {
+		t.Errorf("p2c: instance 1 answered %d of %d requests with errors; want it started again and serving", in.Errors, in.Requests)
+	}
+	for _, e := range p2c.Events {
+		if e.Kind == reports.EventCrash {
+			t.Errorf("p2c: crash event %+v; nothing crashed", e)
+		}
 	}
 
 	dir := t.TempDir()

@@ -28,6 +28,7 @@ type incidents struct {
 	mu     sync.Mutex
 	start  time.Time // the attack's start; until then, when watching began
 	events []reports.Event
+	notes  []string // on the watching itself
 
 	stopFleet func() // the fleet's watch; nil when the fleet has none
 	done      chan struct{}
@@ -36,17 +37,20 @@ type incidents struct {
 }
 
 // watchIncidents starts watching fl, when it can be watched
-// (fleet.Watcher).
-func watchIncidents(fl fleet.Fleet, job engine.Job) (*incidents, error) {
+// (fleet.Watcher). A watch that cannot start does not stop the strategy:
+// it is measured all the same, with a note that crashes may have gone
+// unseen.
+func watchIncidents(fl fleet.Fleet, job engine.Job) *incidents {
 	w := &incidents{log: job.Log, name: job.Name(), start: time.Now(), done: make(chan struct{})}
 	if fw, ok := fl.(fleet.Watcher); ok {
 		stop, err := fw.Watch(w.crash)
 		if err != nil {
-			return nil, fmt.Errorf("watch the backends: %w", err)
+			w.notes = append(w.notes, fmt.Sprintf("%s: the backends' crashes were not watched (%v): an instance that died on its own shows only as its errors.", w.name, err))
+		} else {
+			w.stopFleet = stop
 		}
-		w.stopFleet = stop
 	}
-	return w, nil
+	return w
 }
 
 // begin sets the attack's start, which event times count from.
@@ -114,11 +118,13 @@ func (w *incidents) stop() {
 	})
 }
 
-// addTo stops the watching and merges the events into m's, in time order.
+// addTo stops the watching, merges the events into m's, in time order,
+// and adds the notes on the watching.
 func (w *incidents) addTo(m *engine.Measurement) {
 	w.stop()
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	m.Notes = append(m.Notes, w.notes...)
 	if len(w.events) == 0 {
 		return
 	}

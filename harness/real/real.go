@@ -187,10 +187,7 @@ func (e *Engine) Measure(ctx context.Context, job engine.Job) (m *engine.Measure
 		}
 		targets[i] = b.URL
 	}
-	inc, err := watchIncidents(fl, job)
-	if err != nil {
-		return nil, err
-	}
+	inc := watchIncidents(fl, job)
 	defer inc.stop()
 	if exp.Protocol == experiments.ProtocolGRPC {
 		return e.measureGRPC(ctx, job, fl, targets, conns, inc)
