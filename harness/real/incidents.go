@@ -15,8 +15,9 @@ import (
 
 // incidents records what the backends and the proxy under test did on
 // their own during one strategy: an instance that crashed (a container
-// that exited without a scheduled kill, an in-process server's goroutine
-// that panicked), a handler that panicked, a proxy process that exited
+// that exited without a scheduled kill, an in-process server whose own
+// goroutine panicked), an in-process server that panicked and went on (a
+// handler, the sleeper the servers share), a proxy process that exited
 // before the harness stopped it. Each becomes an event of the strategy
 // (reports.Event kinds crash, panic, proxy-exit) and a line on the job's
 // log as it happens. The run goes on: requests to a dead instance or
