@@ -59,13 +59,8 @@ func (f *dockerFleet) Watch(report func(fleet.Crash)) (stop func(), err error) {
 				// The stream broke (the engine restarted, a proxy
 				// timed out): open it again from the last event seen.
 				fmt.Fprintf(f.p.opts.Log, "docker: event stream of run %s ended (%v); reopening it\n", f.p.runID, err)
-				select {
-				case <-ctx.Done():
-					return
-				case <-time.After(watchRetry):
-				}
-				if res, err = f.subscribe(ctx, since); err != nil {
-					fmt.Fprintf(f.p.opts.Log, "docker: event stream of run %s: %v; exits are no longer watched\n", f.p.runID, err)
+				var ok bool
+				if res, ok = f.resubscribe(ctx, since); !ok {
 					return
 				}
 			case msg := <-res.Messages:
@@ -92,6 +87,27 @@ func (f *dockerFleet) Watch(report func(fleet.Crash)) (stop func(), err error) {
 			wg.Wait()
 		})
 	}, nil
+}
+
+// resubscribe opens the stream again, retrying with a growing pause (up
+// to a second) until it opens or ctx is done (ok false).
+func (f *dockerFleet) resubscribe(ctx context.Context, since time.Time) (res client.EventsResult, ok bool) {
+	pause := watchRetry
+	for {
+		select {
+		case <-ctx.Done():
+			return res, false
+		case <-time.After(pause):
+		}
+		res, err := f.subscribe(ctx, since)
+		if err == nil {
+			return res, true
+		}
+		if pause == watchRetry {
+			fmt.Fprintf(f.p.opts.Log, "docker: event stream of run %s: %v; retrying\n", f.p.runID, err)
+		}
+		pause = min(2*pause, time.Second)
+	}
 }
 
 // subscribe opens the stream of the run's containers' die events from
