@@ -57,6 +57,12 @@ func (f *dockerFleet) Kill(ctx context.Context, id int) error {
 	in.expectExit.Add(1) // before the exit, which Watch may see first
 	if _, err := f.p.cli.ContainerKill(ctx, in.ctr.GetContainerID(), client.ContainerKillOptions{Signal: "KILL"}); err != nil {
 		in.expectExit.Add(-1)
+		if st, serr := in.ctr.State(ctx); serr == nil && !st.Running {
+			// It died on its own first (Watch reports that): it is as
+			// dead as the kill would leave it, and Restart starts it.
+			in.killed, in.paused = true, false
+			return nil
+		}
 		return fmt.Errorf("docker backends: kill instance %d: %w", id, err)
 	}
 	in.killed = true
@@ -82,6 +88,7 @@ func (f *dockerFleet) start(ctx context.Context, in *dockerInstance) error {
 		return fmt.Errorf("docker backends: restart instance %d: %w%s", in.id, err, f.p.logTail(in.ctr))
 	}
 	in.killed = false
+	in.crashed.Store(false)
 	return f.republish(ctx, in)
 }
 
@@ -166,7 +173,6 @@ func (f *dockerFleet) resetInstance(ctx context.Context, in *dockerInstance) err
 		if err := f.start(ctx, in); err != nil {
 			return err
 		}
-		in.crashed.Store(false)
 	} else if f.spec.App != nil && f.spec.App.Restart {
 		if err := f.restartApp(ctx, in); err != nil {
 			return err

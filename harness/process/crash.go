@@ -40,7 +40,9 @@ func (f *processFleet) panicked(id int, p faultyserver.Panic) {
 	c := fleet.Crash{Instance: id, Time: now, Fatal: p.Fatal, Log: func() []string { return stack }}
 	c.Detail = fmt.Sprintf("%v; %s", p, p.Effect)
 	if p.Fatal {
-		f.stopInstance(id)
+		// Reported before the instance stops, so that whatever fails on
+		// it from then on can be told apart from a fault of the harness.
+		defer f.stopInstance(id)
 	} else {
 		k := f.crashes
 		k.mu.Lock()

@@ -68,9 +68,11 @@ func (c *closing) Watch(report func(fleet.Crash)) (func(), error) {
 }
 
 // TestRunSurvivesServerPanic: a goroutine of instance 1's server panics
-// about 1.5 s into a 3 s real run, once it has served 150 requests. The harness survives, the instance stops
-// serving (its later requests fail), and the crash is an event with its
-// time, the panic value and the stack, in summary.json and report.md.
+// about 1.5 s into a 3 s real run, once it has served 150 requests. The
+// harness survives, the instance stops serving (its later requests fail),
+// and the crash is an event with its time, the panic value and the stack,
+// in summary.json and report.md. The fault scheduled on it at 2.5 s
+// cannot reach it: a note, not a failed run.
 func TestRunSurvivesServerPanic(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real load")
@@ -83,6 +85,8 @@ instances:
   count: 3
   workers: 8
   service: {dist: fixed, value: 2ms}
+faults:
+  - {instance: 1, at: 2.5s, fault: {mode: fail, status: 503}}
 strategies: [round-robin]
 `)
 	p := panicking{id: 1, served: 150, value: "index out of range in a test"}
@@ -134,6 +138,9 @@ strategies: [round-robin]
 		if in := st.Instances[id]; in.ErrorRatio > 0.05 {
 			t.Errorf("instance %d: error ratio %.3f; only instance 1 crashed", id, in.ErrorRatio)
 		}
+	}
+	if !hasNote(sum, "the schedule could not act on instance 1, which had crashed at") {
+		t.Errorf("no note on the fault that could not reach the crashed instance, in %q", sum.Notes)
 	}
 	if !hasNote(sum, "instance 1 crashed at") {
 		t.Errorf("no run-level note on the crash in %q", sum.Notes)

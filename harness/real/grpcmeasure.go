@@ -65,6 +65,7 @@ func (e *Engine) measureGRPC(ctx context.Context, job engine.Job, fl fleet.Fleet
 	defer closeRaw(raw)
 
 	faults := newFaultRunner(fl, exp.Faults, exp.Duration, client.setTarget)
+	faults.dead = inc
 	if err := faults.applyInitial(ctx); err != nil {
 		return nil, err
 	}

@@ -78,6 +78,25 @@ func (w *incidents) crash(c fleet.Crash) {
 	w.add(c.Time, reports.Event{Instance: c.Instance, Kind: kind, Detail: c.Detail, Log: log})
 }
 
+// skip reports whether a fault operation on instance id that failed with
+// err, at elapsed, is to be skipped because the instance had crashed
+// (fatally) before; a skip is noted. On nil w, false.
+func (w *incidents) skip(id int, elapsed time.Duration, err error) bool {
+	if w == nil {
+		return false
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, e := range w.events {
+		if e.Kind == reports.EventCrash && e.Instance == id {
+			w.notes = append(w.notes, fmt.Sprintf("%s: at %.1f s the schedule could not act on instance %d, which had crashed at %.1f s (%v); the rest of the schedule went on.",
+				w.name, elapsed.Seconds(), id, e.TimeS, err))
+			return true
+		}
+	}
+	return false
+}
+
 // add records e at time at and returns its time from the start.
 func (w *incidents) add(at time.Time, e reports.Event) float64 {
 	w.mu.Lock()

@@ -229,6 +229,7 @@ func (e *Engine) Measure(ctx context.Context, job engine.Job) (m *engine.Measure
 	defer closeRaw(raw)
 
 	faults := newFaultRunner(fl, exp.Faults, exp.Duration, bal.SetTarget)
+	faults.dead = inc
 	if err := faults.applyInitial(ctx); err != nil {
 		return nil, err
 	}

@@ -80,6 +80,7 @@ func (e *Engine) measureSpread(ctx context.Context, job engine.Job, fl fleet.Fle
 		inc.watchProxy(proxy)
 	}
 	faults := newFaultRunner(fl, exp.Faults, exp.Duration, func(int, *url.URL) {})
+	faults.dead = inc
 	if err := faults.applyInitial(ctx); err != nil {
 		return nil, err
 	}
