@@ -1,7 +1,5 @@
 package faultyserver
 
-import "net/http"
-
-// SetHandlerHook makes s run hook at the start of every request; set it
-// before the first.
-func SetHandlerHook(s *Server, hook func(*http.Request)) { s.handlerHook = hook }
+// SetHandlerHook makes s run hook, with the path, at the start of every
+// HTTP request and gRPC call; set it before the first.
+func SetHandlerHook(s *Server, hook func(path string)) { s.handlerHook = hook }

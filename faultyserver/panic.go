@@ -1,10 +1,15 @@
 package faultyserver
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"runtime/debug"
 	"sync"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 // Panic is a panic in a server's code, recovered and reported through
@@ -85,6 +90,19 @@ func (s *Server) recoverHandler(r *http.Request) {
 	}
 	s.cfg.OnPanic(Panic{Where: "handler of " + r.Method + " " + r.URL.Path, Value: v, Stack: debug.Stack(), Effect: "the request was aborted"})
 	panic(http.ErrAbortHandler)
+}
+
+// recoverGRPC is the unary interceptor that reports a call handler's
+// panic, which would otherwise end the process, and fails the call with
+// INTERNAL.
+func (s *Server) recoverGRPC(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (resp any, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			s.cfg.OnPanic(Panic{Where: "gRPC handler of " + info.FullMethod, Value: v, Stack: debug.Stack(), Effect: "the call failed with INTERNAL"})
+			resp, err = nil, status.Errorf(codes.Internal, "faultyserver: instance %s: the handler panicked", s.id)
+		}
+	}()
+	return handler(ctx, req)
 }
 
 // Go runs fn on a new goroutine that belongs to the instance: a panic in

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"google.golang.org/grpc/codes"
 )
 
 // panics collects what a server's OnPanic is told.
@@ -41,8 +43,8 @@ func TestHandlerPanic(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	SetHandlerHook(s, func(r *http.Request) {
-		if r.URL.Path == "/boom" {
+	SetHandlerHook(s, func(path string) {
+		if path == "/boom" {
 			panic("boom in a handler")
 		}
 	})
@@ -152,5 +154,30 @@ func TestSleeperPanic(t *testing.T) {
 	}
 	if d := time.Since(began); d < 5*time.Millisecond {
 		t.Errorf("a sleep of 5 ms after the panic took %v", d)
+	}
+}
+
+// TestGRPCHandlerPanic: a gRPC call's handler panics on a goroutine of
+// grpc-go's, which recovers nothing: the panic is reported, the call fails
+// with INTERNAL, and the next call is served.
+func TestGRPCHandlerPanic(t *testing.T) {
+	p := newPanics()
+	s, _, cc := startGRPC(t, Config{ID: 3, Service: Fixed(0), OnPanic: p.report})
+	var once sync.Once
+	SetHandlerHook(s, func(path string) {
+		if path == GRPCMethod {
+			once.Do(func() { panic("boom in a call") })
+		}
+	})
+	if r := call(t.Context(), cc); r.code() != codes.Internal {
+		t.Fatalf("a panicking call: %v, want INTERNAL", r.err)
+	}
+	if r := call(t.Context(), cc); r.err != nil {
+		t.Fatalf("the call after the panic: %v", r.err)
+	}
+	got := p.all()
+	if len(got) != 1 || got[0].Fatal || got[0].Value != "boom in a call" || got[0].Where != "gRPC handler of "+GRPCMethod ||
+		got[0].Effect != "the call failed with INTERNAL" {
+		t.Errorf("reported %+v", got)
 	}
 }

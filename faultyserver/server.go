@@ -128,8 +128,9 @@ type Server struct {
 	drain     chan struct{} // closed when Serve begins shutting down
 
 	// handlerHook, set only by tests (export_test.go) before the first
-	// request, runs at the start of every request.
-	handlerHook func(*http.Request)
+	// request, runs at the start of every HTTP request and gRPC call, with
+	// its path.
+	handlerHook func(path string)
 }
 
 // faultSlot holds an instance's current fault, for the fake server and the
@@ -281,12 +282,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if s.cfg.OnPanic != nil {
 		defer s.recoverHandler(r)
 	}
-	if s.handlerHook != nil {
-		s.handlerHook(r)
-	}
 	if isGRPC(r) {
 		s.serveGRPC(w, r)
 		return
+	}
+	if s.handlerHook != nil {
+		s.handlerHook(r.URL.Path)
 	}
 	w.Header().Set(InstanceHeader, s.id)
 	switch p := r.URL.Path; {
