@@ -206,9 +206,10 @@ type Event struct {
 	// container exited, or a goroutine of its in-process server panicked
 	// and the instance stopped serving; Detail: the exit code or the panic
 	// value), "panic" (code of an in-process instance panicked and the
-	// instance went on serving: a handler, whose request was aborted, or
-	// the sleeper every in-process server shares; Detail: where, the panic
-	// value, what it cost and how many more followed within the second), and
+	// instance went on serving: a handler, whose request was aborted or
+	// whose gRPC call failed with INTERNAL, or the sleeper every
+	// in-process server shares; Detail: where, the panic value, what it
+	// cost and how many more followed within the second), and
 	// "proxy-exit" (the proxy process under test exited before the
 	// harness stopped it; Instance is -1, Detail its exit status). Log
 	// holds the last lines of the instance's or proxy's output, or of the
