@@ -67,8 +67,14 @@ func backendCallHandler(srv any, ctx context.Context, dec func(any) error, inter
 
 // newGRPCServer returns the grpc.Server of s's gRPC face; every call's
 // answer carries a per-call ORCA load report (orca.CallMetricsServerOption).
+// grpc-go runs each call on a goroutine of its own and recovers no panic:
+// with Config.OnPanic, recoverGRPC does.
 func newGRPCServer(s *Server) *grpc.Server {
-	g := grpc.NewServer(orca.CallMetricsServerOption(nil), grpc.UnknownServiceHandler(s.grpcUnknown))
+	opts := []grpc.ServerOption{orca.CallMetricsServerOption(nil), grpc.UnknownServiceHandler(s.grpcUnknown)}
+	if s.cfg.OnPanic != nil {
+		opts = append(opts, grpc.ChainUnaryInterceptor(s.recoverGRPC))
+	}
+	g := grpc.NewServer(opts...)
 	g.RegisterService(&backendServiceDesc, s)
 	return g
 }
@@ -143,6 +149,9 @@ func (x *grpcExchange) Unwrap() http.ResponseWriter { return x.w }
 
 // grpcCall serves one call of GRPCMethod.
 func (s *Server) grpcCall(ctx context.Context, _ *wrapperspb.StringValue) (*wrapperspb.BytesValue, error) {
+	if s.handlerHook != nil {
+		s.handlerHook(GRPCMethod)
+	}
 	a := &grpcAnswer{ctx: ctx, id: s.id, window: s.window}
 	handle(s, ctx, a)
 	if a.resp == nil && a.err == nil { // the client went away: no answer

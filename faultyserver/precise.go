@@ -2,6 +2,7 @@ package faultyserver
 
 import (
 	"container/heap"
+	"runtime/debug"
 	"sync"
 	"time"
 )
@@ -37,7 +38,14 @@ type precise struct {
 	running bool      // a loop goroutine is serving h
 	until   time.Time // the deadline the alarm is set for; zero when not waiting
 	alarm   alarm     // set and waited on under the rules of alarm (mu serializes set)
+	// broken is set when the loop panicked: from then on every deadline
+	// is a runtime timer (see fail).
+	broken bool
 }
+
+// sleeperHook, set only by tests before the loop runs, is called by the
+// loop under mu each time it wakes.
+var sleeperHook func()
 
 type deadlineEntry struct {
 	at time.Time
@@ -61,6 +69,11 @@ func (h *deadlineHeap) Pop() any {
 func (p *precise) at(t time.Time) <-chan struct{} {
 	ch := make(chan struct{})
 	p.mu.Lock()
+	if p.broken {
+		p.mu.Unlock()
+		time.AfterFunc(time.Until(t), func() { close(ch) })
+		return ch
+	}
 	heap.Push(&p.h, deadlineEntry{at: t, ch: ch})
 	start := !p.running
 	p.running = true
@@ -75,23 +88,58 @@ func (p *precise) at(t time.Time) <-chan struct{} {
 	return ch
 }
 
+// loop wakes the sleepers whose deadline has passed, until none is left.
+// A panic in it is recovered (see fail): it would otherwise end the
+// process, every server in it.
 func (p *precise) loop() {
-	for {
-		p.mu.Lock()
-		now := time.Now()
-		for len(p.h) > 0 && !p.h[0].at.After(now) {
-			close(heap.Pop(&p.h).(deadlineEntry).ch)
+	defer func() {
+		if v := recover(); v != nil {
+			p.fail(Panic{Where: "the precise sleeper every server of the process shares", Value: v, Stack: debug.Stack(),
+				Effect: "service times are kept by the runtime's timers from now on, up to 1 ms late"})
 		}
-		if len(p.h) == 0 {
-			p.running = false
-			p.until = time.Time{}
-			p.mu.Unlock()
+	}()
+	for {
+		wait, more := p.wake()
+		if !more {
 			return
 		}
-		p.until = p.h[0].at
-		wait := p.until.Sub(now)
-		p.alarm.set(wait)
-		p.mu.Unlock()
 		p.alarm.wait(wait)
 	}
+}
+
+// wake closes the channels of the deadlines that have passed and sets the
+// alarm for the next; more is false when none is left, and the loop ends.
+func (p *precise) wake() (wait time.Duration, more bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if sleeperHook != nil {
+		sleeperHook()
+	}
+	now := time.Now()
+	for len(p.h) > 0 && !p.h[0].at.After(now) {
+		close(heap.Pop(&p.h).(deadlineEntry).ch)
+	}
+	if len(p.h) == 0 {
+		p.running = false
+		p.until = time.Time{}
+		return 0, false
+	}
+	p.until = p.h[0].at
+	wait = p.until.Sub(now)
+	p.alarm.set(wait)
+	return wait, true
+}
+
+// fail is the end of a loop that panicked with x: every pending sleeper
+// wakes now (at most preciseSpan early), later deadlines are runtime
+// timers, and every server that takes reports (Config.OnPanic) is told.
+func (p *precise) fail(x Panic) {
+	p.mu.Lock()
+	p.broken = true
+	for _, e := range p.h {
+		close(e.ch)
+	}
+	p.h, p.running, p.until = nil, false, time.Time{}
+	p.mu.Unlock()
+	reportShared(x)
 }

@@ -54,6 +54,16 @@ type Config struct {
 	// Token, when set, is the bearer token every control API request must
 	// carry (auth.go); "" leaves the control API open.
 	Token string
+	// OnPanic, when set, is told of every panic in the server's code (see
+	// Panic): a handler's, after which the request is aborted and the
+	// server goes on; one of a goroutine started with Go, after which the
+	// instance is to be taken as dead; and one of the precise sleeper
+	// every server of the process shares (precise.go), after which
+	// service times are kept by the runtime's timers. When nil, a
+	// handler's panic is left to net/http (which logs it and drops the
+	// connection) and a goroutine's ends the process. It is called on the
+	// panicking goroutine and must not block.
+	OnPanic func(Panic)
 }
 
 // Validate reports the first bad field of c.
@@ -122,6 +132,11 @@ type Server struct {
 
 	drainOnce sync.Once
 	drain     chan struct{} // closed when Serve begins shutting down
+
+	// handlerHook, set only by tests (export_test.go) before the first
+	// request, runs at the start of every HTTP request and gRPC call, with
+	// its path.
+	handlerHook func(path string)
 }
 
 // faultSlot holds an instance's current fault, for the fake server and the
@@ -195,6 +210,7 @@ func New(cfg Config) (*Server, error) {
 		}
 	}
 	s.grpc = newGRPCServer(s)
+	shareReports(s)
 	return s, nil
 }
 
@@ -253,7 +269,10 @@ func (s *Server) Reset() {
 // Close answers every request waiting in the server 503 at once (queued,
 // being served, under a fail delay or hanging) and every later service
 // request too. It is idempotent and does not close any listener.
-func (s *Server) Close() { s.pool.close() }
+func (s *Server) Close() {
+	s.pool.close()
+	unshareReports(s)
+}
 
 // closed is done once Close has been called.
 func (s *Server) closed() <-chan struct{} { return s.pool.done }
@@ -266,9 +285,15 @@ func (s *Server) beginDrain() { s.drainOnce.Do(func() { close(s.drain) }) }
 // ControlPrefix, the health check at HealthPath and the service on every
 // other path.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if s.cfg.OnPanic != nil {
+		defer s.recoverHandler(r)
+	}
 	if isGRPC(r) {
 		s.serveGRPC(w, r)
 		return
+	}
+	if s.handlerHook != nil {
+		s.handlerHook(r.URL.Path)
 	}
 	w.Header().Set(InstanceHeader, s.id)
 	switch p := r.URL.Path; {

@@ -195,6 +195,7 @@ func strategyOf(exp *experiments.Experiment, name string, m *engine.Measurement)
 	s.Harness = m.Harness
 
 	notes := append([]string(nil), m.Notes...)
+	notes = append(notes, incidentNotes(name, m.Events)...)
 	if s.GeneratorBehind {
 		notes = append(notes, fmt.Sprintf("%s: the generator fell behind: %d requests sent where the schedule had %d (%.1f%%); send lag p99 %.1f ms, max %.1f ms. Numbers for this strategy understate the intended load.",
 			name, m.Sent, m.Scheduled, 100*float64(m.Sent)/float64(m.Scheduled), s.SendLagMs.P99, s.SendLagMs.Max))

@@ -216,6 +216,7 @@ func (m mdWriter) strategy(v *view, sv strategyView) {
 		m.p("- %s\n", mdText(f))
 	}
 	m.p("\n")
+	m.incidents(sv.Incidents)
 	if len(sv.Instances) > 0 {
 		head := make([]string, len(v.InstanceColumns))
 		for i, c := range v.InstanceColumns {

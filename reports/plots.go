@@ -6,7 +6,6 @@ import (
 	"image/color"
 	"image/png"
 	"io"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -292,7 +291,7 @@ func writeTo(path string, c io.WriterTo) error {
 	if _, err := c.WriteTo(&buf); err != nil {
 		return fmt.Errorf("reports: rendering %s: %w", path, err)
 	}
-	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+	if err := WriteFileAtomic(path, buf.Bytes(), 0o644); err != nil {
 		return fmt.Errorf("reports: %w", err)
 	}
 	return nil

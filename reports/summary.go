@@ -92,7 +92,7 @@ type Strategy struct {
 	SendLagMs    LagStats  `json:"send_lag_ms"`
 	Unattributed int64     `json:"unattributed,omitempty"` // requests that never reached a backend pick
 	Partial      bool      `json:"partial,omitempty"`
-	Events       []Event   `json:"events,omitempty"` // ejections and re-admissions
+	Events       []Event   `json:"events,omitempty"` // ejections, re-admissions, crashes (see Event)
 	Timeline     *Timeline `json:"timeline,omitempty"`
 	// Percentiles is the latency-by-percentile curve of every request,
 	// at percentiles from 50 to 99.99 and the maximum (100).
@@ -210,9 +210,37 @@ type Event struct {
 	// "subchannel-transient-failure" (Detail: the connection error),
 	// "subchannel-idle" or "subchannel-shutdown" (a grpc-go policy's
 	// subchannel to the instance changed state).
+	//
+	// Events of the backends themselves, not of the strategy's view:
+	// "crash" (the instance died on its own, not by a scheduled fault: its
+	// container exited, or a goroutine of its in-process server panicked
+	// and the instance stopped serving; Detail: the exit code or the panic
+	// value), "panic" (code of an in-process instance panicked and the
+	// instance went on serving: a handler, whose request was aborted or
+	// whose gRPC call failed with INTERNAL, or the sleeper every
+	// in-process server shares; Detail: where, the panic value, what it
+	// cost and how many more followed within the second), and
+	// "proxy-exit" (the proxy process under test exited before the
+	// harness stopped it; Instance is -1, Detail its exit status). Log
+	// holds the last lines of the instance's or proxy's output, or of the
+	// panic's stack.
 	Kind   string `json:"kind"`
 	Detail string `json:"detail,omitempty"`
+	// Log is the end of the output of what crashed or exited (crash,
+	// panic, proxy-exit), oldest line first; absent for other kinds.
+	Log []string `json:"log,omitempty"`
 }
+
+// Kinds of the events of backends and proxies (see Event.Kind).
+const (
+	EventCrash     = "crash"
+	EventPanic     = "panic"
+	EventProxyExit = "proxy-exit"
+)
+
+// ProxyInstance is the Instance of a proxy-exit event: the proxy in front
+// of every instance, not one of them.
+const ProxyInstance = -1
 
 // Timeline holds per-instance series in fixed buckets of BucketS seconds,
 // by the time each request was sent. Index k covers [k*BucketS, (k+1)*BucketS).

@@ -21,6 +21,7 @@ type timeSeries struct {
 	faulty  map[int]bool
 	windows [][2]float64 // distinct fault windows, seconds
 	ejects  []Event
+	crashes []Event // crash and proxy-exit events (see incidents.go)
 }
 
 // newTimeSeries returns nil when st has no timeline worth drawing.
@@ -58,6 +59,9 @@ func newTimeSeries(s *Summary, st *Strategy) *timeSeries {
 	for _, e := range st.Events {
 		if takesOut(e) && finite(e.TimeS) {
 			ts.ejects = append(ts.ejects, e)
+		}
+		if isCrash(e) && finite(e.TimeS) {
+			ts.crashes = append(ts.crashes, e)
 		}
 	}
 	return ts
@@ -145,10 +149,13 @@ func (ts *timeSeries) addSeries(p *plot.Plot, sty draw.LineStyle, y func(k int) 
 }
 
 // addEjections marks ejections as dotted vertical lines in the ejected
-// instance's colour.
+// instance's colour, and crashes as solid ones (crashLines).
 func (ts *timeSeries) addEjections(p *plot.Plot) {
 	if len(ts.ejects) > 0 {
 		p.Add(&vlines{events: ts.ejects})
+	}
+	if len(ts.crashes) > 0 {
+		p.Add(&crashLines{events: ts.crashes})
 	}
 }
 
@@ -177,6 +184,9 @@ func (ts *timeSeries) fillLegend(f *figure) {
 	}
 	if len(ts.ejects) > 0 {
 		f.addLegend("ejection", &vlines{})
+	}
+	if len(ts.crashes) > 0 {
+		f.addLegend(crashLegend(ts.crashes), &crashLines{})
 	}
 }
 

@@ -121,6 +121,7 @@ type strategyView struct {
 	Flags     []string
 	Summary   string // the strategy's headline numbers in a line
 	Facts     []string
+	Incidents []incidentView `json:",omitempty"` // crashes, panics, a proxy's exit
 	Instances []instanceView
 	Plots     []Plot
 }

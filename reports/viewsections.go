@@ -260,7 +260,8 @@ func newStrategyView(s *Summary, st *Strategy, anchor string) strategyView {
 	if st.Unattributed > 0 {
 		sv.Facts = append(sv.Facts, fmt.Sprintf("%d requests never reached an instance", st.Unattributed))
 	}
-	if len(st.Events) > 0 {
+	sv.Incidents = incidentViews(st)
+	if len(st.Events) > len(sv.Incidents) { // the strategy's own events
 		ej, re := eventCounts(st.Events)
 		sv.Facts = append(sv.Facts, fmt.Sprintf("%d ejection and %d re-admission events", ej, re))
 	}

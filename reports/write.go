@@ -37,13 +37,14 @@ func WriteAll(dir string, s *Summary) error {
 	return writeFile(filepath.Join(dir, HTMLFile), func(b *bytes.Buffer) error { return WriteHTML(b, s, plots, os.DirFS(dir)) })
 }
 
-// writeFile renders into memory and writes path only when rendering worked.
+// writeFile renders into memory and writes path only when rendering
+// worked, atomically: a failure leaves the previous file or none.
 func writeFile(path string, render func(*bytes.Buffer) error) error {
 	var buf bytes.Buffer
 	if err := render(&buf); err != nil {
 		return fmt.Errorf("reports: %s: %w", path, err)
 	}
-	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+	if err := WriteFileAtomic(path, buf.Bytes(), 0o644); err != nil {
 		return fmt.Errorf("reports: %w", err)
 	}
 	return nil

@@ -182,7 +182,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err := reports.WriteAll(dir, sum); err != nil {
 		return errors.Join(runErr, fmt.Errorf("write report: %w", err))
 	}
-	if err := os.WriteFile(filepath.Join(dir, "experiment.yaml"), exp.Raw, 0o644); err != nil {
+	if err := reports.WriteFileAtomic(filepath.Join(dir, "experiment.yaml"), exp.Raw, 0o644); err != nil {
 		return errors.Join(runErr, err)
 	}
 	if latest != "" {

@@ -54,7 +54,15 @@ func (f *dockerFleet) Kill(ctx context.Context, id int) error {
 	}
 	in.mu.Lock()
 	defer in.mu.Unlock()
+	in.expectExit.Add(1) // before the exit, which Watch may see first
 	if _, err := f.p.cli.ContainerKill(ctx, in.ctr.GetContainerID(), client.ContainerKillOptions{Signal: "KILL"}); err != nil {
+		in.expectExit.Add(-1)
+		if st, serr := in.ctr.State(ctx); serr == nil && !st.Running {
+			// It died on its own first (Watch reports that): it is as
+			// dead as the kill would leave it, and Restart starts it.
+			in.killed, in.paused = true, false
+			return nil
+		}
 		return fmt.Errorf("docker backends: kill instance %d: %w", id, err)
 	}
 	in.killed = true
@@ -80,6 +88,7 @@ func (f *dockerFleet) start(ctx context.Context, in *dockerInstance) error {
 		return fmt.Errorf("docker backends: restart instance %d: %w%s", in.id, err, f.p.logTail(in.ctr))
 	}
 	in.killed = false
+	in.crashed.Store(false)
 	return f.republish(ctx, in)
 }
 
@@ -144,11 +153,12 @@ func (f *dockerFleet) resetAll(ctx context.Context, reset func(context.Context, 
 }
 
 // resetInstance brings in back to a new container's state: it thaws it,
-// lifts its CPU limit, starts it again if it was killed (with
+// lifts its CPU limit, starts it again if it was killed or crashed (with
 // instances.app.restart, restarts the app anyway), resets its server (or sidecar)
 // through the control API (fault cleared, counters zeroed) and waits until
 // no request of the previous fleet is left in it.
 func (f *dockerFleet) resetInstance(ctx context.Context, in *dockerInstance) error {
+	in.expectExit.Store(0) // a kill's exit the last fleet's watch did not see
 	if in.paused {
 		if err := f.unpause(ctx, in); err != nil {
 			return err
@@ -159,7 +169,7 @@ func (f *dockerFleet) resetInstance(ctx context.Context, in *dockerInstance) err
 			return err
 		}
 	}
-	if in.killed {
+	if in.killed || in.crashed.Load() {
 		if err := f.start(ctx, in); err != nil {
 			return err
 		}

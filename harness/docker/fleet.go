@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/moby/moby/api/types/container"
@@ -55,6 +56,12 @@ type dockerInstance struct {
 	paused     bool
 	killed     bool
 	cpuLimited bool
+
+	// expectExit counts the exits of ctr the harness caused and Watch has
+	// not seen yet (a scheduled kill); crashed is set when Watch saw ctr
+	// exit on its own, so that a reuse starts it again.
+	expectExit atomic.Int32
+	crashed    atomic.Bool
 }
 
 // dockerFleet is a Fleet of containers. Its Backends may change

@@ -1,6 +1,7 @@
 // Package process is the provider whose backends run inside this process,
 // each a real HTTP server (faultyserver.Server) on its own 127.0.0.1 port.
-// It needs nothing but Go, and offers no container faults.
+// It needs nothing but Go, and offers no container faults. Its fleets
+// report their servers' panics (fleet.Watcher, see crash.go).
 package process
 
 import (
@@ -30,6 +31,7 @@ type Provider struct {
 var (
 	_ fleet.Provider  = Provider{}
 	_ fleet.InProcess = Provider{}
+	_ fleet.Watcher   = (*processFleet)(nil)
 )
 
 // Name implements fleet.Provider.
@@ -41,12 +43,13 @@ func (Provider) InProcess() bool { return true }
 
 // Start implements fleet.Provider.
 func (p Provider) Start(ctx context.Context, spec fleet.Spec) (fleet.Fleet, error) {
-	f := &processFleet{}
+	f := &processFleet{crashes: newCrashes(spec.Count)}
 	quiet := log.New(io.Discard, "", 0)
 	token := cmp.Or(p.Token, faultyserver.NewToken())
 	for id := range spec.Count {
 		cfg := spec.ServerConfig(id)
 		cfg.Token = token
+		cfg.OnPanic = func(pn faultyserver.Panic) { f.panicked(id, pn) }
 		srv, err := faultyserver.New(cfg)
 		if err != nil {
 			f.Close()
@@ -76,12 +79,12 @@ func (p Provider) Start(ctx context.Context, spec fleet.Spec) (fleet.Fleet, erro
 			Control: &faultyserver.Client{BaseURL: base.String(), Token: token},
 		})
 		f.wg.Add(1)
-		go func() {
+		srv.Go(fmt.Sprintf("the HTTP server of instance %d", id), func() {
 			defer f.wg.Done()
 			if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				quiet.Printf("instance %d: %v", id, err)
 			}
-		}()
+		})
 	}
 	return f, nil
 }
@@ -92,6 +95,7 @@ type processFleet struct {
 	https    []*http.Server
 	wg       sync.WaitGroup
 	once     sync.Once
+	crashes  *crashes // panics of the servers, for Watch
 }
 
 func (f *processFleet) Backends() []fleet.Backend { return f.backends }

@@ -22,6 +22,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -67,6 +68,9 @@ type proxyProcess struct {
 	waitErr error
 	ids     map[string]int // upstream as the proxy names it -> instance id
 	stopped sync.Once
+	// stopping is set as the harness begins to stop the process: an exit
+	// from then on is expected (see Proxy.Exit).
+	stopping atomic.Bool
 }
 
 // sbinDir is where Debian installs nginx and haproxy, which may not be on
@@ -295,6 +299,7 @@ func (p *proxyProcess) terminate() {
 	if p.cmd == nil || p.cmd.Process == nil {
 		return
 	}
+	p.stopping.Store(true)
 	// Graceful stops, so that every request is logged before the exit:
 	// nginx's SIGQUIT and HAProxy's SIGUSR1 (soft stop) finish open
 	// requests and flush the log; lbchaos proxy flushes on SIGTERM.

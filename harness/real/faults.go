@@ -23,6 +23,9 @@ type faultRunner struct {
 	containers faultyserver.Containers     // nil when the fleet has no containers
 	moved      func(id int, base *url.URL) // told an instance's address after a container fault is healed
 	ops        []engine.FaultOp
+	// dead, when set, knows the instances that crashed: a fault that
+	// cannot reach one of them is skipped with a note, not an error.
+	dead *incidents
 
 	mu  sync.Mutex
 	err error
@@ -116,6 +119,9 @@ func (r *faultRunner) run(ctx context.Context, start time.Time, onErr func(error
 		if err := r.do(ctx, i); err != nil {
 			if ctx.Err() != nil {
 				return // the attack ended or was interrupted meanwhile
+			}
+			if r.dead.skip(op.Instance, time.Since(start), err) {
+				continue
 			}
 			r.mu.Lock()
 			if r.err == nil {

@@ -20,7 +20,7 @@ import (
 // on the started fleet fl, whose instances are at targets: the same
 // schedule, faults, joins, collector, progress and raw results as the HTTP
 // load, with calls instead of requests.
-func (e *Engine) measureGRPC(ctx context.Context, job engine.Job, fl fleet.Fleet, targets []*url.URL, conns int) (m *engine.Measurement, err error) {
+func (e *Engine) measureGRPC(ctx context.Context, job engine.Job, fl fleet.Fleet, targets []*url.URL, conns int, inc *incidents) (m *engine.Measurement, err error) {
 	exp, name, opts := job.Exp, job.Name(), e.opts
 	events := engine.NewEventLog(time.Now())
 	var (
@@ -62,9 +62,10 @@ func (e *Engine) measureGRPC(ctx context.Context, job engine.Job, fl fleet.Fleet
 	if raw, err = openRaw(opts.RawDir, name); err != nil {
 		return nil, err
 	}
-	defer closeRaw(raw, &err)
+	defer closeRaw(raw)
 
 	faults := newFaultRunner(fl, exp.Faults, exp.Duration, client.setTarget)
+	faults.dead = inc
 	if err := faults.applyInitial(ctx); err != nil {
 		return nil, err
 	}
@@ -74,6 +75,7 @@ func (e *Engine) measureGRPC(ctx context.Context, job engine.Job, fl fleet.Fleet
 	attacker := newGRPCAttacker()
 	start = time.Now()
 	events.SetStart(start)
+	inc.begin(start)
 	armed.Store(true)
 	var faultWG sync.WaitGroup
 	var faultStop atomic.Int64 // since start; 0 = none
@@ -130,7 +132,8 @@ func (e *Engine) measureGRPC(ctx context.Context, job engine.Job, fl fleet.Fleet
 	m.Notes = append(m.Notes, grpcNote(name, exp.Connections, exp.Replicas))
 	m.Notes = append(m.Notes, poller.note(name)...)
 	finish(ctx, m, finished{job: job, rawDir: opts.RawDir, fl: fl, coll: coll, sched: sched, events: events, lbs: lbs,
-		start: start, span: span, sent: sent, interrupted: interrupted})
+		start: start, span: span, sent: sent, interrupted: interrupted, raw: raw})
+	inc.addTo(m)
 	return m, faults.error()
 }
 

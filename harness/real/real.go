@@ -187,11 +187,13 @@ func (e *Engine) Measure(ctx context.Context, job engine.Job) (m *engine.Measure
 		}
 		targets[i] = b.URL
 	}
+	inc := watchIncidents(fl, job)
+	defer inc.stop()
 	if exp.Protocol == experiments.ProtocolGRPC {
-		return e.measureGRPC(ctx, job, fl, targets, conns)
+		return e.measureGRPC(ctx, job, fl, targets, conns, inc)
 	}
 	if exp.Generators > 1 {
-		return e.measureSpread(ctx, job, fl, targets, conns)
+		return e.measureSpread(ctx, job, fl, targets, conns, inc)
 	}
 
 	events := engine.NewEventLog(time.Now())
@@ -205,6 +207,7 @@ func (e *Engine) Measure(ctx context.Context, job engine.Job) (m *engine.Measure
 			return nil, err
 		}
 		defer proxy.Close()
+		inc.watchProxy(proxy)
 		bal = transport.NewProxyClient(proxy.URL(), proxy.InstanceOf, len(backends), exp.Timeout, proxyClientConns(exp, conns, len(backends)), ctx, protocolOptions(exp)...)
 	} else {
 		if lbs, err = engine.NewBalancers(exp, name, strategies.SystemClock{}, events); err != nil {
@@ -223,9 +226,10 @@ func (e *Engine) Measure(ctx context.Context, job engine.Job) (m *engine.Measure
 	if raw, err = openRaw(opts.RawDir, name); err != nil {
 		return nil, err
 	}
-	defer closeRaw(raw, &err)
+	defer closeRaw(raw)
 
 	faults := newFaultRunner(fl, exp.Faults, exp.Duration, bal.SetTarget)
+	faults.dead = inc
 	if err := faults.applyInitial(ctx); err != nil {
 		return nil, err
 	}
@@ -234,6 +238,7 @@ func (e *Engine) Measure(ctx context.Context, job engine.Job) (m *engine.Measure
 
 	start = time.Now()
 	events.SetStart(start)
+	inc.begin(start)
 	var faultWG sync.WaitGroup
 	// A fault that cannot be applied ends the attack where it stands.
 	var faultStop atomic.Int64 // since start; 0 = none
@@ -273,7 +278,8 @@ func (e *Engine) Measure(ctx context.Context, job engine.Job) (m *engine.Measure
 		m.Notes = append(m.Notes, attributeProxy(proxy, name, unnamed, res.conns, coll)...)
 	}
 	finish(ctx, m, finished{job: job, rawDir: opts.RawDir, fl: fl, coll: coll, sched: sched, events: events, lbs: lbs,
-		start: start, span: span, sent: sent, interrupted: interrupted})
+		start: start, span: span, sent: sent, interrupted: interrupted, raw: raw})
+	inc.addTo(m)
 	return m, faults.error()
 }
 
@@ -291,6 +297,7 @@ type finished struct {
 	span        time.Duration // until the last request ended
 	sent        int64
 	interrupted time.Duration // since start; -1 when not interrupted
+	raw         *rawWriter    // nil when no raw results are kept
 }
 
 // finish closes f's collector and fills m with what was measured: the
@@ -301,6 +308,9 @@ func finish(ctx context.Context, m *engine.Measurement, f finished) {
 	exp, name := f.job.Exp, f.job.Name()
 	f.coll.Finish()
 	elapsed := attackTime(exp.Duration, f.interrupted)
+	if note := f.raw.note(name, f.start); note != "" {
+		m.Notes = append(m.Notes, note)
+	}
 	if f.rawDir != "" {
 		if err := writeHDRLog(f.rawDir, name, f.coll, f.start, f.start.Add(elapsed)); err != nil {
 			m.Notes = append(m.Notes, fmt.Sprintf("%s: histogram log not written: %v", name, err))

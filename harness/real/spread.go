@@ -59,7 +59,7 @@ func checkGenerators(exp *experiments.Experiment, l engine.Launcher) error {
 // short fails the strategy with an error naming it; when ctx is cancelled
 // the generators are interrupted, and they end their streams with what
 // they measured, which is merged as a partial measurement.
-func (e *Engine) measureSpread(ctx context.Context, job engine.Job, fl fleet.Fleet, targets []*url.URL, conns int) (m *engine.Measurement, err error) {
+func (e *Engine) measureSpread(ctx context.Context, job engine.Job, fl fleet.Fleet, targets []*url.URL, conns int, inc *incidents) (m *engine.Measurement, err error) {
 	exp, name, opts := job.Exp, job.Name(), e.opts
 	gens := exp.Generators
 	coll := engine.NewCollector(len(targets), exp.Duration, exp.Timeout, exp.SlowThreshold)
@@ -69,7 +69,7 @@ func (e *Engine) measureSpread(ctx context.Context, job engine.Job, fl fleet.Fle
 	if raw, err = openRaw(opts.RawDir, name); err != nil {
 		return nil, err
 	}
-	defer closeRaw(raw, &err)
+	defer closeRaw(raw)
 	// A proxy strategy: one proxy, which every generator sends to.
 	var proxy *proxies.Proxy
 	if strategies.IsProxy(name) {
@@ -77,14 +77,17 @@ func (e *Engine) measureSpread(ctx context.Context, job engine.Job, fl fleet.Fle
 			return nil, err
 		}
 		defer proxy.Close()
+		inc.watchProxy(proxy)
 	}
 	faults := newFaultRunner(fl, exp.Faults, exp.Duration, func(int, *url.URL) {})
+	faults.dead = inc
 	if err := faults.applyInitial(ctx); err != nil {
 		return nil, err
 	}
 
 	launcher := e.launcher()
 	start := time.Now().Add(launcher.Lead())
+	inc.begin(start)
 	// runCtx interrupts every generator: on the caller's cancel, on the
 	// first generator that fails, on a fault that cannot be applied.
 	runCtx, interrupt := context.WithCancel(ctx)
@@ -164,11 +167,15 @@ func (e *Engine) measureSpread(ctx context.Context, job engine.Job, fl fleet.Fle
 		return nil, err
 	}
 	m.Notes = append(m.Notes, proxyNotes...)
+	inc.addTo(m)
 	m.Interrupted = m.Interrupted || faultStop.Load()
 	for g, err := range rawErrs {
 		if err != nil {
 			m.Notes = append(m.Notes, fmt.Sprintf("%s: generator %d's raw results could not be decoded (%v); results-*.bin lacks some of them.", name, g, err))
 		}
+	}
+	if note := raw.note(name, start); note != "" {
+		m.Notes = append(m.Notes, note)
 	}
 	for g, late := range merger.Late() {
 		if late > 0 {

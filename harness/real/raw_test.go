@@ -1,0 +1,100 @@
+package real
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/lbchaos/lbchaos/harness/internal/runtest"
+	"github.com/lbchaos/lbchaos/reports"
+)
+
+// smallDisk mounts a tmpfs of size bytes on a new directory and returns
+// it; it is unmounted when the test ends. The test is skipped where
+// mounting is not allowed (not root).
+func smallDisk(t *testing.T, size int) string {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("mounting a small tmpfs needs root")
+	}
+	dir := t.TempDir()
+	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size="+strconv.Itoa(size)); err != nil {
+		t.Skipf("mount a tmpfs: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := syscall.Unmount(dir, 0); err != nil {
+			t.Errorf("unmount %s: %v", dir, err)
+		}
+	})
+	return dir
+}
+
+// TestRawDataStopsOnFullDisk: the output directory is a 96 KiB tmpfs,
+// which the raw results fill within the first second or so. The raw data
+// stops there with a note saying when and why; its partial file is
+// removed; the run and its summary cover the whole run, and summary.json
+// is written whole into the freed space.
+func TestRawDataStopsOnFullDisk(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real load")
+	}
+	dir := smallDisk(t, 96<<10)
+	exp := runtest.MustExperiment(t, "full-disk", `
+duration: 3s
+rate: 500
+timeout: 1s
+instances: {count: 2, workers: 8, service: {dist: fixed, value: 1ms}}
+strategies: [round-robin]
+`)
+	sum, err := run(context.Background(), exp, Options{RawDir: dir})
+	if err != nil {
+		t.Fatalf("the run failed instead of its raw data: %v", err)
+	}
+	st := runtest.StrategyByName(t, sum, "round-robin")
+	runtest.CheckAccounting(t, st)
+	if st.Requests < 1200 || st.ElapsedS != 3 {
+		t.Errorf("%d requests in %.1f s: the run did not go on to its end", st.Requests, st.ElapsedS)
+	}
+	var note string
+	for _, n := range sum.Notes {
+		if strings.Contains(n, "raw data stopped at") {
+			note = n
+		}
+	}
+	t.Logf("note: %s", note)
+	m := regexp.MustCompile(`^round-robin: raw data stopped at ([0-9.]+) s: no space left on device; the partial results-round-robin.bin was removed, and the summary covers the whole run\.$`).FindStringSubmatch(note)
+	if m == nil {
+		t.Fatalf("no note on the raw data that stopped, in %q", sum.Notes)
+	}
+	if at, _ := strconv.ParseFloat(m[1], 64); at <= 0 || at >= 3 {
+		t.Errorf("raw data stopped at %v s, want inside the run", at)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "results-round-robin.bin")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("results-round-robin.bin: %v; want it removed", err)
+	}
+
+	werr := reports.WriteAll(dir, sum)
+	t.Logf("WriteAll on the small disk: %v", werr)
+	f, err := os.Open(filepath.Join(dir, reports.SummaryFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	got, err := reports.ReadJSON(f)
+	if err != nil {
+		t.Fatalf("summary.json: %v", err)
+	}
+	if got.Strategies[0].Requests != st.Requests {
+		t.Errorf("summary.json: %d requests, want %d", got.Strategies[0].Requests, st.Requests)
+	}
+	leftovers, _ := filepath.Glob(filepath.Join(dir, ".*.tmp-*"))
+	if len(leftovers) > 0 {
+		t.Errorf("temporary files left: %v", leftovers)
+	}
+}
