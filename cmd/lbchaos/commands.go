@@ -100,9 +100,7 @@ func writeUsage(w io.Writer) {
 
 // flagSet returns a flag set with c's flags defined.
 func (c *command) flagSet() *flag.FlagSet {
-	fs := flag.NewFlagSet("lbchaos "+c.name, flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	fs.Usage = func() {}
+	fs := newFlagSet(c.name)
 	if c.flags != nil {
 		c.flags(fs)
 	}

@@ -55,15 +55,12 @@ func main() {
 		if errors.As(err, &ee) {
 			code = ee.code
 		}
-		if !errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(os.Stderr, "lbchaos:", err)
-		} else {
-			code = 0
-		}
+		fmt.Fprintln(os.Stderr, "lbchaos:", err)
 		os.Exit(code)
 	}
 }
 
+// run runs the command line args; a command's --help is no error.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	err := dispatch(ctx, args, stdout, stderr)
 	if errors.Is(err, flag.ErrHelp) {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -89,6 +90,15 @@ func TestBuiltBinaryPrintsRevision(t *testing.T) {
 	}
 	dir := t.TempDir()
 	check := func(t *testing.T, bin string) {
+		// Help is no error; an unknown command is a usage error.
+		help, err := exec.Command(bin, "run", "--help").Output()
+		if err != nil || !strings.HasPrefix(string(help), "Usage: lbchaos run NAME|FILE") {
+			t.Errorf("run --help: %v, printed\n%s", err, help)
+		}
+		var ee *exec.ExitError
+		if err := exec.Command(bin, "help", "nosuch").Run(); !errors.As(err, &ee) || ee.ExitCode() != 2 {
+			t.Errorf("help nosuch: %v, want exit status 2", err)
+		}
 		out, err := exec.Command(bin, "--version").Output()
 		if err != nil {
 			t.Fatal(err)
