@@ -9,9 +9,15 @@ PKGS    := ./...
 
 all: build
 
+# The revision lbchaos --version prints, for builds whose Go build info has
+# none (-buildvcs=false, or a git worktree, which the go command does not
+# recognise).
+VCS_LDFLAGS := $(shell TZ=UTC git log -1 --date=format-local:%Y-%m-%dT%H:%M:%SZ --format='-X main.vcsRevision=%H -X main.vcsTime=%cd' 2>/dev/null) \
+	$(if $(shell git status --porcelain --untracked-files=no 2>/dev/null),-X main.vcsModified=true)
+
 # Static, so the same binary serves as the backend containers' entry point.
 build:
-	CGO_ENABLED=0 $(GO) build -o $(BIN) ./cmd/lbchaos
+	CGO_ENABLED=0 $(GO) build -ldflags "$(VCS_LDFLAGS)" -o $(BIN) ./cmd/lbchaos
 
 # The backend image (FROM scratch + this binary), tagged by content hash.
 image: build

@@ -151,6 +151,9 @@ func (f *file) build(source, dir string) (*Experiment, error) {
 		if e.Duration, err = duration("duration", f.Duration, 0); err != nil {
 			return nil, err
 		}
+		if e.Duration <= 0 {
+			return nil, fieldErr("duration", "must be > 0, e.g. duration: 30s; got %v", e.Duration)
+		}
 		e.Rate = f.Rate.Value
 	}
 	if f.Arrival != "" {

@@ -106,6 +106,10 @@ func TestBadExpectations(t *testing.T) {
 			`t.yaml: expect: want a list like [{strategy: round-robin, error_ratio: "< 0.01"}], got a mapping`},
 		{"expect a number", `expect: 3`,
 			`t.yaml: expect: want a list like [{strategy: round-robin, error_ratio: "< 0.01"}], got a value "3"`},
+		{"unquoted > in a flow mapping", `expect: [{strategy: round-robin, error_ratio: > 0.2}]`,
+			`t.yaml: line 7: error_ratio: the condition > 0.2 must be quoted, as in error_ratio: "> 0.2" (unquoted, YAML reads > as the start of a folded block)`},
+		{"unquoted >= in a block mapping", "expect:\n  - strategy: round-robin\n    ejections: >= 1",
+			`t.yaml: line 9: ejections: the condition >= 1 must be quoted, as in ejections: ">= 1" (unquoted, YAML reads > as the start of a folded block)`},
 		{"bad key metric", `key_metric: p50_ms`,
 			`t.yaml: key_metric: unknown metric "p50_ms" (one of bad_ratio, error_ratio, slow_ratio, timeout_ratio, faulty_share, p99_ms, p999_ms, max_avg_load, max_jump_rps, share_stddev, error_tail_s)`},
 	}

@@ -129,6 +129,8 @@ func TestBadFiles(t *testing.T) {
 		{name: "rate zero", replace: [2]string{"rate: 100", "rate: 0"}, want: "t.yaml: rate: must be > 0"},
 		{name: "rate negative", replace: [2]string{"rate: 100", "rate: -5"}, want: "t.yaml: rate: must be > 0"},
 		{name: "rate missing", replace: [2]string{"rate: 100\n", ""}, want: "t.yaml: rate: is required"},
+		{name: "duration zero", replace: [2]string{"duration: 10s", "duration: 0"}, want: "t.yaml: duration: must be > 0, e.g. duration: 30s; got 0s"},
+		{name: "duration negative", replace: [2]string{"duration: 10s", "duration: -5s"}, want: "t.yaml: duration: must be > 0, e.g. duration: 30s; got -5s"},
 		{name: "bad duration", replace: [2]string{"duration: 10s", "duration: ten"}, want: `t.yaml: duration: want a duration like "30s" or "10ms", got "ten"`},
 		{name: "name mismatch", replace: [2]string{"name: t", "name: other"}, want: `t.yaml: name: is "other" but the file is named "t.yaml"`},
 		{name: "instance out of range", add: "faults: [{instance: 3, fault: {mode: hang}}]\n", want: "t.yaml: faults[0].instance: 3 is out of range: instances are 0..2"},

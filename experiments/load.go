@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -78,7 +79,7 @@ func parse(source, dir string, data []byte) (*Experiment, error) {
 		if errors.Is(err, io.EOF) {
 			return nil, fmt.Errorf("%s: empty experiment file", source)
 		}
-		return nil, fmt.Errorf("%s: %s", source, yamlMessage(err))
+		return nil, fmt.Errorf("%s: %s", source, yamlMessage(err, data))
 	}
 	e, err := f.build(source, dir)
 	if err != nil {
@@ -88,11 +89,32 @@ func parse(source, dir string, data []byte) (*Experiment, error) {
 	return e, nil
 }
 
-var notFound = regexp.MustCompile(`field (\S+) not found in type \S+`)
+var (
+	notFound   = regexp.MustCompile(`field (\S+) not found in type \S+`)
+	errorLine  = regexp.MustCompile(`^yaml: line (\d+): `)
+	unquotedGT = regexp.MustCompile(`([A-Za-z_][\w.]*):[ \t]+(>=?[ \t]*[^,}\s]+)`)
+)
 
 // yamlMessage rewrites yaml.v3's decoding errors for people: one line per
-// problem, "line N: unknown field "x"" instead of Go type names.
-func yamlMessage(err error) string {
+// problem, "line N: unknown field "x"" instead of Go type names. A syntax
+// error on a line (or just after one) holding an unquoted condition such as
+// error_ratio: > 0.2, where YAML reads ">" as the start of a folded block,
+// names the field and says to quote the condition.
+func yamlMessage(err error, data []byte) string {
+	if m := errorLine.FindStringSubmatch(err.Error()); m != nil {
+		n, _ := strconv.Atoi(m[1])
+		lines := strings.Split(string(data), "\n")
+		for _, i := range []int{n, n - 1} {
+			if i < 1 || i > len(lines) {
+				continue
+			}
+			if c := unquotedGT.FindStringSubmatch(lines[i-1]); c != nil {
+				return fmt.Sprintf("line %d: %s: the condition %s must be quoted, as in %s: \"%s\" (unquoted, YAML reads > as the start of a folded block)",
+					i, c[1], c[2], c[1], c[2])
+			}
+		}
+	}
+
 	var te *yaml.TypeError
 	if errors.As(err, &te) {
 		msgs := make([]string, len(te.Errors))

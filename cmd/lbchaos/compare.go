@@ -12,13 +12,12 @@ import (
 
 // cmdCompare prints two runs' headline metrics side by side and, with
 // --fail-on-regression, fails when the second is worse than the first.
-func cmdCompare(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("lbchaos compare", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	failOnReg := fs.Bool("fail-on-regression", false, "exit 3 when a strategy of RUN_B is worse than in RUN_A beyond the tolerance (ratios +1 pp and +20%, p99/p99.9 +5 ms and +20%, achieved rate -5%)")
-	pos, err := splitPositional(fs, args)
+func cmdCompare(args []string, stdout io.Writer) error {
+	fs := newFlagSet("compare")
+	failOnReg := bindCompare(fs)
+	pos, err := parseArgs(fs, args, stdout)
 	if err != nil {
-		return &exitError{2, err}
+		return err
 	}
 	if len(pos) != 2 {
 		return &exitError{2, fmt.Errorf("compare takes two run directories (or summary.json files), got %d", len(pos))}
@@ -47,6 +46,10 @@ func cmdCompare(args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
+func bindCompare(fs *flag.FlagSet) *bool {
+	return fs.Bool("fail-on-regression", false, "exit 3 when a strategy of RUN_B is worse than in RUN_A beyond the tolerance (ratios +1 pp and +20%, p99/p99.9 +5 ms and +20%, achieved rate -5%)")
+}
+
 // loadSummary reads a run's summary.json from its directory, or the file
 // itself when path names one.
 func loadSummary(path string) (*reports.Summary, error) {
@@ -68,10 +71,14 @@ func loadSummary(path string) (*reports.Summary, error) {
 // cmdReport re-renders every artifact of a run (report.md, report.html,
 // plots) from its saved summary.json, without running anything.
 func cmdReport(args []string, stdout io.Writer) error {
-	if len(args) != 1 {
-		return &exitError{2, fmt.Errorf("report takes one run directory, got %d", len(args))}
+	pos, err := parseArgs(newFlagSet("report"), args, stdout)
+	if err != nil {
+		return err
 	}
-	dir := args[0]
+	if len(pos) != 1 {
+		return &exitError{2, fmt.Errorf("report takes one run directory, got %d", len(pos))}
+	}
+	dir := pos[0]
 	s, err := loadSummary(dir)
 	if err != nil {
 		return err

@@ -14,15 +14,14 @@ import (
 
 // cmdImage builds (or finds) the backend image from a static lbchaos binary.
 func cmdImage(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("lbchaos image", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	binary := fs.String("binary", "", "static linux lbchaos binary to put in the image (default: this executable)")
-	repo := fs.String("repo", docker.BackendImageRepo, "image repository; another than "+docker.BackendImageRepo+" puts --binary (any static linux binary, e.g. your own service) in a FROM scratch image as its entry point, tagged REPO:<hash>")
-	if err := fs.Parse(args); err != nil {
-		return &exitError{2, err}
+	fs := newFlagSet("image")
+	binary, repo := bindImage(fs)
+	pos, err := parseArgs(fs, args, stdout)
+	if err != nil {
+		return err
 	}
-	if fs.NArg() > 0 {
-		return &exitError{2, fmt.Errorf("image takes no arguments, got %q", fs.Args())}
+	if len(pos) > 0 {
+		return &exitError{2, fmt.Errorf("image takes no arguments, got %q", pos)}
 	}
 	bin := *binary
 	if *repo != docker.BackendImageRepo && bin == "" {
@@ -46,17 +45,23 @@ func cmdImage(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	return nil
 }
 
+func bindImage(fs *flag.FlagSet) (binary, repo *string) {
+	binary = fs.String("binary", "", "static linux lbchaos binary to put in the image (default: this executable)")
+	repo = fs.String("repo", docker.BackendImageRepo, "image repository; another than "+docker.BackendImageRepo+" puts --binary (any static linux binary, e.g. your own service) in a FROM scratch image as its entry point, tagged REPO:<hash>")
+	return binary, repo
+}
+
 // cmdClean removes every container and network lbchaos created, of any
 // run, and every namespace in the Kubernetes cluster a kubeconfig names.
 func cmdClean(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("lbchaos clean", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	kubeconfig := fs.String("kubeconfig", "", "the Kubernetes cluster whose lbchaos namespaces to delete (default: $KUBECONFIG, then ~/.kube/config)")
-	if err := fs.Parse(args); err != nil {
-		return &exitError{2, err}
+	fs := newFlagSet("clean")
+	kubeconfig := bindClean(fs)
+	pos, err := parseArgs(fs, args, stdout)
+	if err != nil {
+		return err
 	}
-	if fs.NArg() > 0 {
-		return &exitError{2, fmt.Errorf("clean takes no arguments, got %q", fs.Args())}
+	if len(pos) > 0 {
+		return &exitError{2, fmt.Errorf("clean takes no arguments, got %q", pos)}
 	}
 	var errs []error
 	dockerUp := docker.Available(ctx)
@@ -75,17 +80,25 @@ func cmdClean(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	return errors.Join(errs...)
 }
 
+func bindClean(fs *flag.FlagSet) *string {
+	return fs.String("kubeconfig", "", "the Kubernetes cluster whose lbchaos namespaces to delete (default: $KUBECONFIG, then ~/.kube/config)")
+}
+
 // cmdSignal is `lbchaos signal STOP|CONT`, which the kube backends' pause
 // fault runs in an ephemeral container of a backend pod (an image FROM
 // scratch has no kill).
-func cmdSignal(args []string, stderr io.Writer) error {
-	if len(args) != 1 {
-		return &exitError{2, fmt.Errorf("signal takes one argument, STOP or CONT, got %q", args)}
-	}
-	pids, err := kube.SignalPeers("/proc", args[0])
+func cmdSignal(args []string, stdout, stderr io.Writer) error {
+	pos, err := parseArgs(newFlagSet("signal"), args, stdout)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stderr, "lbchaos signal: SIG%s sent to %v\n", args[0], pids)
+	if len(pos) != 1 {
+		return &exitError{2, fmt.Errorf("signal takes one argument, STOP or CONT, got %q", pos)}
+	}
+	pids, err := kube.SignalPeers("/proc", pos[0])
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "lbchaos signal: SIG%s sent to %v\n", pos[0], pids)
 	return nil
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"runtime"
@@ -12,19 +11,13 @@ import (
 	"github.com/lbchaos/lbchaos/harness/proxies/lbproxy"
 )
 
-func cmdProxy(ctx context.Context, args []string, stderr io.Writer) error {
-	fs := flag.NewFlagSet("lbchaos proxy", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+func cmdProxy(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("proxy")
 	f := lbproxy.DefaultFlags
 	f.Bind(fs)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: lbchaos proxy --listen ADDR --strategy SPEC --backend URL [--backend URL ...]\n\n"+
-			"Serves a built-in strategy as an HTTP reverse proxy. Admin: GET /_lbchaos/stats (per backend), GET /_lbchaos/ready.\n\nFlags:")
-		fs.PrintDefaults()
-	}
-	pos, err := splitPositional(fs, args)
+	pos, err := parseArgs(fs, args, stdout)
 	if err != nil {
-		return &exitError{2, err}
+		return err
 	}
 	if len(pos) > 0 {
 		return &exitError{2, fmt.Errorf("proxy takes no arguments, got %q", pos)}

@@ -9,7 +9,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"runtime/debug"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -23,14 +22,14 @@ import (
 	"github.com/lbchaos/lbchaos/reports"
 )
 
-func version() string {
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-		return bi.Main.Version
+func cmdList(args []string, w io.Writer) error {
+	pos, err := parseArgs(newFlagSet("list"), args, w)
+	if err != nil {
+		return err
 	}
-	return harness.Version
-}
-
-func cmdList(w io.Writer) error {
+	if len(pos) > 0 {
+		return &exitError{2, fmt.Errorf("list takes no arguments, got %q", pos)}
+	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	for _, name := range experiments.Names() {
 		e, err := experiments.Load(name)
@@ -42,40 +41,51 @@ func cmdList(w io.Writer) error {
 	return tw.Flush()
 }
 
+// runFlags are the flags of lbchaos run.
+type runFlags struct {
+	duration                 time.Duration
+	rate                     float64
+	seed                     uint64
+	gens                     int
+	strats, out, results     string
+	backends, health, engine string
+	token, dnet              string
+	quiet, raw               bool
+	ext                      externalFlags
+	kube                     kubeFlags
+}
+
+func bindRun(fs *flag.FlagSet) *runFlags {
+	f := &runFlags{}
+	fs.DurationVar(&f.duration, "duration", 0, "attack duration per strategy, > 0 (default: the experiment's)")
+	fs.Float64Var(&f.rate, "rate", 0, "requests per second, > 0 (default: the experiment's); with rate stages, their mean: every stage scales in proportion")
+	fs.Uint64Var(&f.seed, "seed", 0, "seed for every random choice (default: the experiment's)")
+	fs.StringVar(&f.strats, "strategies", "", "comma-separated strategies to run instead of the experiment's, e.g. round-robin,p2c; a file strategy's path, as in nginx:file(path=upstream.conf), is relative to the current directory unless the experiment lists that strategy")
+	fs.StringVar(&f.out, "out", "", "output directory (default: RESULTS/NAME/<UTC timestamp>, with RESULTS/NAME/latest pointing at it)")
+	fs.StringVar(&f.results, "results", "results", "parent directory of timestamped outputs when --out is not given")
+	fs.StringVar(&f.backends, "backends", "auto", "where backends run: process (in this process, on 127.0.0.1), docker (one container each), kube (one pod each in a namespace of the run's own; see --kubeconfig and --kube-*; never chosen by auto), external (instances already running: --backend or instances.external), or auto (external when the file lists instances.external, docker when it gives instances.app, else docker when a daemon answers, else process)")
+	fs.StringVar(&f.health, "health-path", "", "external instances without a sidecar: the path whose GET must answer (status below 500) before each strategy (default: instances.health, else /)")
+	fs.BoolVar(&f.quiet, "quiet", false, "no progress lines")
+	fs.BoolVar(&f.raw, "raw", true, "keep raw data in the output directory: every result in Vegeta's encoding (results-*.bin, for vegeta report/plot) and HdrHistogram logs (latency-*.hlog); real engine only")
+	fs.StringVar(&f.engine, "engine", "real", "real (real HTTP backends and load) or sim (the same model in virtual time: deterministic, seconds)")
+	fs.IntVar(&f.gens, "generators", 0, "load generator processes sharing each strategy's load (default: the experiment's generators, else 1): request k goes to generator k mod N, all on one schedule; each runs its own balancers (replicas), so N generators are N independent client-side balancers; proxy strategies need 1")
+	fs.StringVar(&f.token, "token", "", "the control token the run's backends require and its control calls send (Authorization: Bearer T): give the one external sidecars were started with (lbchaos serve --token or "+faultyserver.TokenEnv+"); default: $"+faultyserver.TokenEnv+", else a random one per run")
+	fs.StringVar(&f.dnet, "docker-network", "auto", "how the harness reaches docker backends on 127.0.0.1: published (ports published by the engine; portable), host (containers share the host's network namespace; no userland proxy), or auto (host for a local Linux engine, else published)")
+	f.kube.bind(fs)
+	fs.Var(urlList{&f.ext.backends}, "backend", "with --backends external: an instance's base URL, e.g. http://10.0.0.5:8080 (repeat, one per instance, in id order)")
+	fs.Var(urlList{&f.ext.sidecars}, "sidecar", "with --backend: the base URL of the lbchaos sidecar in front of each instance (repeat, one per --backend, in order, or none); faults act through it and load goes to it")
+	return f
+}
+
 func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("lbchaos run", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var (
-		duration = fs.Duration("duration", 0, "attack duration per strategy (default: the experiment's)")
-		rate     = fs.Float64("rate", 0, "requests per second (default: the experiment's); with rate stages, their mean: every stage scales in proportion")
-		seed     = fs.Uint64("seed", 0, "seed for every random choice (default: the experiment's)")
-		strats   = fs.String("strategies", "", "comma-separated strategies to run instead of the experiment's, e.g. round-robin,p2c; a file strategy's path, as in nginx:file(path=upstream.conf), is relative to the current directory unless the experiment lists that strategy")
-		out      = fs.String("out", "", "output directory (default: RESULTS/NAME/<UTC timestamp>, with RESULTS/NAME/latest pointing at it)")
-		results  = fs.String("results", "results", "parent directory of timestamped outputs when --out is not given")
-		backends = fs.String("backends", "auto", "where backends run: process (in this process, on 127.0.0.1), docker (one container each), kube (one pod each in a namespace of the run's own; see --kubeconfig and --kube-*; never chosen by auto), external (instances already running: --backend or instances.external), or auto (external when the file lists instances.external, docker when it gives instances.app, else docker when a daemon answers, else process)")
-		health   = fs.String("health-path", "", "external instances without a sidecar: the path whose GET must answer (status below 500) before each strategy (default: instances.health, else /)")
-		ext      externalFlags
-		quiet    = fs.Bool("quiet", false, "no progress lines")
-		raw      = fs.Bool("raw", true, "keep raw data in the output directory: every result in Vegeta's encoding (results-*.bin, for vegeta report/plot) and HdrHistogram logs (latency-*.hlog); real engine only")
-		engine   = fs.String("engine", "real", "real (real HTTP backends and load) or sim (the same model in virtual time: deterministic, seconds)")
-		gens     = fs.Int("generators", 0, "load generator processes sharing each strategy's load (default: the experiment's generators, else 1): request k goes to generator k mod N, all on one schedule; each runs its own balancers (replicas), so N generators are N independent client-side balancers; proxy strategies need 1")
-		token    = fs.String("token", "", "the control token the run's backends require and its control calls send (Authorization: Bearer T): give the one external sidecars were started with (lbchaos serve --token or "+faultyserver.TokenEnv+"); default: $"+faultyserver.TokenEnv+", else a random one per run")
-		dnet     = fs.String("docker-network", "auto", "how the harness reaches docker backends on 127.0.0.1: published (ports published by the engine; portable), host (containers share the host's network namespace; no userland proxy), or auto (host for a local Linux engine, else published)")
-	)
-	var kf kubeFlags
-	kf.bind(fs)
-	fs.Var(urlList{&ext.backends}, "backend", "with --backends external: an instance's base URL, e.g. http://10.0.0.5:8080 (repeat, one per instance, in id order)")
-	fs.Var(urlList{&ext.sidecars}, "sidecar", "with --backend: the base URL of the lbchaos sidecar in front of each instance (repeat, one per --backend, in order, or none); faults act through it and load goes to it")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: lbchaos run NAME|FILE [flags]\n\nNAME is a shipped experiment (lbchaos list); FILE a path to your own .yaml.\n\nFlags:")
-		fs.PrintDefaults()
-	}
-	pos, err := splitPositional(fs, args)
+	fs := newFlagSet("run")
+	f := bindRun(fs)
+	pos, err := parseArgs(fs, args, stdout)
 	if err != nil {
-		return &exitError{2, err}
+		return err
 	}
 	if len(pos) != 1 {
-		fs.Usage()
+		lookup("run").writeHelp(stderr)
 		return &exitError{2, fmt.Errorf("run takes one experiment name or file, got %d (%s)", len(pos), strings.Join(pos, " "))}
 	}
 	exp, err := experiments.Load(pos[0])
@@ -83,67 +93,78 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return err
 	}
 	var ov experiments.Overrides
-	ov.Duration, ov.Rate = *duration, *rate
-	var badGens bool
-	fs.Visit(func(f *flag.Flag) {
-		switch f.Name {
+	ov.Duration, ov.Rate = f.duration, f.rate
+	// A flag given must be valid: 0 does not mean "the experiment's".
+	var bad error
+	fs.Visit(func(fl *flag.Flag) {
+		switch fl.Name {
+		case "duration":
+			if f.duration <= 0 {
+				bad = fmt.Errorf("--duration: must be > 0, e.g. --duration 10s, got %v; leave it out to run for the experiment's duration", f.duration)
+			}
+		case "rate":
+			if !(f.rate > 0) {
+				bad = fmt.Errorf("--rate: must be > 0 requests per second, e.g. --rate 500, got %v; leave it out to run at the experiment's rate", f.rate)
+			}
 		case "seed":
-			ov.Seed = seed
+			ov.Seed = &f.seed
 		case "generators":
-			badGens = *gens < 1
-			ov.Generators = *gens
+			if f.gens < 1 {
+				bad = fmt.Errorf("--generators: must be >= 1, got %d", f.gens)
+			}
+			ov.Generators = f.gens
 		}
 	})
-	if badGens {
-		return &exitError{2, fmt.Errorf("--generators: must be >= 1, got %d", *gens)}
+	if bad != nil {
+		return &exitError{2, bad}
 	}
-	if *strats != "" {
-		for _, s := range splitStrategies(*strats) {
+	if f.strats != "" {
+		for _, s := range splitStrategies(f.strats) {
 			if s != "" {
 				ov.Strategies = append(ov.Strategies, s)
 			}
 		}
 	}
-	if ov.External, err = ext.overrides(*backends, *engine); err != nil {
+	if ov.External, err = f.ext.overrides(f.backends, f.engine); err != nil {
 		return &exitError{2, err}
 	}
-	if err := kf.check(*backends); err != nil {
+	if err := f.kube.check(f.backends); err != nil {
 		return &exitError{2, err}
 	}
-	ov.HealthPath = *health
+	ov.HealthPath = f.health
 	if exp, err = exp.Apply(ov); err != nil {
 		return &exitError{2, err}
 	}
 	var logw io.Writer = stderr
 	var progress func(harness.Progress)
-	if *quiet {
+	if f.quiet {
 		logw = io.Discard
 	} else {
 		pp := newProgressPrinter(stderr)
 		logw, progress = pp, pp.update
 	}
-	dir, latest := *out, ""
+	dir, latest := f.out, ""
 	if dir == "" {
 		stamp := time.Now().UTC().Format("20060102T150405Z")
-		latest = filepath.Join(*results, exp.Name, "latest")
-		dir = filepath.Join(*results, exp.Name, stamp)
+		latest = filepath.Join(f.results, exp.Name, "latest")
+		dir = filepath.Join(f.results, exp.Name, stamp)
 	}
 	opts := harness.Options{Log: logw, Progress: progress, Advisory: ov.Duration != 0 || ov.Rate != 0}
-	switch *engine {
+	switch f.engine {
 	case "sim":
 		opts.Engine = sim.Engine{}
 	case "real":
-		hostNet, err := hostNetwork(*dnet)
+		hostNet, err := hostNetwork(f.dnet)
 		if err != nil {
 			return &exitError{2, err}
 		}
 		// From the environment after parsing, not as the flag's default,
 		// which the usage would print.
-		tok := cmp.Or(*token, os.Getenv(faultyserver.TokenEnv), faultyserver.NewToken())
+		tok := cmp.Or(f.token, os.Getenv(faultyserver.TokenEnv), faultyserver.NewToken())
 		if err := faultyserver.CheckToken(tok); err != nil {
 			return &exitError{2, fmt.Errorf("--token (or %s): %w", faultyserver.TokenEnv, err)}
 		}
-		provider, closeProvider, err := chooseProvider(ctx, *backends, exp, dockerOptions(logw, hostNet), kf, tok)
+		provider, closeProvider, err := chooseProvider(ctx, f.backends, exp, dockerOptions(logw, hostNet), f.kube, tok)
 		if err != nil {
 			return err
 		}
@@ -154,17 +175,17 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		if self, err := os.Executable(); err == nil {
 			ropts.LbchaosBinary = self // for lbchaos:... proxy strategies
 		}
-		if *raw {
+		if f.raw {
 			ropts.RawDir = dir
 		}
 		if kp, ok := provider.(*kube.Provider); ok {
-			if ropts.Launcher, err = kf.launcher(kp, exp); err != nil {
+			if ropts.Launcher, err = f.kube.launcher(kp, exp); err != nil {
 				return &exitError{2, err}
 			}
 		}
 		opts.Engine = real.New(ropts)
 	default:
-		return &exitError{2, fmt.Errorf("--engine: unknown value %q (real or sim)", *engine)}
+		return &exitError{2, fmt.Errorf("--engine: unknown value %q (real or sim)", f.engine)}
 	}
 	// The output directory is created once the engine has accepted the
 	// experiment, so a run that cannot start leaves nothing behind.

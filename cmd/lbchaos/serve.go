@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -10,18 +9,13 @@ import (
 	"github.com/lbchaos/lbchaos/faultyserver"
 )
 
-func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
-	fs := flag.NewFlagSet("lbchaos serve", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("serve")
 	f := faultyserver.DefaultFlags
 	f.Bind(fs)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: lbchaos serve [flags]\n\nRuns one fake backend instance, or with --upstream a fault sidecar in front of a real HTTP or gRPC service; one port speaks HTTP/1.1, h2c and gRPC (method "+faultyserver.GRPCMethod+"). Control API: GET/PUT/DELETE "+faultyserver.ControlPrefix+"fault, GET "+faultyserver.ControlPrefix+"stats, POST "+faultyserver.ControlPrefix+"reset, each with the header Authorization: Bearer <token> when the instance has a token (--token or "+faultyserver.TokenEnv+"); health: GET /healthz, open.\n\nFlags:")
-		fs.PrintDefaults()
-	}
-	pos, err := splitPositional(fs, args)
+	pos, err := parseArgs(fs, args, stdout)
 	if err != nil {
-		return &exitError{2, err}
+		return err
 	}
 	if len(pos) > 0 {
 		return &exitError{2, fmt.Errorf("serve takes no arguments, got %q", pos)}

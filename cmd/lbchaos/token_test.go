@@ -62,7 +62,7 @@ func freeLoopback(t *testing.T) string {
 func TestServeTokenFromEnvironment(t *testing.T) {
 	const token = "env-token-4d1c"
 	t.Setenv(faultyserver.TokenEnv, token)
-	_, usage, _ := runCLI(t, t.Context(), "serve", "-h")
+	usage, _, _ := runCLI(t, t.Context(), "serve", "-h") // help goes to stdout
 	if !strings.Contains(usage, "-insecure-control") || strings.Contains(usage, token) {
 		t.Errorf("serve -h names -insecure-control: %v; prints the token: %v", strings.Contains(usage, "-insecure-control"), strings.Contains(usage, token))
 	}

@@ -138,7 +138,7 @@ func Serve(ctx context.Context, f Flags, logw io.Writer) error {
 	// client of protocol h2c reaches the proxy as it would an instance.
 	srv := &http.Server{Handler: p, Protocols: faultyserver.Protocols(), ReadHeaderTimeout: 10 * time.Second}
 	if logw != nil {
-		fmt.Fprintf(logw, "lbchaos proxy: %s over %d backends on http://%s (stats: /_lbchaos/stats)\n", f.Strategy, len(cfg.Backends), ln.Addr())
+		fmt.Fprintf(logw, "lbchaos proxy: %s over %d backends on http://%s (stats: /_lbchaos/stats, metrics: %s)\n", f.Strategy, len(cfg.Backends), ln.Addr(), MetricsPath)
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()

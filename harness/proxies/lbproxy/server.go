@@ -18,6 +18,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/lbchaos/lbchaos/faultyserver"
 	"github.com/lbchaos/lbchaos/harness/transport"
 	"github.com/lbchaos/lbchaos/strategies"
@@ -41,13 +43,16 @@ type Config struct {
 // buffering of its own), cancels the backend request when the client goes
 // away, runs the strategy's active health checks if it has any, and serves
 // its state under /_lbchaos/: ready (204 once serving) and stats (per
-// backend: requests, errors, in flight, ejected).
+// backend: requests, errors, in flight, ejected), and the same as
+// Prometheus metrics on MetricsPath.
 type Server struct {
 	cfg      Config
 	lb       *strategies.Balancer
 	bal      *transport.Balancer
 	requests []atomic.Int64
 	errors   []atomic.Int64
+	latency  []prometheus.Observer // per backend
+	metrics  http.Handler
 	logMu    sync.Mutex
 	log      *bufio.Writer
 	stop     context.CancelFunc
@@ -83,6 +88,7 @@ func New(cfg Config) (*Server, error) {
 		stop:     stop,
 	}
 	p.bal.KeepNoRoutes()
+	p.metrics, p.latency = newMetrics(p)
 	if cfg.AccessLog != nil {
 		p.log = bufio.NewWriterSize(cfg.AccessLog, 64<<10)
 	}
@@ -111,7 +117,11 @@ func (p *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case "/_lbchaos/stats":
 		p.serveStats(w)
 		return
+	case MetricsPath:
+		p.metrics.ServeHTTP(w, r)
+		return
 	}
+	start := time.Now()
 	picked := new(atomic.Int64)
 	picked.Store(-1)
 	r = r.WithContext(context.WithValue(r.Context(), transport.PickedKey{}, picked))
@@ -127,6 +137,7 @@ func (p *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if status >= 500 || status == 499 || cut {
 			p.errors[ep].Add(1)
 		}
+		p.latency[ep].Observe(time.Since(start).Seconds())
 	}
 	if p.log != nil {
 		seq := r.Header.Get(transport.SeqHeader)
@@ -192,27 +203,36 @@ type BackendStats struct {
 	Ejected  bool   `json:"ejected"`
 }
 
-func (p *Server) serveStats(w http.ResponseWriter) {
+// Stats is the body of /_lbchaos/stats.
+type Stats struct {
+	Strategy  string         `json:"strategy"`
+	Ejections int            `json:"ejections"`
+	Backends  []BackendStats `json:"backends"`
+}
+
+// stats reads the proxy's counters and the strategy's state, for
+// /_lbchaos/stats and the metrics alike.
+func (p *Server) stats() Stats {
 	inflight := p.lb.InFlight()
 	ejected := map[int]bool{}
 	for _, id := range p.lb.Ejected() {
 		ejected[id] = true
 	}
-	out := struct {
-		Strategy  string         `json:"strategy"`
-		Ejections int            `json:"ejections"`
-		Backends  []BackendStats `json:"backends"`
-	}{Strategy: p.lb.Spec(), Ejections: p.lb.Ejections()}
+	out := Stats{Strategy: p.lb.Spec(), Ejections: p.lb.Ejections()}
 	for id, u := range p.cfg.Backends {
 		out.Backends = append(out.Backends, BackendStats{
 			ID: id, URL: u.String(), Requests: p.requests[id].Load(), Errors: p.errors[id].Load(),
 			InFlight: inflight[id], Ejected: ejected[id],
 		})
 	}
+	return out
+}
+
+func (p *Server) serveStats(w http.ResponseWriter) {
 	w.Header().Set("Content-Type", "application/json")
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
-	_ = enc.Encode(out)
+	_ = enc.Encode(p.stats())
 }
 
 // Close stops the health checks, closes idle backend connections and
