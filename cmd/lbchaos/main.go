@@ -30,7 +30,9 @@ Usage:
   lbchaos proxy [flags]             serve a built-in strategy as a reverse proxy (lbchaos proxy --help)
   lbchaos report RUN                re-render a run's report and plots from its summary.json
   lbchaos compare [--fail-on-regression] RUN_A RUN_B
-                                    headline metrics of two runs side by side (directories or summary.json files)
+                                    headline metrics of two runs side by side (directories or summary.json files);
+                                    a run --repeat folder compares by medians, changes beyond the noise only
+  lbchaos junit [--out FILE] RUN... the runs' expectations as JUnit XML, one test case each
   lbchaos image [--binary PATH] [--repo R]
                                     build the backend container image, or with --repo any static
                                     binary's image (make example-image) (Docker)
@@ -100,6 +102,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return cmdReport(args[1:], stdout)
 	case "compare":
 		return cmdCompare(args[1:], stdout, stderr)
+	case "junit":
+		return cmdJUnit(args[1:], stdout, stderr)
 	case "image":
 		return cmdImage(ctx, args[1:], stdout, stderr)
 	case "generate":

@@ -60,6 +60,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		engine   = fs.String("engine", "real", "real (real HTTP backends and load) or sim (the same model in virtual time: deterministic, seconds)")
 		gens     = fs.Int("generators", 0, "load generator processes sharing each strategy's load (default: the experiment's generators, else 1): request k goes to generator k mod N, all on one schedule; each runs its own balancers (replicas), so N generators are N independent client-side balancers; proxy strategies need 1")
 		token    = fs.String("token", "", "the control token the run's backends require and its control calls send (Authorization: Bearer T): give the one external sidecars were started with (lbchaos serve --token or "+faultyserver.TokenEnv+"); default: $"+faultyserver.TokenEnv+", else a random one per run")
+		repeat   = fs.Int("repeat", 1, "run the experiment N times, with seeds SEED, SEED+1, ..., each into its own folder (OUT/rep-1, ...), and write the medians and ranges over them to OUT/repeats.json and repeats.md; expectations are checked on the medians, and lbchaos compare takes such a folder")
 		dnet     = fs.String("docker-network", "auto", "how the harness reaches docker backends on 127.0.0.1: published (ports published by the engine; portable), host (containers share the host's network namespace; no userland proxy), or auto (host for a local Linux engine, else published)")
 	)
 	var kf kubeFlags
@@ -94,6 +95,9 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			ov.Generators = *gens
 		}
 	})
+	if *repeat < 1 {
+		return &exitError{2, fmt.Errorf("--repeat: must be >= 1, got %d", *repeat)}
+	}
 	if badGens {
 		return &exitError{2, fmt.Errorf("--generators: must be >= 1, got %d", *gens)}
 	}
@@ -127,6 +131,9 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		stamp := time.Now().UTC().Format("20060102T150405Z")
 		latest = filepath.Join(*results, exp.Name, "latest")
 		dir = filepath.Join(*results, exp.Name, stamp)
+	}
+	if *repeat > 1 {
+		return runRepeated(ctx, args, exp, *repeat, dir, latest, ov.Duration != 0 || ov.Rate != 0, stdout, stderr)
 	}
 	opts := harness.Options{Log: logw, Progress: progress, Advisory: ov.Duration != 0 || ov.Rate != 0}
 	switch *engine {
