@@ -14,7 +14,8 @@
 #
 # OUT/baseline/NAME receives the bounded copy to keep as the next night's
 # PREV: repeats.json, repeats.md, compare.txt and each repetition's
-# summary.json, report.md and report.html (no plots, no raw data).
+# summary.json and report.md (no report.html, plots or raw data; the runs
+# themselves stay in OUT/runs).
 # OUT/summary.md is the job summary, appended to $GITHUB_STEP_SUMMARY when
 # that is set.
 #
@@ -101,11 +102,11 @@ for name in $experiments; do
 	echo "nightly: $name: run $result; gate: $gate_result"
 	rows+=("| $name | $result | $gate_result |")
 
-	# The bounded baseline: numbers and reports, no plots or raw data.
+	# The bounded baseline: the numbers and the Markdown reports.
 	if [ -d "$run" ]; then
 		(
 			cd "$run" || exit 1
-			find . -maxdepth 2 \( -name summary.json -o -name report.md -o -name report.html \
+			find . -maxdepth 2 \( -name summary.json -o -name report.md \
 				-o -name repeats.json -o -name repeats.md -o -name compare.txt \) -print0 |
 				while IFS= read -r -d '' f; do
 					mkdir -p "../../baseline/$name/$(dirname "$f")"

@@ -14,7 +14,7 @@
 #    $GITHUB_STEP_SUMMARY when that is set (cut to GitHub's 1 MiB limit).
 #
 # Environment: LBCHAOS (the binary; default bin/lbchaos), EXPERIMENTS
-# (default: every one lbchaos list shows), SMOKE_DURATION (2s), SMOKE_RATE
+# (names or experiment files; default: every one lbchaos list shows), SMOKE_DURATION (2s), SMOKE_RATE
 # (400). Exits 1 when anything failed, after doing everything else.
 set -uo pipefail
 
@@ -48,9 +48,11 @@ expectations_line() {
 	echo "${line:-none}"
 }
 
-for name in $experiments; do
+for exp in $experiments; do
+	# A shipped experiment's name, or an experiment file's path.
+	name=$(basename "$exp" .yaml)
 	dir="$out/sim/$name"
-	"$lbchaos" run "$name" --engine sim --quiet --out "$dir" >"$out/sim/$name.log" 2>&1
+	"$lbchaos" run "$exp" --engine sim --quiet --out "$dir" >"$out/sim/$name.log" 2>&1
 	rc=$?
 	case $rc in
 	0) verdict="ok" ;;
