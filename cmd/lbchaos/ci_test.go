@@ -255,3 +255,53 @@ func rewriteRepeated(t *testing.T, path string, edit func(*reports.Repeated)) {
 		t.Fatal(err)
 	}
 }
+
+// TestBaselineRunScript runs the nightly's baseline lookup against a
+// stand-in for gh that answers the REST API's list of artifacts (as
+// documented: newest first, with workflow_run and expired) and applies the
+// script's --jq filter with jq, as gh does.
+func TestBaselineRunScript(t *testing.T) {
+	jq, err := exec.LookPath("jq")
+	if err != nil {
+		t.Skip("no jq to stand in for gh's --jq")
+	}
+	dir := t.TempDir()
+	response := `{"total_count": 4, "artifacts": [
+	  {"id": 4, "name": "lbchaos-baseline-fast-fail", "expired": false, "created_at": "2026-11-30T03:40:00Z", "workflow_run": {"id": 104, "head_branch": "feature"}},
+	  {"id": 3, "name": "lbchaos-baseline-fast-fail", "expired": false, "created_at": "2026-11-29T03:40:00Z", "workflow_run": {"id": 103, "head_branch": "main"}},
+	  {"id": 2, "name": "lbchaos-baseline-fast-fail", "expired": true, "created_at": "2026-11-30T03:50:00Z", "workflow_run": {"id": 102, "head_branch": "main"}},
+	  {"id": 1, "name": "lbchaos-baseline-fast-fail", "expired": false, "created_at": "2026-11-28T03:40:00Z", "workflow_run": {"id": 101, "head_branch": "main"}}
+	]}`
+	if err := os.WriteFile(filepath.Join(dir, "artifacts.json"), []byte(response), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// gh api -X GET PATH -f k=v ... --jq FILTER: records the call, answers
+	// with the response through the filter.
+	gh := `#!/usr/bin/env bash
+echo "$*" >"` + filepath.Join(dir, "call") + `"
+while [ $# -gt 0 ]; do
+	if [ "$1" = --jq ]; then exec "` + jq + `" -r "$2" "` + filepath.Join(dir, "artifacts.json") + `"; fi
+	shift
+done
+exit 1
+`
+	if err := os.WriteFile(filepath.Join(dir, "gh"), []byte(gh), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	path := "PATH=" + dir + string(os.PathListSeparator) + os.Getenv("PATH")
+	code, out := runScript(t, "../../.github/scripts/baseline-run.sh", []string{path, "GITHUB_REPOSITORY=lbchaos/lbchaos"}, "lbchaos-baseline-fast-fail", "main")
+	if code != 0 || out != "103\n" {
+		t.Errorf("exit %d, printed %q; want the newest unexpired run on main, 103", code, out)
+	}
+	call, err := os.ReadFile(filepath.Join(dir, "call"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "api -X GET repos/lbchaos/lbchaos/actions/artifacts -f name=lbchaos-baseline-fast-fail -f per_page=100 --jq"; !strings.HasPrefix(string(call), want) {
+		t.Errorf("gh called as %q, want %q ...", call, want)
+	}
+	code, out = runScript(t, "../../.github/scripts/baseline-run.sh", []string{path, "GITHUB_REPOSITORY=lbchaos/lbchaos"}, "lbchaos-baseline-fast-fail", "release")
+	if code != 0 || out != "" {
+		t.Errorf("no artifact on the branch: exit %d, printed %q; want nothing", code, out)
+	}
+}
