@@ -175,6 +175,7 @@ func finish(sum *reports.Summary, exp *experiments.Experiment, advisory bool) (f
 	// The file's expectations describe the file's load: with another
 	// duration or rate they are shown but do not decide the outcome.
 	if advisory && len(sum.Expectations) > 0 {
+		sum.ExpectationsAdvisory = true
 		sum.Notes = append(sum.Notes, "The expectations were written for the experiment file's duration and rate; this run overrode them, so they are advisory.")
 	}
 	return failed

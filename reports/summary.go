@@ -62,6 +62,10 @@ type Summary struct {
 	// Expectations are the experiment file's expectations, checked
 	// against this run.
 	Expectations []ExpectationResult `json:"expectations,omitempty"`
+	// ExpectationsAdvisory is true when the run overrode the experiment
+	// file's duration or rate: the expectations were checked but did not
+	// decide the run's outcome.
+	ExpectationsAdvisory bool `json:"expectations_advisory,omitempty"`
 	// ExperimentFile is the experiment file's content as run.
 	ExperimentFile string `json:"experiment_file,omitempty"`
 	// Environment of the run, for reproducing it.

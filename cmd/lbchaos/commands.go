@@ -56,8 +56,12 @@ var commands = []command{
 	{name: "report", args: "RUN", short: "re-render a run's report and plots from its summary.json", operands: runDir,
 		about: "Re-renders every artifact of a run (report.md, report.html, plots) from its saved summary.json, without running anything. RUN is the run's directory or its summary.json."},
 	{name: "compare", args: "[--fail-on-regression] RUN_A RUN_B", short: "headline metrics of two runs side by side", operands: runDir,
-		about: "Prints the headline metrics of two runs side by side; each RUN is a run's directory or its summary.json. With --fail-on-regression, exits 3 when a strategy of RUN_B is worse than in RUN_A beyond the tolerance.",
+		about: "Prints the headline metrics of two runs side by side; each RUN is a run's directory or its summary.json, or the folder of a repeated run (lbchaos run --repeat N), which compares by medians and ranges and reports only changes beyond the noise. " +
+			"With --fail-on-regression, exits 3 when a strategy of RUN_B is worse than in RUN_A beyond the tolerance (and the noise), or missing from RUN_B.",
 		flags: func(fs *flag.FlagSet) { bindCompare(fs) }},
+	{name: "junit", args: "[--out FILE] [--name N] RUN...", short: "the runs' expectations as JUnit XML", operands: runDir,
+		about: "Writes the expectations of each run (a run's directory or summary.json, or a repeated run's folder, checked on its medians) as JUnit XML: one test suite per run, one test case per expectation; a failed expectation is a failure, one not checked (strategy not run, or advisory) is skipped.",
+		flags: func(fs *flag.FlagSet) { bindJUnit(fs) }},
 	{name: "image", args: "[--binary PATH] [--repo R]", short: "build the backend container image (Docker)",
 		about: "Builds (or finds) the backend container image, FROM scratch with a static lbchaos binary, and prints its reference. With --repo, puts any static linux binary (--binary, e.g. your own service) in an image of its own as its entry point (make example-image).",
 		flags: func(fs *flag.FlagSet) { bindImage(fs) }},

@@ -11,7 +11,10 @@ import (
 )
 
 // cmdCompare prints two runs' headline metrics side by side and, with
-// --fail-on-regression, fails when the second is worse than the first.
+// --fail-on-regression, fails when the second is significantly worse than
+// the first or lacks one of its strategies. A repeated run (lbchaos run
+// --repeat N) compares by its medians and ranges; a single run is a
+// repetition of one.
 func cmdCompare(args []string, stdout io.Writer) error {
 	fs := newFlagSet("compare")
 	failOnReg := bindCompare(fs)
@@ -22,32 +25,36 @@ func cmdCompare(args []string, stdout io.Writer) error {
 	if len(pos) != 2 {
 		return &exitError{2, fmt.Errorf("compare takes two run directories (or summary.json files), got %d", len(pos))}
 	}
-	var runs [2]*reports.Summary
+	var runs [2]*reports.Repeated
+	var singles [2]*reports.Summary
 	for i, arg := range pos {
-		s, err := loadSummary(arg)
-		if err != nil {
+		if runs[i], singles[i], err = loadRun(arg); err != nil {
 			return err
 		}
-		runs[i] = s
 	}
-	if err := reports.WriteComparison(stdout, runs[0], runs[1]); err != nil {
+	if singles[0] != nil && singles[1] != nil {
+		err = reports.WriteComparison(stdout, singles[0], singles[1])
+	} else {
+		err = reports.WriteRepeatedComparison(stdout, runs[0], runs[1], reports.DefaultTolerance)
+	}
+	if err != nil {
 		return err
 	}
 	if *failOnReg {
 		fmt.Fprintln(stdout)
-		n, err := reports.WriteRegressions(stdout, runs[0], runs[1], reports.DefaultTolerance)
+		n, missing, err := reports.WriteGate(stdout, runs[0], runs[1], reports.DefaultTolerance)
 		if err != nil {
 			return err
 		}
-		if n > 0 {
-			return &exitError{3, fmt.Errorf("%d regressions of %s against %s", n, pos[1], pos[0])}
+		if n > 0 || missing > 0 {
+			return &exitError{3, fmt.Errorf("%s: %d regressions and %d strategies missing in %s against %s", runs[1].Experiment, n, missing, pos[1], pos[0])}
 		}
 	}
 	return nil
 }
 
 func bindCompare(fs *flag.FlagSet) *bool {
-	return fs.Bool("fail-on-regression", false, "exit 3 when a strategy of RUN_B is worse than in RUN_A beyond the tolerance (ratios +1 pp and +20%, p99/p99.9 +5 ms and +20%, achieved rate -5%)")
+	return fs.Bool("fail-on-regression", false, "exit 3 when a strategy of RUN_A is missing from RUN_B, or is worse in RUN_B beyond the tolerance (ratios +1 pp and +20%, p99/p99.9 +5 ms and +20%, achieved rate -5%) and, for repeated runs, beyond the noise: "+reports.NoiseRule)
 }
 
 // loadSummary reads a run's summary.json from its directory, or the file

@@ -46,7 +46,7 @@ type runFlags struct {
 	duration                 time.Duration
 	rate                     float64
 	seed                     uint64
-	gens                     int
+	gens, repeat             int
 	strats, out, results     string
 	backends, health, engine string
 	token, dnet              string
@@ -70,6 +70,7 @@ func bindRun(fs *flag.FlagSet) *runFlags {
 	fs.StringVar(&f.engine, "engine", "real", "real (real HTTP backends and load) or sim (the same model in virtual time: deterministic, seconds)")
 	fs.IntVar(&f.gens, "generators", 0, "load generator processes sharing each strategy's load (default: the experiment's generators, else 1): request k goes to generator k mod N, all on one schedule; each runs its own balancers (replicas), so N generators are N independent client-side balancers; proxy strategies need 1")
 	fs.StringVar(&f.token, "token", "", "the control token the run's backends require and its control calls send (Authorization: Bearer T): give the one external sidecars were started with (lbchaos serve --token or "+faultyserver.TokenEnv+"); default: $"+faultyserver.TokenEnv+", else a random one per run")
+	fs.IntVar(&f.repeat, "repeat", 1, "run the experiment N times, with seeds SEED, SEED+1, ..., each into its own folder (OUT/rep-1, ...), and write the medians and ranges over them to OUT/repeats.json and repeats.md; expectations are checked on the medians, and lbchaos compare takes such a folder")
 	fs.StringVar(&f.dnet, "docker-network", "auto", "how the harness reaches docker backends on 127.0.0.1: published (ports published by the engine; portable), host (containers share the host's network namespace; no userland proxy), or auto (host for a local Linux engine, else published)")
 	f.kube.bind(fs)
 	fs.Var(urlList{&f.ext.backends}, "backend", "with --backends external: an instance's base URL, e.g. http://10.0.0.5:8080 (repeat, one per instance, in id order)")
@@ -115,6 +116,9 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			ov.Generators = f.gens
 		}
 	})
+	if f.repeat < 1 {
+		bad = fmt.Errorf("--repeat: must be >= 1, got %d", f.repeat)
+	}
 	if bad != nil {
 		return &exitError{2, bad}
 	}
@@ -148,6 +152,9 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		stamp := time.Now().UTC().Format("20060102T150405Z")
 		latest = filepath.Join(f.results, exp.Name, "latest")
 		dir = filepath.Join(f.results, exp.Name, stamp)
+	}
+	if f.repeat > 1 {
+		return runRepeated(ctx, args, exp, f.repeat, dir, latest, ov.Duration != 0 || ov.Rate != 0, stdout, stderr)
 	}
 	opts := harness.Options{Log: logw, Progress: progress, Advisory: ov.Duration != 0 || ov.Rate != 0}
 	switch f.engine {
