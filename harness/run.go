@@ -101,13 +101,17 @@ func Run(ctx context.Context, exp *experiments.Experiment, opts Options) (*repor
 	skip := make([]string, len(exp.Strategies))
 	runs := len(exp.Strategies)
 	if sk, ok := opts.Engine.(engine.Skipper); ok {
+		var skipped []string
 		for i, name := range exp.Strategies {
 			if skip[i] = sk.Skip(exp, name); skip[i] != "" {
 				runs--
-				fmt.Fprintf(opts.Log, "skipped %s\n", skip[i])
-				sum.Notes = append(sum.Notes, skip[i])
+				skipped = append(skipped, skip[i])
 			}
 		}
+		for _, n := range reports.MergeNotes(skipped) {
+			fmt.Fprintf(opts.Log, "skipped %s\n", n)
+		}
+		sum.Notes = append(sum.Notes, skipped...)
 	}
 	var runErr error
 	pos := 0
