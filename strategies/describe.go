@@ -9,7 +9,7 @@ var descriptions = map[string]string{
 	"biased-random":         "random pick weighted by (1 - load/max load)², load being the requests in flight: the busiest host gets nothing",
 	"bounded-load":          "consistent hashing with bounded loads: a key's host unless it holds more than factor × the mean load, then the next on the ring",
 	"dynamic-weights":       "smooth weighted round robin on weights recomputed every interval from what the backends report and how they answered",
-	"ewma":                  "lowest response-time moving average (adaptive smoothing) times the requests in flight",
+	"ewma":                  "of choice_count random hosts, the lowest response-time moving average (adaptive smoothing) times requests in flight + 1",
 	"fastest-response":      "the host whose last window response times average lowest",
 	"key-hash":              "the request key modulo the number of hosts: almost every key moves when the host set changes",
 	"least-inflight":        "the host with the fewest requests in flight, scanning every host; ties at random",
@@ -27,7 +27,7 @@ var descriptions = map[string]string{
 
 	// Wrappers.
 	"circuit":     "takes a host out for a duration once its requests in flight reach max_inflight",
-	"eject":       "Envoy's outlier detection: ejects a host after consecutive failures (or a failure rate) for a growing time, then re-admits it",
+	"eject":       "Envoy's outlier detection: ejects a host after consecutive failures (or a low success rate) for a time that grows with each ejection, then re-admits it",
 	"health":      "passive multi-level health: a host's recent failures and latency lower the share of picks it may get",
 	"healthcheck": "active health checks: a host is taken out after failed probes in a row and back after good ones",
 	"pinned":      "connection-level balancing: the inner strategy picks per long-lived connection, requests follow their connection",
