@@ -23,6 +23,7 @@ import (
 	"github.com/lbchaos/lbchaos/faultyserver"
 	"github.com/lbchaos/lbchaos/harness/engine"
 	"github.com/lbchaos/lbchaos/reports"
+	"github.com/lbchaos/lbchaos/strategies"
 )
 
 // Version is the lbchaos version recorded in summaries.
@@ -95,18 +96,40 @@ func Run(ctx context.Context, exp *experiments.Experiment, opts Options) (*repor
 	info := opts.Engine.Info()
 	sum := newSummary(exp, info)
 	sum.Notes = append(sum.Notes, notes...)
+	// The strategies the engine skips are noted up front and left out of
+	// the numbering, so "[i/n]" counts only the strategies that run.
+	skip := make([]string, len(exp.Strategies))
+	runs := len(exp.Strategies)
+	if sk, ok := opts.Engine.(engine.Skipper); ok {
+		var skipped []string
+		for i, name := range exp.Strategies {
+			if skip[i] = sk.Skip(exp, name); skip[i] != "" {
+				runs--
+				skipped = append(skipped, skip[i])
+			}
+		}
+		for _, n := range reports.MergeNotes(skipped) {
+			fmt.Fprintf(opts.Log, "skipped %s\n", n)
+		}
+		sum.Notes = append(sum.Notes, skipped...)
+	}
 	var runErr error
+	pos := 0
 	for i, name := range exp.Strategies {
 		if ctx.Err() != nil {
 			break
 		}
+		if skip[i] != "" {
+			continue
+		}
+		pos++
 		rate := fmt.Sprintf("%g req/s (%s)", exp.Rate, exp.Arrival)
 		if exp.Profile != nil {
 			rate = fmt.Sprintf("a mean %.6g req/s (%s, rate stages up to %.6g)", exp.Rate, exp.Arrival, exp.PeakRate())
 		}
 		fmt.Fprintf(opts.Log, "[%d/%d] %s: %v at %s against %d %s backends\n",
-			i+1, len(exp.Strategies), name, exp.Duration, rate, exp.Instances.Count, info.Backends)
-		job := engine.Job{Exp: exp, Index: i, Log: opts.Log, Progress: opts.Progress}
+			pos, runs, name, exp.Duration, rate, exp.Instances.Count, info.Backends)
+		job := engine.Job{Exp: exp, Index: i, Pos: pos, Of: runs, Log: opts.Log, Progress: opts.Progress}
 		wall := time.Now()
 		m, err := opts.Engine.Measure(ctx, job)
 		if m != nil && m.Skipped != "" {
@@ -135,13 +158,14 @@ func Run(ctx context.Context, exp *experiments.Experiment, opts Options) (*repor
 			break
 		}
 	}
+	sum.Glossary = glossaryOf(sum.Strategies)
 	reports.Derive(sum)
 	sum.HarnessSaturated = reports.HarnessSaturations(sum)
 	if runErr == nil && ctx.Err() != nil {
 		sum.Partial = true
 		sum.Notes = append(sum.Notes, fmt.Sprintf("The run was interrupted: %d of %d strategies measured; the last one only in part.",
-			len(sum.Strategies), len(exp.Strategies)))
-		runErr = fmt.Errorf("%w: %d of %d strategies measured", ErrInterrupted, len(sum.Strategies), len(exp.Strategies))
+			len(sum.Strategies), runs))
+		runErr = fmt.Errorf("%w: %d of %d strategies measured", ErrInterrupted, len(sum.Strategies), runs)
 	}
 	failed := finish(sum, exp, opts.Advisory)
 	if runErr == nil && failed > 0 && !opts.Advisory {
@@ -191,6 +215,9 @@ func strategyOf(exp *experiments.Experiment, name string, m *engine.Measurement)
 	}
 	s.GeneratorBehind = float64(m.Sent) < 0.99*float64(m.Scheduled) || m.GeneratorBehind
 	s.Ejections = m.Ejections
+	// A proxy's or grpc-go's ejections happen where the harness cannot see.
+	observed := !strategies.IsProxy(name) && !strategies.IsGRPC(name)
+	s.EjectionsObserved = &observed
 	s.Events = m.Events
 	s.Partial = m.Interrupted
 	s.Harness = m.Harness

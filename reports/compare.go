@@ -1,6 +1,7 @@
 package reports
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"math"
@@ -73,7 +74,11 @@ func describeRun(s *Summary) string {
 	if s.Generators > 1 {
 		gens = fmt.Sprintf(", %d generators", s.Generators)
 	}
-	return fmt.Sprintf("%s, %s engine, %s backends%s, seed %d, started %s", s.Experiment, s.Engine, s.Backends, gens, s.Seed, s.Started.Format("2006-01-02T15:04:05Z"))
+	when := "started " + cmp.Or(startedText(s), "unknown")
+	if virtualTime(s) {
+		when = "virtual time"
+	}
+	return fmt.Sprintf("%s, %s engine, %s backends%s, seed %d, %s", s.Experiment, s.Engine, s.Backends, gens, s.Seed, when)
 }
 
 func strategyNamed(s *Summary, name string) (Strategy, bool) {

@@ -23,6 +23,11 @@ func richSample() *Summary {
 		{Strategy: "p2c", Metric: "faulty_share", Op: "<", Want: 0.25, Missing: true},
 	}
 	s.ExperimentFile = "name: fast-fail\ndescription: One of ten instances answers 503 after 1 ms.\ninstances: 10\n# <b>not markup</b> & friends\nstrategies: [round-robin, least-inflight]\n"
+	s.Glossary = []Term{
+		{Name: "round-robin", Text: "each host in turn; ignores load and outcomes"},
+		{Name: "least-inflight", Text: "the host with the fewest requests in flight, scanning every host; ties at random"},
+		{Name: "eject", Text: "Envoy's outlier detection: ejects a host after consecutive failures, then re-admits it"},
+	}
 	return s
 }
 

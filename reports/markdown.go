@@ -3,6 +3,7 @@ package reports
 import (
 	"bufio"
 	"fmt"
+	"html"
 	"io"
 	"strconv"
 	"strings"
@@ -19,9 +20,10 @@ type Plot struct {
 
 // WriteMarkdown writes report.md for s: the sections of report.html (a
 // line per strategy whose harness saturated, the verdict, the notes, the
-// expectations, the comparison of strategies, the plots across
-// strategies, one section per strategy, the settings and the
-// environment), in the same order and with the same rows. The plots are
+// expectations, the comparison of strategies, what the strategies of the
+// run are, the plots across strategies, one section per strategy
+// (collapsed), the settings and the environment), in the same order and
+// with the same rows. The plots are
 // linked, not embedded, by their file names.
 func WriteMarkdown(w io.Writer, s *Summary, plots []Plot) error {
 	if s == nil {
@@ -68,6 +70,13 @@ func WriteMarkdown(w io.Writer, s *Summary, plots []Plot) error {
 	if len(v.Glossary) > 0 {
 		for _, g := range v.Glossary {
 			m.p("- **%s**: %s\n", mdText(g.Key), mdText(g.Value))
+		}
+		m.p("\n")
+	}
+	if len(v.Terms) > 0 {
+		m.p("### Strategies in this run\n\n")
+		for _, g := range v.Terms {
+			m.p("- `%s`: %s\n", mdText(g.Key), mdText(g.Value))
 		}
 		m.p("\n")
 	}
@@ -210,8 +219,14 @@ func mdBadges(flags []string) string {
 }
 
 func (m mdWriter) strategy(v *view, sv strategyView) {
-	m.p("## Strategy: %s\n\n", mdText(sv.Name))
-	m.p("%s\n\n", strings.TrimSpace(mdBadges(sv.Flags)+" "+mdText(sv.Summary)))
+	// Collapsed (GitHub renders <details>), so that a pull request comment
+	// or a step summary opens on the verdict and the comparison. The blank
+	// line after <summary> lets the Markdown inside render.
+	badges := ""
+	if len(sv.Flags) > 0 {
+		badges = " <b>(" + htmlText(strings.Join(sv.Flags, ", ")) + ")</b>"
+	}
+	m.p("<details><summary><b>Strategy: %s</b>%s: %s</summary>\n\n", htmlText(sv.Name), badges, htmlText(sv.Summary))
 	for _, f := range sv.Facts {
 		m.p("- %s\n", mdText(f))
 	}
@@ -234,6 +249,12 @@ func (m mdWriter) strategy(v *view, sv strategyView) {
 		m.p("\n")
 	}
 	m.plots(sv.Plots)
+	m.p("</details>\n\n")
+}
+
+// htmlText is s on one line, escaped for the HTML of a <summary>.
+func htmlText(s string) string {
+	return html.EscapeString(mdText(s))
 }
 
 // rows writes a section of labelled rows as a two-column table.

@@ -1,6 +1,7 @@
 package reports
 
 import (
+	"cmp"
 	"math"
 	"slices"
 	"strconv"
@@ -111,6 +112,9 @@ type Metric struct {
 	// measured reports whether st has the metric in a run of s; nil means
 	// whenever the value is not NaN.
 	measured func(s *Summary, st *Strategy) bool
+	// na is a table cell's text where the metric was not measured; "—"
+	// when "".
+	na string
 	// thresholdInHead marks a metric whose column heading should name the
 	// run's slow threshold.
 	thresholdInHead bool
@@ -192,8 +196,10 @@ var metricTable = []Metric{
 		Reading: "Requests sent per second; below the target rate the load generator fell behind.",
 		value:   func(st *Strategy) float64 { return st.AchievedRate }},
 	{Name: "ejections", Kind: KindCount, Label: "ejections", Head: "ejections", Better: Neutral,
-		Reading: "The times an instance was taken out of traffic (0 for a strategy that does not eject).",
-		value:   func(st *Strategy) float64 { return float64(st.Ejections) }},
+		Reading:  "The times an instance was taken out of traffic (0 for a strategy that does not eject; n/a for a proxy, whose ejections are not observed).",
+		value:    func(st *Strategy) float64 { return float64(st.Ejections) },
+		measured: func(_ *Summary, st *Strategy) bool { return st.EjectionsSeen() },
+		na:       "n/a"},
 }
 
 // metricIndex maps a metric's name to its row of metricTable.
@@ -336,7 +342,7 @@ func (m Metric) measuredIn(s *Summary, st *Strategy) bool {
 // run did not measure it.
 func textIn(m Metric, s *Summary, st *Strategy) string {
 	if !m.measuredIn(s, st) {
-		return "—"
+		return cmp.Or(m.na, "—")
 	}
 	return m.Text(m.Value(st))
 }

@@ -55,6 +55,10 @@ type Summary struct {
 	// Notes lists anything that weakens the measurement (generator behind,
 	// interrupted run, connection cap reached, ...), in plain sentences.
 	Notes []string `json:"notes,omitempty"`
+	// Glossary says in a line what each base strategy, wrapper and proxy
+	// the measured strategies name does ("p2c", "eject", "nginx"), in
+	// the order the strategies first name them.
+	Glossary []Term `json:"glossary,omitempty"`
 	// KeyMetric names the Strategy metric the experiment exists to show
 	// ("bad_ratio" when the file names none: the share of requests that
 	// failed or were slow); the report's verdict ranks strategies by it.
@@ -76,18 +80,23 @@ type Summary struct {
 
 // Strategy is the measured outcome of one strategy.
 type Strategy struct {
-	Name            string     `json:"name"` // as written in the experiment file
-	Requests        int64      `json:"requests"`
-	AchievedRate    float64    `json:"achieved_rate"`
-	GeneratorBehind bool       `json:"generator_behind"`
-	SuccessRatio    float64    `json:"success_ratio"`
-	ErrorRatio      float64    `json:"error_ratio"`
-	TimeoutRatio    float64    `json:"timeout_ratio"`
-	SlowRatio       float64    `json:"slow_ratio"`
-	FaultyShare     float64    `json:"faulty_share"`
-	Ejections       int        `json:"ejections"`
-	LatencyMs       Latency    `json:"latency_ms"`
-	Instances       []Instance `json:"instances"`
+	Name            string  `json:"name"` // as written in the experiment file
+	Requests        int64   `json:"requests"`
+	AchievedRate    float64 `json:"achieved_rate"`
+	GeneratorBehind bool    `json:"generator_behind"`
+	SuccessRatio    float64 `json:"success_ratio"`
+	ErrorRatio      float64 `json:"error_ratio"`
+	TimeoutRatio    float64 `json:"timeout_ratio"`
+	SlowRatio       float64 `json:"slow_ratio"`
+	FaultyShare     float64 `json:"faulty_share"`
+	Ejections       int     `json:"ejections"`
+	// EjectionsObserved is false when the strategy's ejections could not
+	// be observed (a real proxy, grpc-go's balancer: Ejections is then 0
+	// whatever they did); true when counted; absent in older summaries,
+	// which counted only built-in strategies' ejections.
+	EjectionsObserved *bool      `json:"ejections_observed,omitempty"`
+	LatencyMs         Latency    `json:"latency_ms"`
+	Instances         []Instance `json:"instances"`
 
 	// Fields beyond the v1 core.
 	ElapsedS float64 `json:"elapsed_s"` // wall time the attack actually ran
@@ -128,6 +137,18 @@ type Strategy struct {
 }
 
 // PercentilePoint is one point of a latency-by-percentile curve.
+// Term is one line of Summary.Glossary.
+type Term struct {
+	Name string `json:"name"` // e.g. "least-inflight", "eject", "nginx"
+	Text string `json:"text"`
+}
+
+// EjectionsSeen reports whether st's Ejections counts its ejections (see
+// EjectionsObserved).
+func (st *Strategy) EjectionsSeen() bool {
+	return st.EjectionsObserved == nil || *st.EjectionsObserved
+}
+
 type PercentilePoint struct {
 	Percentile float64 `json:"p"`  // e.g. 99.9
 	LatencyMs  float64 `json:"ms"` // latency at that percentile
@@ -158,6 +179,13 @@ type Instance struct {
 	Errors     int64   `json:"errors"`
 	ErrorRatio float64 `json:"error_ratio"`
 	LatencyMs  Latency `json:"latency_ms"`
+
+	// Attempts, when the proxy's log lists every upstream a request tried
+	// (nginx's $upstream_addr), is how many times a request was sent to
+	// this instance, each retry (proxy_next_upstream) counted where it
+	// went; Requests counts only the attempt that gave the answer (or, for
+	// a request without one, the last tried). Nil when not observed.
+	Attempts *int64 `json:"attempts,omitempty"`
 
 	Timeouts int64 `json:"timeouts"`
 	Slow     int64 `json:"slow"`

@@ -76,7 +76,7 @@ func WriteTable(w io.Writer, s *Summary) error {
 	if fair := fairFaultyShare(s); !math.IsNaN(fair) {
 		fmt.Fprintf(bw, "fair share of faulty instance(s) %s: %s%%\n", fmtIDs(s.FaultyInstances), fmtPct(fair))
 	}
-	for _, n := range s.Notes {
+	for _, n := range MergeNotes(s.Notes) {
 		fmt.Fprintf(bw, "NOTE: %s\n", n)
 	}
 	return bw.Flush()
@@ -94,6 +94,9 @@ func heading(s *Summary) string {
 		fmt.Fprintf(&b, ", %d instances", n)
 	}
 	fmt.Fprintf(&b, ", seed %d", s.Seed)
+	if virtualTime(s) {
+		b.WriteString(", virtual time")
+	}
 	return b.String()
 }
 

@@ -5,7 +5,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 )
 
 // view is what report.md and report.html show of one Summary, section by
@@ -40,6 +39,9 @@ type view struct {
 	// each column of Comparison and Scenario means, by heading.
 	HowToRead []string
 	Glossary  []row
+	// Terms says what each strategy, wrapper and proxy of the run does
+	// (Summary.Glossary).
+	Terms []row
 
 	Plots      []Plot // the plots across strategies
 	Strategies []strategyView
@@ -154,8 +156,8 @@ func newView(s *Summary, plots []Plot) *view {
 		v.Title += " (PARTIAL)"
 		v.Partial = partialBanner
 	}
-	if !s.Started.IsZero() {
-		v.Subtitle += ", started " + s.Started.UTC().Format(time.RFC3339)
+	if !virtualTime(s) && !s.Started.IsZero() { // heading says "virtual time"
+		v.Subtitle += ", started " + startedText(s)
 	}
 	v.Expectations = newExpectationsView(s)
 	v.Comparison = comparisonTable(s)
@@ -165,6 +167,9 @@ func newView(s *Summary, plots []Plot) *view {
 	v.Scenario = scenarioTable(s)
 	v.HowToRead = howToRead(s)
 	v.Glossary = glossary(&v.Comparison, v.Scenario)
+	for _, t := range s.Glossary {
+		v.Terms = append(v.Terms, row{t.Name, t.Text})
+	}
 
 	byStrategy := map[string][]Plot{}
 	for _, p := range plots {
@@ -182,16 +187,18 @@ func newView(s *Summary, plots []Plot) *view {
 		delete(byStrategy, st.Name) // two strategies of one name: plots go to the first
 		v.Strategies = append(v.Strategies, sv)
 	}
-	v.InstanceColumns = instanceColumns
+	v.InstanceColumns = instanceColumnsOf(s)
 	v.Settings, v.Environment = settings(s)
 	return v
 }
 
 // warnings lists what weakens the measurement: the run's notes, then a
 // line for each strategy that was interrupted or whose generator fell
-// behind, unless a note already names it.
-func warnings(s *Summary) []string {
-	out := slices.Clone(s.Notes)
+// behind, unless a note already names it; notes that say the same of
+// several strategies are merged into one (MergeNotes).
+func warnings(s *Summary) (out []string) {
+	defer func() { out = MergeNotes(out) }()
+	out = slices.Clone(s.Notes)
 	named := func(name string) bool {
 		return slices.ContainsFunc(s.Notes, func(n string) bool { return strings.Contains(n, name) })
 	}
@@ -293,9 +300,7 @@ func settings(s *Summary) (set, env []row) {
 	add(&env, "engine", s.Engine)
 	add(&env, "backends", s.Backends)
 	add(&env, "seed", strconv.FormatUint(s.Seed, 10))
-	if !s.Started.IsZero() {
-		add(&env, "started", s.Started.UTC().Format(time.RFC3339))
-	}
+	add(&env, "started", startedText(s))
 	add(&env, "Go version", s.GoVersion)
 	if s.CPUs > 0 {
 		add(&env, "CPUs", strconv.Itoa(s.CPUs))

@@ -29,12 +29,12 @@ func proxySample() *Summary {
 		unattributed int64
 	}{
 		{"nginx:round_robin", 0.25, 0.25, 0},
-		{"nginx:least_conn(next_upstream=error|timeout|http_503)", 0.001, 0.3, 3},
+		{"nginx:least_conn(next_upstream=error|timeout|http_503)", 0.001, 0, 3},
 		{"haproxy:random(2)+observe(error_limit=10,on_error=mark-down)", 0.02, 0.04, 0},
 	} {
 		s.Notes = append(s.Notes, p.name+": a real proxy between the load generator and the backends; its own ejections and health checks are not observed, and its latency includes the extra hop.")
 		st := Strategy{Name: p.name, Requests: 10000, AchievedRate: 1000, ElapsedS: 10, ErrorRatio: p.errs, SuccessRatio: 1 - p.errs,
-			FaultyShare: p.faulty, Unattributed: p.unattributed,
+			FaultyShare: p.faulty, Unattributed: p.unattributed, EjectionsObserved: new(false),
 			LatencyMs: Latency{Mean: 10.5 + float64(i), P50: 10.2, P90: 10.9, P99: 12 + float64(i), P999: 14, Max: 30}}
 		for id := range 4 {
 			share := (1 - p.faulty) / 3
@@ -42,12 +42,26 @@ func proxySample() *Summary {
 				share = p.faulty
 			}
 			in := Instance{ID: id, Faulty: id == 0, Share: share, Requests: int64(share * 10000), LatencyMs: Latency{P50: 10.1, P99: 11, Max: 20}}
-			if id == 0 {
+			if id == 0 && in.Requests > 0 {
 				in.Errors, in.ErrorRatio = in.Requests, 1
+			}
+			if strings.HasPrefix(p.name, "nginx:") {
+				// nginx logs every upstream tried: with http_503 in
+				// next_upstream each request that met the faulty
+				// instance was retried on another.
+				attempts := in.Requests
+				if p.faulty == 0 && id == 0 {
+					attempts = 2500
+				}
+				in.Attempts = &attempts
 			}
 			st.Instances = append(st.Instances, in)
 		}
 		s.Strategies = append(s.Strategies, st)
+	}
+	s.Glossary = []Term{
+		{Name: "nginx", Text: "a real nginx in front of the instances"},
+		{Name: "haproxy", Text: "a real HAProxy in front of the instances"},
 	}
 	return s
 }
@@ -160,8 +174,31 @@ func TestView(t *testing.T) {
 			if !slices.Contains(v.Strategies[1].Facts, "3 requests never reached an instance") {
 				t.Errorf("unattributed requests missing from facts: %v", v.Strategies[1].Facts)
 			}
-			if n := len(v.Notes); n != 3 {
-				t.Errorf("%d notes, want one per proxy", n)
+			if len(v.Notes) != 1 || !strings.HasPrefix(v.Notes[0], "nginx:round_robin, nginx:least_conn(next_upstream=error|timeout|http_503), haproxy:random(2)+observe(error_limit=10,on_error=mark-down): a real proxy") {
+				t.Errorf("notes %q, want the three proxies' identical notes merged into one", v.Notes)
+			}
+			ej := slices.IndexFunc(v.Comparison.Columns, func(c column) bool { return c.Head == "ejections" })
+			for _, r := range v.Comparison.Rows {
+				if got := r[ej].Text; got != "n/a" {
+					t.Errorf("%s: ejections %q, want n/a (not observed)", r[0].Text, got)
+				}
+			}
+			at := slices.IndexFunc(v.InstanceColumns, func(c column) bool { return c.Head == "attempts" })
+			if at < 0 {
+				t.Fatalf("no attempts column in %+v though nginx retried", v.InstanceColumns)
+			}
+			// Cells follow the id and status columns.
+			if got := v.Strategies[1].Instances[0].Cells[at-2]; got != "2500" {
+				t.Errorf("retrying nginx's faulty instance: attempts %q, want 2500", got)
+			}
+			if got := v.Strategies[2].Instances[0].Cells[at-2]; got != "—" {
+				t.Errorf("haproxy (attempts not logged): attempts %q, want —", got)
+			}
+			if !slices.ContainsFunc(v.Strategies[1].Facts, func(f string) bool { return strings.HasPrefix(f, "12499 attempts on the instances for 9999 requests") }) {
+				t.Errorf("no fact on the retries: %q", v.Strategies[1].Facts)
+			}
+			if len(v.Terms) != 2 || v.Terms[0].Key != "nginx" {
+				t.Errorf("terms %+v, want the summary's glossary", v.Terms)
 			}
 			if v.Scenario != nil {
 				t.Errorf("scenario table %+v for a run that measured none", v.Scenario)

@@ -236,6 +236,7 @@ func scenarioTable(s *Summary) *table {
 
 func newStrategyView(s *Summary, st *Strategy, anchor string) strategyView {
 	sv := strategyView{Anchor: anchor, Name: st.Name, Flags: strategyFlags(st)}
+	withAttempts := showAttempts(s)
 
 	key, _ := LookupMetric(VerdictOf(s).Metric)
 	var parts []string
@@ -269,16 +270,69 @@ func newStrategyView(s *Summary, st *Strategy, anchor string) strategyView {
 		sv.Facts = append(sv.Facts, f)
 	}
 
+	if n, ok := attemptsOf(st); ok {
+		var answered int64
+		for _, in := range st.Instances {
+			answered += in.Requests
+		}
+		if n != answered {
+			sv.Facts = append(sv.Facts, fmt.Sprintf("%d attempts on the instances for %d requests: the proxy retried (attempts counts every try, requests only the one that answered)", n, answered))
+		}
+	}
+
 	faulty := faultySet(s, st)
 	for _, in := range st.Instances {
-		sv.Instances = append(sv.Instances, instanceView{ID: in.ID, Faulty: faulty[in.ID], Cells: []string{
-			strconv.FormatInt(in.Requests, 10), fmtPct(in.Share),
+		cells := []string{strconv.FormatInt(in.Requests, 10)}
+		if withAttempts {
+			a := "—"
+			if in.Attempts != nil {
+				a = strconv.FormatInt(*in.Attempts, 10)
+			}
+			cells = append(cells, a)
+		}
+		sv.Instances = append(sv.Instances, instanceView{ID: in.ID, Faulty: faulty[in.ID], Cells: append(cells,
+			fmtPct(in.Share),
 			strconv.FormatInt(in.Errors, 10), fmtPct(in.ErrorRatio),
 			strconv.FormatInt(in.Timeouts, 10), strconv.FormatInt(in.Slow, 10),
 			fmtMs(in.LatencyMs.P50), fmtMs(in.LatencyMs.P99), fmtMs(in.LatencyMs.Max),
-		}})
+		)})
 	}
 	return sv
+}
+
+// attemptsOf is the sum of st's instances' attempts; ok is false when
+// they were not observed.
+func attemptsOf(st *Strategy) (n int64, ok bool) {
+	for _, in := range st.Instances {
+		if in.Attempts != nil {
+			n, ok = n+*in.Attempts, true
+		}
+	}
+	return n, ok
+}
+
+// showAttempts reports whether a per-instance table of s needs the
+// attempts column: an instance somewhere got attempts other than its
+// requests (a proxy retried).
+func showAttempts(s *Summary) bool {
+	for _, st := range s.Strategies {
+		for _, in := range st.Instances {
+			if in.Attempts != nil && *in.Attempts != in.Requests {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// instanceColumnsOf are the per-instance columns of a report of s: the
+// attempts column after requests when showAttempts.
+func instanceColumnsOf(s *Summary) []column {
+	if !showAttempts(s) {
+		return instanceColumns
+	}
+	cols := slices.Clone(instanceColumns)
+	return slices.Insert(cols, 3, column{Head: "attempts", Num: true})
 }
 
 // eventCounts counts the events that took an instance out of traffic and

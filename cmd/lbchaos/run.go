@@ -228,7 +228,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			return err
 		}
 	}
-	fmt.Fprintf(stdout, "\nreport: %s\n", filepath.Join(dir, reports.MarkdownFile))
+	fmt.Fprintf(stdout, "\nreport: %s\n        %s\n", filepath.Join(dir, reports.HTMLFile), filepath.Join(dir, reports.MarkdownFile))
 	var failed *harness.ExpectationsFailed
 	switch {
 	case runErr == nil:

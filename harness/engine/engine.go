@@ -60,14 +60,36 @@ type Info struct {
 type Job struct {
 	Exp   *experiments.Experiment
 	Index int // in Exp.Strategies
+	// Pos and Of number the strategy among those the run measures (1-based;
+	// strategies the engine skips are not counted), for progress lines.
+	// Zero values mean Index+1 of len(Exp.Strategies).
+	Pos, Of int
 	// Log receives the engine's own progress lines; never nil.
 	Log io.Writer
 	// Progress, when set, is called about once a second during the attack.
 	Progress func(Progress)
 }
 
+// Skipper is an Engine that leaves some strategies out (the simulator:
+// real proxies). Skip says why it would not run strategy name of exp, ""
+// when it would; the driver asks before anything runs, so that progress
+// counts only the strategies that run. Measure still returns such a
+// strategy with Measurement.Skipped.
+type Skipper interface {
+	Skip(exp *experiments.Experiment, name string) string
+}
+
 // Name is the strategy's name as the experiment writes it.
 func (j Job) Name() string { return j.Exp.Strategies[j.Index] }
+
+// Position is the strategy's place among those the run measures and
+// their count: Pos and Of, or Index+1 and len(Exp.Strategies) without them.
+func (j Job) Position() (pos, of int) {
+	if j.Of > 0 {
+		return j.Pos, j.Of
+	}
+	return j.Index + 1, len(j.Exp.Strategies)
+}
 
 // Progress is a snapshot of the attack in progress.
 type Progress struct {

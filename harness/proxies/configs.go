@@ -12,7 +12,8 @@ import (
 
 // nginxConfig is nginx's configuration for cfg: one upstream with every
 // backend, keepalive connections to them, the spec's algorithm and passive
-// health settings, and an access log of "seq upstream status".
+// health settings, and an access log of "seq upstreams status |
+// upstream-statuses", the upstreams every one tried (see logLine).
 func nginxConfig(cfg proxyConfig, accessLog string) string {
 	ps := cfg.spec
 	maxFails := strategies.ProxyInt(ps.Params, "max_fails", 1)
@@ -40,7 +41,7 @@ worker_rlimit_nofile 19000;
 pid %s;
 events { worker_connections 9500; }
 http {
-    log_format lbchaos '$http_x_vegeta_seq $upstream_addr $status';
+    log_format lbchaos '$http_x_vegeta_seq $upstream_addr $status | $upstream_status';
     access_log %s lbchaos buffer=256k flush=1s;
     client_body_temp_path %s;
     proxy_temp_path %s;

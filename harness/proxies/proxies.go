@@ -7,7 +7,6 @@
 package proxies
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -330,27 +329,15 @@ func (p *proxyProcess) attribution() (map[uint64]int, error) {
 	case p.cfg.spec.Kind == strategies.ProxyCaddy:
 		return p.caddyAttribution()
 	}
-	f, err := os.Open(p.log)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
 	out := map[uint64]int{}
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) < 2 {
-			continue
+	err := p.readLog(func(l logLine) {
+		if n := len(l.upstreams); n > 0 {
+			if id, ok := p.ids[l.upstreams[n-1]]; ok {
+				out[l.seq] = id
+			}
 		}
-		seq, err := strconv.ParseUint(fields[0], 10, 64)
-		if err != nil {
-			continue
-		}
-		if id, ok := p.instanceOf(fields[1]); ok {
-			out[seq] = id
-		}
-	}
-	return out, sc.Err()
+	})
+	return out, err
 }
 
 // instanceOf maps an upstream as the proxy names it to an instance id;

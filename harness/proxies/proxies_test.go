@@ -239,7 +239,7 @@ func TestGeneratedFileConfigs(t *testing.T) {
 	b0, _ := url.Parse("http://127.0.0.1:9001")
 	b1, _ := url.Parse("http://127.0.0.1:9002")
 	attribution := map[string][]string{
-		"nginx":   {"listen 127.0.0.1:8000;", "log_format lbchaos '$http_x_vegeta_seq $upstream_addr $status';", "add_header X-Lbchaos-Upstream $upstream_addr always;", "location = /_lbchaos/ready", "proxy_read_timeout 35000ms;"},
+		"nginx":   {"listen 127.0.0.1:8000;", "log_format lbchaos '$http_x_vegeta_seq $upstream_addr $status | $upstream_status';", "add_header X-Lbchaos-Upstream $upstream_addr always;", "location = /_lbchaos/ready", "proxy_read_timeout 35000ms;"},
 		"haproxy": {"bind 127.0.0.1:8000", "capture request header X-Vegeta-Seq len 20", "http-after-response set-header X-Lbchaos-Upstream %s", "http-request return status 204 if { path /_lbchaos/ready }", "timeout server 35000ms"},
 	}
 	for _, tt := range []struct {

@@ -22,6 +22,7 @@ import (
 	"github.com/lbchaos/lbchaos/harness/process"
 	"github.com/lbchaos/lbchaos/harness/proxies"
 	"github.com/lbchaos/lbchaos/harness/transport"
+	"github.com/lbchaos/lbchaos/reports"
 	"github.com/lbchaos/lbchaos/strategies"
 )
 
@@ -273,12 +274,16 @@ func (e *Engine) Measure(ctx context.Context, job engine.Job) (m *engine.Measure
 	}
 	m = &engine.Measurement{ConnBound: conns, CapHits: bal.CapHits(), Notes: poller.note(name)}
 	m.Harness = mon.stop(attackTime(exp.Duration, interrupted))
+	var attempts map[int]int64
 	if proxy != nil {
 		bal.CloseIdleConnections() // a connection-level proxy logs a connection when it closes
-		m.Notes = append(m.Notes, attributeProxy(proxy, name, unnamed, res.conns, coll)...)
+		var notes []string
+		notes, attempts = attributeProxy(proxy, name, unnamed, res.conns, coll)
+		m.Notes = append(m.Notes, notes...)
 	}
 	finish(ctx, m, finished{job: job, rawDir: opts.RawDir, fl: fl, coll: coll, sched: sched, events: events, lbs: lbs,
 		start: start, span: span, sent: sent, interrupted: interrupted, raw: raw})
+	setAttempts(&m.Strategy, attempts)
 	inc.addTo(m)
 	return m, faults.error()
 }
@@ -328,12 +333,21 @@ func finish(ctx context.Context, m *engine.Measurement, f finished) {
 
 // attributeProxy stops the proxy under test, attributes the results no
 // instance was named for from its access log, adds them to coll and
-// returns the notes on the proxy.
-func attributeProxy(proxy *proxies.Proxy, name string, unnamed []engine.SeqOutcome, conns map[uint64]transport.ConnRef, coll *engine.Collector) []string {
+// returns the notes on the proxy and, when its log lists every upstream
+// tried (nginx), the attempts per instance (nil otherwise).
+func attributeProxy(proxy *proxies.Proxy, name string, unnamed []engine.SeqOutcome, conns map[uint64]transport.ConnRef, coll *engine.Collector) ([]string, map[int]int64) {
 	var notes []string
 	proxy.Stop() // flushes its access log
 	if proxy.ConnLevel() {
-		return attributeConns(proxy, name, unnamed, conns, coll)
+		return attributeConns(proxy, name, unnamed, conns, coll), nil
+	}
+	var attempts map[int]int64
+	if proxy.AttemptsLogged() {
+		var err error
+		if attempts, err = proxy.Attempts(); err != nil {
+			attempts = nil
+			notes = append(notes, fmt.Sprintf("%s: the proxy's access log could not be read (%v); its attempts per instance are not counted.", name, err))
+		}
 	}
 	names, aerr := proxy.Attribution()
 	if aerr != nil {
@@ -345,7 +359,19 @@ func attributeProxy(proxy *proxies.Proxy, name string, unnamed []engine.SeqOutco
 		}
 		coll.Add(u.Outcome)
 	}
-	return append(notes, fmt.Sprintf("%s: a real %s between the load generator and the backends; its own ejections and health checks are not observed, and its latency includes the extra hop.", name, proxy.Kind()))
+	return append(notes, fmt.Sprintf("%s: a real %s between the load generator and the backends; its own ejections and health checks are not observed, and its latency includes the extra hop.", name, proxy.Kind())), attempts
+}
+
+// setAttempts sets each instance's Attempts from attempts (by instance
+// id); nothing when attempts is nil (not observed).
+func setAttempts(st *reports.Strategy, attempts map[int]int64) {
+	if attempts == nil {
+		return
+	}
+	for i := range st.Instances {
+		n := attempts[st.Instances[i].ID]
+		st.Instances[i].Attempts = &n
+	}
 }
 
 // newAttacker returns the Vegeta attacker of a load of rate requests per
@@ -484,7 +510,8 @@ func (l *resultLoop) run(ctx context.Context, results <-chan *vegeta.Result) loo
 				l.tick(engine.GeneratorProgress{Results: out.sent, Errors: errs, InFlight: bal.InFlight()})
 			}
 			if l.job.Progress != nil {
-				l.job.Progress(engine.Progress{Strategy: name, Index: l.job.Index + 1, Total: len(exp.Strategies),
+				pos, of := l.job.Position()
+				l.job.Progress(engine.Progress{Strategy: name, Index: pos, Total: of,
 					Elapsed: now.Sub(start), Duration: exp.Duration, Results: out.sent, Errors: errs, InFlight: bal.InFlight()})
 			} else if now.Sub(lastLog) >= l.every {
 				lastLog = now

@@ -160,12 +160,14 @@ func (e *Engine) measureSpread(ctx context.Context, job engine.Job, fl fleet.Fle
 		return nil, err
 	}
 	var proxyNotes []string
+	var attempts map[int]int64
 	if proxy != nil {
-		proxyNotes = attributeProxy(proxy, name, merger.Unnamed(), nil, coll)
+		proxyNotes, attempts = attributeProxy(proxy, name, merger.Unnamed(), nil, coll)
 	}
 	if m, err = merger.Measurement(name, exp.FaultyInstances()); err != nil {
 		return nil, err
 	}
+	setAttempts(&m.Strategy, attempts)
 	m.Notes = append(m.Notes, proxyNotes...)
 	inc.addTo(m)
 	m.Interrupted = m.Interrupted || faultStop.Load()
@@ -205,7 +207,8 @@ func spreadProgress(done <-chan struct{}, job engine.Job, start time.Time, merge
 		case now := <-tick.C:
 			if job.Progress != nil && now.After(start) {
 				p := merger.Progress()
-				job.Progress(engine.Progress{Strategy: job.Name(), Index: job.Index + 1, Total: len(job.Exp.Strategies),
+				pos, of := job.Position()
+				job.Progress(engine.Progress{Strategy: job.Name(), Index: pos, Total: of,
 					Elapsed: now.Sub(start), Duration: job.Exp.Duration, Results: p.Results, Errors: p.Errors, InFlight: p.InFlight})
 			}
 		}

@@ -46,7 +46,10 @@ var errSimReset = errors.New("simulated connection reset by peer")
 // virtual instant and its requests still in flight are left out as aborted.
 type Engine struct{}
 
-var _ engine.Engine = Engine{}
+var (
+	_ engine.Engine  = Engine{}
+	_ engine.Skipper = Engine{}
+)
 
 // Info implements engine.Engine.
 func (Engine) Info() engine.Info {
@@ -87,15 +90,23 @@ func check(exp *experiments.Experiment) ([]string, error) {
 	return nil, nil
 }
 
-// Measure implements engine.Engine. A real proxy strategy and a gRPC one
-// (grpc-go's own balancer) are skipped.
-func (Engine) Measure(ctx context.Context, job engine.Job) (*engine.Measurement, error) {
-	name := job.Name()
-	if strategies.IsProxy(name) {
-		return &engine.Measurement{Skipped: fmt.Sprintf("%s: a real proxy runs only with the real engine (--engine real); it is left out of the simulation.", name)}, nil
+// Skip implements engine.Skipper: a real proxy strategy and a gRPC one
+// (grpc-go's own balancer) are not simulated.
+func (Engine) Skip(_ *experiments.Experiment, name string) string {
+	switch {
+	case strategies.IsProxy(name):
+		return fmt.Sprintf("%s: a real proxy runs only with the real engine (--engine real); it is left out of the simulation.", name)
+	case strategies.IsGRPC(name):
+		return fmt.Sprintf("%s: grpc-go's own balancer runs only with the real engine (--engine real); it is left out of the simulation.", name)
 	}
-	if strategies.IsGRPC(name) {
-		return &engine.Measurement{Skipped: fmt.Sprintf("%s: grpc-go's own balancer runs only with the real engine (--engine real); it is left out of the simulation.", name)}, nil
+	return ""
+}
+
+// Measure implements engine.Engine. A strategy Skip names is skipped.
+func (e Engine) Measure(ctx context.Context, job engine.Job) (*engine.Measurement, error) {
+	name := job.Name()
+	if why := e.Skip(job.Exp, name); why != "" {
+		return &engine.Measurement{Skipped: why}, nil
 	}
 	return simStrategy(ctx, job.Exp, name, simHooks{})
 }

@@ -87,7 +87,8 @@ func strategyJSONs(t *testing.T, sum *reports.Summary) map[string]string {
 	for _, st := range sum.Strategies {
 		one := *sum
 		one.Strategies = []reports.Strategy{st}
-		one.Notes = nil // as that run's: its own notes only
+		one.Notes = nil    // as that run's: its own notes only
+		one.Glossary = nil // the run's: in the order its strategies name them
 		for _, n := range sum.Notes {
 			if strings.HasPrefix(n, st.Name+": ") {
 				one.Notes = append(one.Notes, n)

@@ -1,0 +1,77 @@
+package strategies
+
+// descriptions say in one line what each base strategy, wrapper and proxy
+// kind does, for a report's glossary. Every name Names and WrapperNames
+// return has one (describe_test.go); the doc comment of each strategy's
+// type says the rest.
+var descriptions = map[string]string{
+	// Base strategies.
+	"biased-random":         "random pick weighted by (1 - load/max load)², load being the requests in flight: the busiest host gets nothing",
+	"bounded-load":          "consistent hashing with bounded loads: a key's host unless it holds more than factor × the mean load, then the next on the ring",
+	"dynamic-weights":       "smooth weighted round robin on weights recomputed every interval from what the backends report and how they answered",
+	"ewma":                  "of choice_count random hosts, the lowest response-time moving average (adaptive smoothing) times requests in flight + 1",
+	"fastest-response":      "the host whose last window response times average lowest",
+	"key-hash":              "the request key modulo the number of hosts: almost every key moves when the host set changes",
+	"least-inflight":        "the host with the fewest requests in flight, scanning every host; ties at random",
+	"least-request":         "Envoy's least_request: the less loaded of choice_count random hosts (weights bias it)",
+	"maglev":                "Maglev consistent hashing of the request key through a prime-sized lookup table (Envoy's maglev)",
+	"p2c":                   "power of two choices: two hosts at random, the one with fewer requests in flight",
+	"peak-ewma":             "Finagle's peak EWMA: the lower of two random hosts' latency moving average (peaks kept) times the requests in flight",
+	"predictive-least-conn": "least in-flight requests as forecast a horizon ahead from each host's recent history",
+	"random":                "a host uniformly at random; ignores load and outcomes",
+	"ring-hash":             "Envoy's ring hash: consistent hashing of the request key on a ring",
+	"round-robin":           "each host in turn; ignores load and outcomes",
+	"server-load":           "of choice_count random hosts, the one reporting the least load of its own (a response header)",
+	"weighted-random":       "a host at random in proportion to its configured weight",
+	"weighted-round-robin":  "nginx's smooth weighted round robin over the configured weights",
+
+	// Wrappers.
+	"circuit":     "takes a host out for a duration once its requests in flight reach max_inflight",
+	"eject":       "Envoy's outlier detection: ejects a host after consecutive failures (or a low success rate) for a time that grows with each ejection, then re-admits it",
+	"health":      "passive multi-level health: a host's recent failures and latency lower the share of picks it may get",
+	"healthcheck": "active health checks: a host is taken out after failed probes in a row and back after good ones",
+	"pinned":      "connection-level balancing: the inner strategy picks per long-lived connection, requests follow their connection",
+	"slowstart":   "Envoy's slow start: a host that joins gets a share of traffic that grows over a window",
+
+	// Proxies and grpc-go, named by their kind.
+	ProxyNginx:   "a real nginx in front of the instances (upstream module); its algorithm and proxy_next_upstream retries as the spec names them",
+	ProxyHAProxy: "a real HAProxy in front of the instances; its balance algorithm and observe/check options as the spec names them",
+	ProxyCaddy:   "a real Caddy reverse_proxy in front of the instances; its lb_policy as the spec names it",
+	ProxyLbchaos: "`lbchaos proxy` serving a built-in strategy as a separate hop",
+	"grpc":       "grpc-go's own client-side balancer (its load-balancing policy) over gRPC connections",
+}
+
+// Describe says in one line what name does: a base strategy, a wrapper, a
+// proxy kind (nginx, haproxy, caddy, lbchaos) or "grpc". It returns ""
+// for a name it does not know.
+func Describe(name string) string { return descriptions[name] }
+
+// Terms returns the names in spec that Describe describes, in the order
+// they appear: the base strategy and its wrappers ("least-inflight",
+// "eject"), or the kind of a proxy or gRPC strategy ("nginx", "grpc").
+// A spec that does not parse yields nil.
+func Terms(spec string) []string {
+	switch {
+	case IsGRPC(spec):
+		return []string{"grpc"}
+	case IsProxy(spec):
+		ps, err := ParseProxy(spec)
+		if err != nil {
+			return nil
+		}
+		out := []string{ps.Kind}
+		if ps.Kind == ProxyLbchaos {
+			out = append(out, Terms(ps.Algorithm)...)
+		}
+		return out
+	}
+	s, err := Parse(spec)
+	if err != nil {
+		return nil
+	}
+	out := []string{s.Base}
+	for _, w := range s.Wrappers {
+		out = append(out, w.Name)
+	}
+	return out
+}
