@@ -19,7 +19,7 @@ func TestPercentileFigureGolden(t *testing.T) {
 			t.Fatal("no percentile figure for the sample")
 		}
 		var buf bytes.Buffer
-		if _, err := f.svg(0).WriteTo(&buf); err != nil {
+		if _, err := f.svg().WriteTo(&buf); err != nil {
 			t.Fatal(err)
 		}
 		return buf.Bytes()

@@ -97,9 +97,10 @@ func (h *hline) Thumbnail(c *draw.Canvas) {
 	c.StrokeLine2(h.style, c.Min.X, y, c.Max.X, y)
 }
 
-// logTicks marks a log axis at 1, 2 and 5 times powers of ten (labelled)
-// and the other integer multiples (unlabelled); when fewer than two labelled
-// ticks fall in range, every multiple is labelled.
+// logTicks marks a log axis of milliseconds at 1, 2 and 5 times powers of
+// ten (labelled) and the other integer multiples (unlabelled); when fewer
+// than two labelled ticks fall in range, every multiple is labelled. From
+// 10 s up, labels read in seconds ("20 s", not "20000").
 type logTicks struct{}
 
 // Ticks implements plot.Ticker.
@@ -117,7 +118,7 @@ func (logTicks) Ticks(lo, hi float64) []plot.Tick {
 			}
 			t := plot.Tick{Value: v}
 			if m == 1 || m == 2 || m == 5 {
-				t.Label = strconv.FormatFloat(v, 'f', -1, 64)
+				t.Label = msTickLabel(v)
 				labelled++
 			}
 			ticks = append(ticks, t)
@@ -125,10 +126,18 @@ func (logTicks) Ticks(lo, hi float64) []plot.Tick {
 	}
 	if labelled < 2 {
 		for i := range ticks {
-			ticks[i].Label = strconv.FormatFloat(ticks[i].Value, 'f', -1, 64)
+			ticks[i].Label = msTickLabel(ticks[i].Value)
 		}
 	}
 	return ticks
+}
+
+// msTickLabel writes a tick of milliseconds: in seconds from 10 s up.
+func msTickLabel(v float64) string {
+	if v >= 10000 {
+		return strconv.FormatFloat(v/1000, 'f', -1, 64) + " s"
+	}
+	return strconv.FormatFloat(v, 'f', -1, 64)
 }
 
 // plainTicks are gonum's default ticks labelled without trailing zeros

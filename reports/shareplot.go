@@ -42,17 +42,13 @@ func shareFigure(s *Summary) *figure {
 	n, k := len(ids), len(s.Strategies)
 
 	w := min(16*vg.Inch, max(figWidth, vg.Length(n*k)*0.06*vg.Inch+4*vg.Inch))
-	f := &figure{legend: newLegend(), w: w, h: figHeight}
+	f := &figure{w: w, h: figHeight}
 	fairN := instanceCount(s)
 	fairLabel := ""
 	if fairN > 0 {
 		fairLabel = fmt.Sprintf("fair share 1/%d = %s%%", fairN, fmtPct(1/float64(fairN)))
 	}
-	labels := []string{fairLabel, "faulty instance"}
-	for _, st := range s.Strategies {
-		labels = append(labels, st.Name)
-	}
-	dataW := w - f.legendWidth(labels) - 1.2*vg.Inch
+	dataW := w - 1.2*vg.Inch
 	barW := max(vg.Points(1), dataW/vg.Length(n)*0.8/vg.Length(k))
 
 	p := plot.New()
