@@ -23,8 +23,8 @@ type timeSeries struct {
 	// wholeRun describes the faults active for the whole run, which are
 	// named once in the legend instead of shading every panel.
 	wholeRun []string
-	ejects  []Event
-	crashes []Event // crash and proxy-exit events (see incidents.go)
+	ejects   []Event
+	crashes  []Event // crash and proxy-exit events (see incidents.go)
 }
 
 // newTimeSeries returns nil when st has no timeline worth drawing.
