@@ -125,8 +125,8 @@ func (g *gridLegend) draw(c draw.Canvas) {
 }
 
 // wrapLabel splits label into lines no wider than w (as measured by
-// width), breaking after a space or after one of ",+|(" where it can and
-// anywhere otherwise.
+// width), breaking after a space or one of ",+|" where it can, else
+// before a "(", else anywhere.
 func wrapLabel(label string, w vg.Length, width func(string) vg.Length) []string {
 	if width(label) <= w || w <= 0 {
 		return []string{label}
@@ -150,8 +150,10 @@ func wrapLabel(label string, w vg.Length, width func(string) vg.Length) []string
 			fit = n
 		}
 		cut := fit
-		if k := strings.LastIndexAny(rest[:fit], " ,+|("); k > 0 {
+		if k := strings.LastIndexAny(rest[:fit], " ,+|"); k > 0 {
 			cut = k + 1
+		} else if k := strings.LastIndex(rest[:fit], "("); k > 0 {
+			cut = k
 		}
 		lines = append(lines, strings.TrimRight(rest[:cut], " "))
 		rest = strings.TrimLeft(rest[cut:], " ")

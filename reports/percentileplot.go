@@ -98,7 +98,7 @@ func strategyThumb(i int) plot.Thumbnailer {
 	st := strategyStyleOf(i)
 	return thumbs{
 		&plotter.Line{LineStyle: st.line(vg.Points(strategyLineW))},
-		&glyphThumb{style: st.glyph(vg.Points(3))},
+		&glyphThumb{style: st.glyph(vg.Points(3.5))},
 	}
 }
 
@@ -178,6 +178,9 @@ func percentilePanel(s *Summary, pc percentileCurves) (p *plot.Plot, drawn []int
 	if showThresh {
 		p.Add(&hline{y: s.SlowThresholdMs, style: threshStyle})
 	}
+	// Glyphs go on top of every line, so that a curve hidden under
+	// another still shows its own.
+	var glyphs []plot.Plotter
 	for _, c := range curves {
 		st := strategyStyleOf(c.idx)
 		sty := st.line(vg.Points(strategyLineW))
@@ -192,7 +195,7 @@ func percentilePanel(s *Summary, pc percentileCurves) (p *plot.Plot, drawn []int
 			}
 		}
 		if len(marks) > 0 {
-			p.Add(&plotter.Scatter{XYs: marks, GlyphStyle: st.glyph(vg.Points(3))})
+			glyphs = append(glyphs, &plotter.Scatter{XYs: marks, GlyphStyle: st.glyph(vg.Points(3.5))})
 		}
 		if !math.IsNaN(c.max) {
 			anyMax = true
@@ -207,6 +210,7 @@ func percentilePanel(s *Summary, pc percentileCurves) (p *plot.Plot, drawn []int
 		}
 		drawn = append(drawn, c.idx)
 	}
+	p.Add(glyphs...)
 	p.X.Min, p.X.Max = 2, xMax
 	p.Y.Min, p.Y.Max = yLo, yHi
 	return p, drawn, anyMax, showThresh

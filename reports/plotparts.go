@@ -100,7 +100,8 @@ func (h *hline) Thumbnail(c *draw.Canvas) {
 // logTicks marks a log axis of milliseconds at 1, 2 and 5 times powers of
 // ten (labelled) and the other integer multiples (unlabelled); when fewer
 // than two labelled ticks fall in range, every multiple is labelled. From
-// 10 s up, labels read in seconds ("20 s", not "20000").
+// an axis that reaches 10 s, labels from 1 s up read in seconds ("20 s",
+// not "20000").
 type logTicks struct{}
 
 // Ticks implements plot.Ticker.
@@ -110,6 +111,13 @@ func (logTicks) Ticks(lo, hi float64) []plot.Tick {
 	}
 	var ticks []plot.Tick
 	labelled := 0
+	secs := hi >= 10000
+	label := func(v float64) string {
+		if secs && v >= 1000 {
+			return strconv.FormatFloat(v/1000, 'f', -1, 64) + " s"
+		}
+		return strconv.FormatFloat(v, 'f', -1, 64)
+	}
 	for e := int(math.Floor(math.Log10(lo))); e <= int(math.Ceil(math.Log10(hi))); e++ {
 		for m := 1; m <= 9; m++ {
 			v, _ := strconv.ParseFloat(strconv.Itoa(m)+"e"+strconv.Itoa(e), 64)
@@ -118,7 +126,7 @@ func (logTicks) Ticks(lo, hi float64) []plot.Tick {
 			}
 			t := plot.Tick{Value: v}
 			if m == 1 || m == 2 || m == 5 {
-				t.Label = msTickLabel(v)
+				t.Label = label(v)
 				labelled++
 			}
 			ticks = append(ticks, t)
@@ -126,18 +134,10 @@ func (logTicks) Ticks(lo, hi float64) []plot.Tick {
 	}
 	if labelled < 2 {
 		for i := range ticks {
-			ticks[i].Label = msTickLabel(ticks[i].Value)
+			ticks[i].Label = label(ticks[i].Value)
 		}
 	}
 	return ticks
-}
-
-// msTickLabel writes a tick of milliseconds: in seconds from 10 s up.
-func msTickLabel(v float64) string {
-	if v >= 10000 {
-		return strconv.FormatFloat(v/1000, 'f', -1, 64) + " s"
-	}
-	return strconv.FormatFloat(v, 'f', -1, 64)
 }
 
 // plainTicks are gonum's default ticks labelled without trailing zeros
