@@ -161,7 +161,7 @@ func percentilePanel(s *Summary, pc percentileCurves) (p *plot.Plot, drawn []int
 	p.Title.Text = pc.title
 	p.Title.TextStyle.Font.Size = vg.Points(13)
 	p.X.Label.Text = "percentile (%), log scale of 1/(1 − p)"
-	p.Y.Label.Text = "latency (ms, log scale)"
+	p.Y.Label.Text = latencyAxisLabel("latency", yHi)
 	p.X.Scale, p.Y.Scale = plot.LogScale{}, plot.LogScale{}
 	p.Y.Tick.Marker = logTicks{}
 	var ticks []plot.Tick

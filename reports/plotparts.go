@@ -140,6 +140,15 @@ func (logTicks) Ticks(lo, hi float64) []plot.Tick {
 	return ticks
 }
 
+// latencyAxisLabel labels a logTicks axis of milliseconds reaching hi:
+// its unit, and where ticks turn to seconds.
+func latencyAxisLabel(what string, hi float64) string {
+	if hi >= 10000 {
+		return what + " (log scale; ms, from 1 s in s)"
+	}
+	return what + " (ms, log scale)"
+}
+
 // plainTicks are gonum's default ticks labelled without trailing zeros
 // ("250", not "250.00").
 type plainTicks struct{}

@@ -266,7 +266,7 @@ func latencyFigure(s *Summary, st *Strategy) *figure {
 		vals func(InstanceSeries) []float64
 	}{{"p99", p99}, {"p50", p50}} {
 		title := fmt.Sprintf("%s: %s latency %s of %s, by instance", st.Name, q.name, ts.bucketPhrase(), which)
-		p := ts.newTimePanel(title, q.name+" latency (ms, log scale)")
+		p := ts.newTimePanel(title, latencyAxisLabel(q.name+" latency", hi))
 		p.Y.Scale = plot.LogScale{}
 		p.Y.Tick.Marker = logTicks{}
 		if t := s.SlowThresholdMs; t > lo && t < hi {
