@@ -205,7 +205,7 @@ func healthFigure(s *Summary, st *Strategy) *figure {
 	faulty := faultySet(s, st)
 
 	h := max(3.2*vg.Inch, vg.Length(len(ids))*0.26*vg.Inch+1.6*vg.Inch)
-	f := &figure{legend: newLegend(), w: figWidth, h: min(h, 14*vg.Inch)}
+	f := &figure{w: figWidth, h: min(h, 14*vg.Inch)}
 	p := plot.New()
 	p.Title.Text = st.Name + ": ejections by instance"
 	p.Title.TextStyle.Font.Size = vg.Points(13)

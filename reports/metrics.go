@@ -160,6 +160,24 @@ var metricTable = []Metric{
 	{Name: "p999_ms", Kind: KindMilliseconds, Label: "p99.9 latency", Head: "p99.9 ms", Better: LowerIsBetter, Key: true,
 		Reading: "The latency 99.9% of requests stayed within, failed ones included.",
 		value:   func(st *Strategy) float64 { return st.LatencyMs.P999 }},
+	{Name: "p50_ok_ms", Kind: KindMilliseconds, Label: "median latency of successful requests", Head: "p50 ok ms", Better: LowerIsBetter,
+		Reading: "The latency half of the successful (2xx) requests stayed within; a fault that fails fast cannot pull it down.",
+		value: func(st *Strategy) float64 {
+			return okLatency(st.LatencyOkMs, func(l *Latency) float64 { return l.P50 })
+		},
+		measured: func(_ *Summary, st *Strategy) bool { return st.LatencyOkMs != nil }},
+	{Name: "p99_ok_ms", Kind: KindMilliseconds, Label: "p99 latency of successful requests", Head: "p99 ok ms", Better: LowerIsBetter,
+		Reading: "The latency 99% of the successful (2xx) requests stayed within; a fault that fails fast cannot pull it down.",
+		value: func(st *Strategy) float64 {
+			return okLatency(st.LatencyOkMs, func(l *Latency) float64 { return l.P99 })
+		},
+		measured: func(_ *Summary, st *Strategy) bool { return st.LatencyOkMs != nil }},
+	{Name: "p99_failed_ms", Kind: KindMilliseconds, Label: "p99 latency of failed requests", Head: "p99 failed ms", Better: Neutral,
+		Reading: "The latency 99% of the failed requests stayed within (a timeout counts as its timeout): how long a user waited to learn of a failure.",
+		value: func(st *Strategy) float64 {
+			return okLatency(st.LatencyFailedMs, func(l *Latency) float64 { return l.P99 })
+		},
+		measured: func(_ *Summary, st *Strategy) bool { return st.LatencyFailedMs != nil }},
 	{Name: "max_ms", Kind: KindMilliseconds, Label: "maximum latency", Head: "max ms", Better: LowerIsBetter,
 		Reading: "The slowest request's latency; a timeout counts as its timeout.",
 		value:   func(st *Strategy) float64 { return st.LatencyMs.Max }},
@@ -380,4 +398,12 @@ func maxUtilization(st *Strategy) float64 {
 		}
 	}
 	return u
+}
+
+// okLatency is f of l, or NaN when l is absent (no such requests).
+func okLatency(l *Latency, f func(*Latency) float64) float64 {
+	if l == nil {
+		return math.NaN()
+	}
+	return f(l)
 }

@@ -56,7 +56,8 @@ func TestValueOfEveryMetric(t *testing.T) {
 	st := &Strategy{
 		Name: "s", Requests: 1000, AchievedRate: 99.5, SuccessRatio: 0.625, ErrorRatio: 0.375, TimeoutRatio: 0.0625, SlowRatio: 0.125,
 		FaultyShare: 0.25, Ejections: 4,
-		LatencyMs:  Latency{Mean: 12, P50: 10, P90: 11, P99: 20, P999: 40, Max: 90},
+		LatencyMs:   Latency{Mean: 12, P50: 10, P90: 11, P99: 20, P999: 40, Max: 90},
+		LatencyOkMs: &Latency{P50: 14, P99: 25}, LatencyFailedMs: &Latency{P99: 2},
 		MaxAvgLoad: 1.5, Affinity: ptr(0.75), MaxJumpRps: 120, ShareStddev: 0.02, ErrorTailS: ptr(3.0),
 		Instances: []Instance{{ID: 0, Utilization: ptr(0.5), Share: 0.5}, {ID: 1, Utilization: ptr(0.875), Share: 0.3}, {ID: 2, Share: 0.2}},
 		Events:    []Event{{TimeS: 1, Instance: 2, Kind: "join"}, {TimeS: 1, Instance: 1, Kind: "eject"}},
@@ -66,6 +67,7 @@ func TestValueOfEveryMetric(t *testing.T) {
 		"newcomer_share": 0.2, "bad_ratio": 0.4375, "error_ratio": 0.375, "success_ratio": 0.625, "timeout_ratio": 0.0625, "slow_ratio": 0.125,
 		"faulty_share": 0.25, "p50_ms": 10, "p90_ms": 11, "p99_ms": 20, "p999_ms": 40, "max_ms": 90, "mean_ms": 12,
 		"ejections": 4, "achieved_rate": 99.5, "requests": 1000,
+		"p50_ok_ms": 14, "p99_ok_ms": 25, "p99_failed_ms": 2,
 	}
 	for _, m := range Metrics() {
 		got, ok := Value(st, m)

@@ -20,28 +20,120 @@ var percentileTicks = []struct {
 // 1/(1−p/100).
 func percentileX(p float64) float64 { return 1 / (1 - p/100) }
 
-// percentileFigure plots every strategy's latency-by-percentile curve on
-// one chart, as HdrHistogram does: x is the percentile on a log scale of
-// 1/(1−p), y the latency on a log scale. The maximum (percentile 100) is a
-// marker at the right edge, joined to its curve by a dotted line. Curves
-// are drawn in the Summary's order, each narrower than the one before, so
-// curves that coincide stay visible. Points
-// below the 50th percentile, non-positive latencies and strategies without
-// points are skipped. It returns nil when no strategy has a point.
+// percentileCurves picks the curves a percentile figure draws: the
+// successful requests' (PercentilesOK) when any strategy has them, else
+// every request's (Percentiles, from a summary written before the split),
+// and the failed requests' (PercentilesFailed) for a second panel.
+type percentileCurves struct {
+	title string
+	of    func(*Strategy) []PercentilePoint
+}
+
+// percentileFigure plots every strategy's latency-by-percentile curve, as
+// HdrHistogram does: x is the percentile on a log scale of 1/(1−p), y the
+// latency on a log scale. The top panel has the successful requests'
+// curves, so that a strategy whose requests fail fast is not drawn as
+// fast; the bottom one, when any request failed, the failed requests'.
+// (A summary without the split gets one panel of every request's curve,
+// so titled.) Each strategy keeps its colour, dash pattern and glyph
+// (strategyStyleOf); the glyphs sit on every third point, staggered by
+// strategy, so coinciding curves stay visible. The maximum (percentile
+// 100) is a ring at the right edge, joined to its curve by a dotted line.
+// Points below the 50th percentile, non-positive latencies and strategies
+// without points are skipped. It returns nil when no strategy has a point.
 func percentileFigure(s *Summary) *figure {
+	split := false
+	for i := range s.Strategies {
+		if len(s.Strategies[i].PercentilesOK) > 0 || len(s.Strategies[i].PercentilesFailed) > 0 {
+			split = true
+		}
+	}
+	panels := []percentileCurves{{"Latency by percentile of every request, failed ones included", func(st *Strategy) []PercentilePoint { return st.Percentiles }}}
+	if split {
+		panels = []percentileCurves{
+			{"Latency by percentile of successful requests (2xx)", func(st *Strategy) []PercentilePoint { return st.PercentilesOK }},
+			{"Latency by percentile of failed requests (a timeout counts as its timeout)", func(st *Strategy) []PercentilePoint { return st.PercentilesFailed }},
+		}
+	}
+	f := &figure{w: figWidth}
+	legend := map[int]bool{}
+	var anyMax, anyThresh bool
+	for _, pc := range panels {
+		p, drawn, hasMax, thresh := percentilePanel(s, pc)
+		if p == nil {
+			continue
+		}
+		f.panels = append(f.panels, p)
+		f.h += 5 * vg.Inch
+		for _, i := range drawn {
+			legend[i] = true
+		}
+		anyMax, anyThresh = anyMax || hasMax, anyThresh || thresh
+	}
+	if len(f.panels) == 0 {
+		return nil
+	}
+	for i := range s.Strategies {
+		if legend[i] {
+			f.addLegend(s.Strategies[i].Name, strategyThumb(i))
+		}
+	}
+	if anyThresh {
+		f.addLegend("slow threshold "+fmtNum(s.SlowThresholdMs)+" ms", &hline{style: threshStyle})
+	}
+	if anyMax {
+		f.addLegend("maximum (right edge)", &plotter.Scatter{GlyphStyle: draw.GlyphStyle{Color: gray(0x33), Radius: vg.Points(3.5), Shape: draw.RingGlyph{}}})
+	}
+	return f
+}
+
+var threshStyle = draw.LineStyle{Color: gray(0x55), Width: vg.Points(1), Dashes: []vg.Length{vg.Points(6), vg.Points(3)}}
+
+// strategyLineW is the width of a strategy's line in cross-strategy plots.
+const strategyLineW = 1.8 // points
+
+// strategyThumb is the legend thumbnail of the i-th strategy: its line
+// with its glyph.
+func strategyThumb(i int) plot.Thumbnailer {
+	st := strategyStyleOf(i)
+	return thumbs{
+		&plotter.Line{LineStyle: st.line(vg.Points(strategyLineW))},
+		&glyphThumb{style: st.glyph(vg.Points(3.5))},
+	}
+}
+
+// thumbs draws several thumbnails on top of one another.
+type thumbs []plot.Thumbnailer
+
+// Thumbnail implements plot.Thumbnailer.
+func (ts thumbs) Thumbnail(c *draw.Canvas) {
+	for _, t := range ts {
+		t.Thumbnail(c)
+	}
+}
+
+// glyphThumb is a glyph at the centre of a thumbnail.
+type glyphThumb struct{ style draw.GlyphStyle }
+
+// Thumbnail implements plot.Thumbnailer.
+func (g *glyphThumb) Thumbnail(c *draw.Canvas) {
+	c.DrawGlyph(g.style, c.Center())
+}
+
+// percentilePanel draws one panel of percentileFigure; nil when no
+// strategy has a point. drawn lists the strategies drawn.
+func percentilePanel(s *Summary, pc percentileCurves) (p *plot.Plot, drawn []int, anyMax, showThresh bool) {
 	type curve struct {
-		idx  int
-		name string
-		xys  plotter.XYs
-		max  float64 // latency at 100, or NaN
+		idx int
+		xys plotter.XYs
+		max float64 // latency at 100, or NaN
 	}
 	var curves []curve
 	xHi := 100.0 // show at least up to p99
 	yLo, yHi := math.Inf(1), math.Inf(-1)
 	for i := range s.Strategies {
-		st := &s.Strategies[i]
-		c := curve{idx: i, name: st.Name, max: math.NaN()}
-		for _, pt := range st.Percentiles {
+		c := curve{idx: i, max: math.NaN()}
+		for _, pt := range pc.of(&s.Strategies[i]) {
 			if !finite(pt.Percentile) || !finite(pt.LatencyMs) || pt.LatencyMs <= 0 || pt.Percentile < 50 {
 				continue
 			}
@@ -59,18 +151,17 @@ func percentileFigure(s *Summary) *figure {
 		}
 	}
 	if len(curves) == 0 {
-		return nil
+		return nil, nil, false, false
 	}
 	xHi = math.Min(xHi, 1e6)
 	xMax := xHi * 3 // the right edge, where maxima are drawn
 	yLo, yHi = yLo/1.3, yHi*1.3
 
-	f := &figure{legend: newLegend(), w: figWidth, h: 5*vg.Inch + vg.Length(len(curves)+2)*0.2*vg.Inch, legendBelow: true}
-	p := plot.New()
-	p.Title.Text = "Latency by percentile, all strategies (every request, failed ones included)"
+	p = plot.New()
+	p.Title.Text = pc.title
 	p.Title.TextStyle.Font.Size = vg.Points(13)
 	p.X.Label.Text = "percentile (%), log scale of 1/(1 − p)"
-	p.Y.Label.Text = "latency (ms, log scale)"
+	p.Y.Label.Text = latencyAxisLabel("latency", yHi)
 	p.X.Scale, p.Y.Scale = plot.LogScale{}, plot.LogScale{}
 	p.Y.Tick.Marker = logTicks{}
 	var ticks []plot.Tick
@@ -83,28 +174,28 @@ func percentileFigure(s *Summary) *figure {
 	p.X.Tick.Marker = plot.ConstantTicks(ticks)
 	p.Add(plotter.NewGrid())
 
-	thresh := draw.LineStyle{Color: gray(0x55), Width: vg.Points(1), Dashes: []vg.Length{vg.Points(6), vg.Points(3)}}
-	showThresh := s.SlowThresholdMs > yLo && s.SlowThresholdMs < yHi
+	showThresh = s.SlowThresholdMs > yLo && s.SlowThresholdMs < yHi
 	if showThresh {
-		p.Add(&hline{y: s.SlowThresholdMs, style: thresh})
+		p.Add(&hline{y: s.SlowThresholdMs, style: threshStyle})
 	}
-	anyMax := false
-	for i, c := range curves {
-		// Earlier curves are drawn wider, so identical curves show as
-		// nested stripes instead of hiding one another.
-		w := vg.Points(2 + 1.2*float64(len(curves)-1-i))
-		sty := draw.LineStyle{Color: strategyColor(c.idx), Width: w}
-		var thumb plot.Thumbnailer
-		switch len(c.xys) {
-		case 0:
-		case 1:
-			sc := &plotter.Scatter{XYs: c.xys, GlyphStyle: draw.GlyphStyle{Color: sty.Color, Radius: vg.Points(3), Shape: draw.CircleGlyph{}}}
-			p.Add(sc)
-			thumb = sc
-		default:
-			l := &plotter.Line{XYs: c.xys, LineStyle: sty}
-			p.Add(l)
-			thumb = l
+	// Glyphs go on top of every line, so that a curve hidden under
+	// another still shows its own.
+	var glyphs []plot.Plotter
+	for _, c := range curves {
+		st := strategyStyleOf(c.idx)
+		sty := st.line(vg.Points(strategyLineW))
+		if len(c.xys) > 1 {
+			p.Add(&plotter.Line{XYs: c.xys, LineStyle: sty})
+		}
+		// Glyphs on every third point, staggered by strategy.
+		var marks plotter.XYs
+		for j, xy := range c.xys {
+			if len(c.xys) == 1 || (j+c.idx)%3 == 0 {
+				marks = append(marks, xy)
+			}
+		}
+		if len(marks) > 0 {
+			glyphs = append(glyphs, &plotter.Scatter{XYs: marks, GlyphStyle: st.glyph(vg.Points(3.5))})
 		}
 		if !math.IsNaN(c.max) {
 			anyMax = true
@@ -115,22 +206,12 @@ func percentileFigure(s *Summary) *figure {
 				dotted.Dashes = []vg.Length{vg.Points(1), vg.Points(2)}
 				p.Add(&plotter.Line{XYs: plotter.XYs{c.xys[n-1], mx[0]}, LineStyle: dotted})
 			}
-			sc := &plotter.Scatter{XYs: mx, GlyphStyle: draw.GlyphStyle{Color: sty.Color, Radius: vg.Points(3.5), Shape: draw.RingGlyph{}}}
-			p.Add(sc)
-			if thumb == nil {
-				thumb = sc
-			}
+			p.Add(&plotter.Scatter{XYs: mx, GlyphStyle: draw.GlyphStyle{Color: st.Color, Radius: vg.Points(3.5), Shape: draw.RingGlyph{}}})
 		}
-		f.addLegend(c.name, thumb)
+		drawn = append(drawn, c.idx)
 	}
-	if showThresh {
-		f.addLegend("slow threshold "+fmtNum(s.SlowThresholdMs)+" ms", &hline{style: thresh})
-	}
-	if anyMax {
-		f.addLegend("maximum (right edge)", &plotter.Scatter{GlyphStyle: draw.GlyphStyle{Color: gray(0x33), Radius: vg.Points(3.5), Shape: draw.RingGlyph{}}})
-	}
+	p.Add(glyphs...)
 	p.X.Min, p.X.Max = 2, xMax
 	p.Y.Min, p.Y.Max = yLo, yHi
-	f.panels = []*plot.Plot{p}
-	return f
+	return p, drawn, anyMax, showThresh
 }

@@ -2,6 +2,7 @@ package reports
 
 import (
 	"bytes"
+	"strings"
 	"testing"
 )
 
@@ -19,7 +20,7 @@ func TestPercentileFigureGolden(t *testing.T) {
 			t.Fatal("no percentile figure for the sample")
 		}
 		var buf bytes.Buffer
-		if _, err := f.svg(0).WriteTo(&buf); err != nil {
+		if _, err := f.svg().WriteTo(&buf); err != nil {
 			t.Fatal(err)
 		}
 		return buf.Bytes()
@@ -54,4 +55,34 @@ func TestPercentileFigureSkips(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestPercentileFigureSplitGolden renders the chart of a summary with the
+// successful and failed requests' curves: two panels, titled so, and the
+// failed panel only for strategies with failures.
+func TestPercentileFigureSplitGolden(t *testing.T) {
+	s := sampleSummary()
+	for i := range s.Strategies {
+		st := &s.Strategies[i]
+		for _, pt := range st.Percentiles {
+			st.PercentilesOK = append(st.PercentilesOK, PercentilePoint{Percentile: pt.Percentile, LatencyMs: pt.LatencyMs * 1.1})
+			if st.FaultyShare > 0.05 {
+				st.PercentilesFailed = append(st.PercentilesFailed, PercentilePoint{Percentile: pt.Percentile, LatencyMs: 1 + pt.Percentile/1000})
+			}
+		}
+	}
+	f := percentileFigure(s)
+	if f == nil || len(f.panels) != 2 {
+		t.Fatalf("figure %v, want two panels", f)
+	}
+	for i, want := range []string{"successful requests", "failed requests"} {
+		if got := f.panels[i].Title.Text; !strings.Contains(got, want) {
+			t.Errorf("panel %d title %q, want it to name the %s", i, got, want)
+		}
+	}
+	var buf bytes.Buffer
+	if _, err := f.svg().WriteTo(&buf); err != nil {
+		t.Fatal(err)
+	}
+	checkGolden(t, "percentiles_split.golden.svg", buf.Bytes())
 }

@@ -97,9 +97,11 @@ func (h *hline) Thumbnail(c *draw.Canvas) {
 	c.StrokeLine2(h.style, c.Min.X, y, c.Max.X, y)
 }
 
-// logTicks marks a log axis at 1, 2 and 5 times powers of ten (labelled)
-// and the other integer multiples (unlabelled); when fewer than two labelled
-// ticks fall in range, every multiple is labelled.
+// logTicks marks a log axis of milliseconds at 1, 2 and 5 times powers of
+// ten (labelled) and the other integer multiples (unlabelled); when fewer
+// than two labelled ticks fall in range, every multiple is labelled. From
+// an axis that reaches 10 s, labels from 1 s up read in seconds ("20 s",
+// not "20000").
 type logTicks struct{}
 
 // Ticks implements plot.Ticker.
@@ -109,6 +111,13 @@ func (logTicks) Ticks(lo, hi float64) []plot.Tick {
 	}
 	var ticks []plot.Tick
 	labelled := 0
+	secs := hi >= 10000
+	label := func(v float64) string {
+		if secs && v >= 1000 {
+			return strconv.FormatFloat(v/1000, 'f', -1, 64) + " s"
+		}
+		return strconv.FormatFloat(v, 'f', -1, 64)
+	}
 	for e := int(math.Floor(math.Log10(lo))); e <= int(math.Ceil(math.Log10(hi))); e++ {
 		for m := 1; m <= 9; m++ {
 			v, _ := strconv.ParseFloat(strconv.Itoa(m)+"e"+strconv.Itoa(e), 64)
@@ -117,7 +126,7 @@ func (logTicks) Ticks(lo, hi float64) []plot.Tick {
 			}
 			t := plot.Tick{Value: v}
 			if m == 1 || m == 2 || m == 5 {
-				t.Label = strconv.FormatFloat(v, 'f', -1, 64)
+				t.Label = label(v)
 				labelled++
 			}
 			ticks = append(ticks, t)
@@ -125,10 +134,19 @@ func (logTicks) Ticks(lo, hi float64) []plot.Tick {
 	}
 	if labelled < 2 {
 		for i := range ticks {
-			ticks[i].Label = strconv.FormatFloat(ticks[i].Value, 'f', -1, 64)
+			ticks[i].Label = label(ticks[i].Value)
 		}
 	}
 	return ticks
+}
+
+// latencyAxisLabel labels a logTicks axis of milliseconds reaching hi:
+// its unit, and where ticks turn to seconds.
+func latencyAxisLabel(what string, hi float64) string {
+	if hi >= 10000 {
+		return what + " (log scale; ms, from 1 s in s)"
+	}
+	return what + " (ms, log scale)"
 }
 
 // plainTicks are gonum's default ticks labelled without trailing zeros

@@ -41,14 +41,6 @@ var instancePalette = []color.RGBA{
 	{0xdb, 0xdb, 0x8d, 0xff}, {0x9e, 0xda, 0xe5, 0xff},
 }
 
-// strategyPalette colours strategies in cross-strategy plots (Okabe–Ito,
-// safe for colour-blind readers). It is deliberately not the instance
-// palette: there, position on the x axis identifies the instance.
-var strategyPalette = []color.RGBA{
-	{0x00, 0x72, 0xb2, 0xff}, {0xe6, 0x9f, 0x00, 0xff}, {0x00, 0x9e, 0x73, 0xff}, {0xcc, 0x79, 0xa7, 0xff},
-	{0x56, 0xb4, 0xe9, 0xff}, {0xd5, 0x5e, 0x00, 0xff}, {0xf0, 0xe4, 0x42, 0xff}, {0x00, 0x00, 0x00, 0xff},
-}
-
 var (
 	faultShade  = color.NRGBA{0xd6, 0x27, 0x28, 0x30} // not premultiplied
 	healthyLine = vg.Points(1.2)
@@ -58,10 +50,6 @@ var (
 func instanceColor(id int) color.Color {
 	n := len(instancePalette)
 	return instancePalette[((id%n)+n)%n]
-}
-
-func strategyColor(i int) color.Color {
-	return strategyPalette[i%len(strategyPalette)]
 }
 
 // Slug turns a strategy name into a file-name-safe string: lower-case ASCII
@@ -163,60 +151,28 @@ func uniqueSlug(slug string, used map[string]bool) string {
 	return s
 }
 
-// figure is one image: panels stacked vertically and a legend to their
-// right, or below them when legendBelow is set.
+// figure is one image: panels stacked vertically, each h/len(panels) high
+// in all, and its legend below them (gridLegend), which adds its own
+// height to h.
 type figure struct {
-	panels      []*plot.Plot
-	legend      plot.Legend
-	labels      []string // legend entry texts, to size the legend
-	w, h        vg.Length
-	legendBelow bool
+	panels []*plot.Plot
+	key    gridLegend
+	w, h   vg.Length
 }
 
-func newLegend() plot.Legend {
-	l := plot.NewLegend()
-	l.Top, l.Left = true, true
-	l.TextStyle.Font.Size = vg.Points(10)
-	l.ThumbnailWidth = vg.Points(28)
-	l.Padding = vg.Points(4)
-	return l
+// figPad is the margin around a figure's panels.
+const figPad = 8 // points
+
+// height is the figure's whole height: its panels and its legend.
+func (f *figure) height() vg.Length {
+	return f.h + f.key.height(f.w-2*vg.Points(figPad))
 }
 
-// legendWidth is the room the legend needs, at most 40% of the figure.
-func (f *figure) legendWidth(labels []string) vg.Length {
-	var w vg.Length
-	for _, s := range labels {
-		w = max(w, f.legend.TextStyle.Width(s))
-	}
-	if w == 0 {
-		return 0
-	}
-	w += f.legend.ThumbnailWidth + vg.Points(24)
-	return min(w, f.w*2/5)
-}
-
-// legendHeight is the room a legend below the panels needs.
-func (f *figure) legendHeight() vg.Length {
-	if len(f.labels) == 0 {
-		return 0
-	}
-	row := f.legend.TextStyle.FontExtents().Height + f.legend.Padding
-	return vg.Length(len(f.labels))*row + vg.Points(10)
-}
-
-func (f *figure) draw(c draw.Canvas, legendW vg.Length) {
+func (f *figure) draw(c draw.Canvas) {
 	c.FillPolygon(color.White, rect(c.Min.X, c.Min.Y, c.Max.X, c.Max.Y))
-	pad := vg.Points(8)
-	if f.legendBelow {
-		legendH := f.legendHeight()
-		area := draw.Crop(c, pad, -pad, pad+legendH, -pad)
-		for _, p := range f.panels {
-			p.Draw(area) // one panel: legendBelow figures do not stack
-		}
-		f.legend.Draw(draw.Crop(c, vg.Points(64), -pad, pad, -(c.Size().Y - pad - legendH)))
-		return
-	}
-	area := draw.Crop(c, pad, -legendW-pad, pad, -pad)
+	pad := vg.Points(figPad)
+	keyH := f.key.height(c.Size().X - 2*pad)
+	area := draw.Crop(c, pad, -pad, pad+keyH, -pad)
 	rows := make([][]*plot.Plot, len(f.panels))
 	for i, p := range f.panels {
 		rows[i] = []*plot.Plot{p}
@@ -226,42 +182,35 @@ func (f *figure) draw(c draw.Canvas, legendW vg.Length) {
 	for i, p := range f.panels {
 		p.Draw(cs[i][0])
 	}
-	if legendW > 0 {
-		top := vg.Points(30)
-		f.legend.Draw(draw.Crop(c, c.Size().X-legendW, 0, pad, -top))
+	if keyH > 0 {
+		f.key.draw(draw.Crop(c, pad, -pad, pad, -(c.Size().Y - pad - keyH)))
 	}
 }
 
 // save writes the figure as base.png and base.svg into dir.
 func (f *figure) save(dir, base string) (Plot, error) {
-	var legendW vg.Length
-	if !f.legendBelow {
-		legendW = f.legendWidth(f.labels)
-	}
 	p := Plot{PNG: base + ".png", SVG: base + ".svg"}
-
-	img := vgimg.NewWith(vgimg.UseWH(f.w, f.h), vgimg.UseDPI(pngDPI))
-	f.draw(draw.New(img), legendW)
+	img := vgimg.NewWith(vgimg.UseWH(f.w, f.height()), vgimg.UseDPI(pngDPI))
+	f.draw(draw.New(img))
 	if err := writeTo(filepath.Join(dir, p.PNG), pngWriter{img}); err != nil {
 		return Plot{}, err
 	}
-	if err := writeTo(filepath.Join(dir, p.SVG), f.svg(legendW)); err != nil {
+	if err := writeTo(filepath.Join(dir, p.SVG), f.svg()); err != nil {
 		return Plot{}, err
 	}
 	return p, nil
 }
 
 // svg draws the figure on an SVG canvas.
-func (f *figure) svg(legendW vg.Length) *vgsvg.Canvas {
-	c := vgsvg.New(f.w, f.h)
-	f.draw(draw.New(c), legendW)
+func (f *figure) svg() *vgsvg.Canvas {
+	c := vgsvg.New(f.w, f.height())
+	f.draw(draw.New(c))
 	return c
 }
 
 // addLegend adds a legend entry.
 func (f *figure) addLegend(label string, thumbs ...plot.Thumbnailer) {
-	f.legend.Add(label, thumbs...)
-	f.labels = append(f.labels, label)
+	f.key.add(label, thumbs...)
 }
 
 // pngWriter encodes a canvas as PNG favouring speed over size: plots are

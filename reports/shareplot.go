@@ -2,6 +2,7 @@ package reports
 
 import (
 	"fmt"
+	"image/color"
 	"math"
 	"slices"
 	"strconv"
@@ -42,17 +43,13 @@ func shareFigure(s *Summary) *figure {
 	n, k := len(ids), len(s.Strategies)
 
 	w := min(16*vg.Inch, max(figWidth, vg.Length(n*k)*0.06*vg.Inch+4*vg.Inch))
-	f := &figure{legend: newLegend(), w: w, h: figHeight}
+	f := &figure{w: w, h: figHeight}
 	fairN := instanceCount(s)
 	fairLabel := ""
 	if fairN > 0 {
 		fairLabel = fmt.Sprintf("fair share 1/%d = %s%%", fairN, fmtPct(1/float64(fairN)))
 	}
-	labels := []string{fairLabel, "faulty instance"}
-	for _, st := range s.Strategies {
-		labels = append(labels, st.Name)
-	}
-	dataW := w - f.legendWidth(labels) - 1.2*vg.Inch
+	dataW := w - 1.2*vg.Inch
 	barW := max(vg.Points(1), dataW/vg.Length(n)*0.8/vg.Length(k))
 
 	p := plot.New()
@@ -102,11 +99,16 @@ func shareFigure(s *Summary) *figure {
 		if err != nil {
 			continue
 		}
-		b.Color = strategyColor(j)
+		sty := strategyStyleOf(j)
+		b.Color = sty.Color
 		b.LineStyle.Width = 0
 		b.Offset = vg.Length(float64(j)-float64(k-1)/2) * barW
 		p.Add(b)
-		f.addLegend(st.Name, b)
+		// The strategy's glyph on top of each bar tells bars apart where
+		// colours do not (grey print).
+		g := &barGlyphs{vals: vals, offset: b.Offset, style: sty.glyph(min(vg.Points(3), barW/2))}
+		p.Add(g)
+		f.addLegend(st.Name, &barThumb{color: sty.Color, glyph: sty.glyph(vg.Points(3))})
 	}
 	if fairN > 0 {
 		fair := &hline{y: 100 / float64(fairN), style: draw.LineStyle{Color: gray(0), Width: vg.Points(1.5), Dashes: []vg.Length{vg.Points(6), vg.Points(3)}}}
@@ -122,4 +124,36 @@ func shareFigure(s *Summary) *figure {
 	p.Y.Max *= 1.05
 	f.panels = []*plot.Plot{p}
 	return f
+}
+
+// barGlyphs draws a glyph just above each bar of a bar chart whose bars
+// are offset from their x by offset.
+type barGlyphs struct {
+	vals   plotter.Values
+	offset vg.Length
+	style  draw.GlyphStyle
+}
+
+// Plot implements plot.Plotter.
+func (g *barGlyphs) Plot(c draw.Canvas, p *plot.Plot) {
+	trX, trY := p.Transforms(&c)
+	for i, v := range g.vals {
+		pt := vg.Point{X: trX(float64(i)) + g.offset, Y: trY(v) + g.style.Radius + vg.Points(1)}
+		if c.Contains(pt) {
+			c.DrawGlyph(g.style, pt)
+		}
+	}
+}
+
+// barThumb is a legend thumbnail of a bar with its glyph beside it.
+type barThumb struct {
+	color color.Color
+	glyph draw.GlyphStyle
+}
+
+// Thumbnail implements plot.Thumbnailer.
+func (b *barThumb) Thumbnail(c *draw.Canvas) {
+	w := c.Max.X - c.Min.X
+	c.FillPolygon(b.color, rect(c.Min.X, c.Min.Y, c.Min.X+w*0.6, c.Max.Y))
+	c.DrawGlyph(b.glyph, vg.Point{X: c.Max.X - b.glyph.Radius - vg.Points(1), Y: (c.Min.Y + c.Max.Y) / 2})
 }

@@ -44,7 +44,7 @@ func successFigure(s *Summary) *figure {
 		return nil
 	}
 	h := max(2.6*vg.Inch, vg.Length(len(bars))*0.45*vg.Inch+1.3*vg.Inch)
-	f := &figure{legend: newLegend(), w: figWidth, h: h}
+	f := &figure{w: figWidth, h: h}
 	p := plot.New()
 	p.Title.Text = "Success rate by strategy (2xx responses / requests sent)"
 	p.Title.TextStyle.Font.Size = vg.Points(13)

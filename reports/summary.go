@@ -110,6 +110,17 @@ type Strategy struct {
 	// Percentiles is the latency-by-percentile curve of every request,
 	// at percentiles from 50 to 99.99 and the maximum (100).
 	Percentiles []PercentilePoint `json:"percentiles,omitempty"`
+	// PercentilesOK and PercentilesFailed are the same curve of the
+	// successful (2xx) and of the failed requests alone; absent when there
+	// were none.
+	PercentilesOK     []PercentilePoint `json:"percentiles_ok,omitempty"`
+	PercentilesFailed []PercentilePoint `json:"percentiles_failed,omitempty"`
+	// LatencyOkMs and LatencyFailedMs split LatencyMs by outcome: the
+	// successful (2xx) requests and the failed ones (a timeout counts as
+	// its timeout); absent when there were none. A fault that fails fast
+	// pulls LatencyMs down; LatencyOkMs is what a served user waited.
+	LatencyOkMs     *Latency `json:"latency_ok_ms,omitempty"`
+	LatencyFailedMs *Latency `json:"latency_failed_ms,omitempty"`
 	// Harness is the load generator's own health during the attack (real
 	// engine, one generator); absent for a simulated run.
 	Harness *Harness `json:"harness,omitempty"`
@@ -190,6 +201,11 @@ type Instance struct {
 	Timeouts int64 `json:"timeouts"`
 	Slow     int64 `json:"slow"`
 
+	// LatencyOkMs and LatencyFailedMs split LatencyMs by outcome, as the
+	// Strategy's fields of the same names do.
+	LatencyOkMs     *Latency `json:"latency_ok_ms,omitempty"`
+	LatencyFailedMs *Latency `json:"latency_failed_ms,omitempty"`
+
 	// Utilization is the share of the instance's worker time spent
 	// serving: busy worker-seconds over workers × the time from the start
 	// of the attack until its last request ended (so a queue still
@@ -201,8 +217,9 @@ type Instance struct {
 	ShareStddev float64 `json:"share_stddev"`
 }
 
-// Latency is a latency distribution in milliseconds. It covers every
-// request, failed ones included; a timeout counts as its timeout.
+// Latency is a latency distribution in milliseconds. As latency_ms it
+// covers every request, failed ones included; a timeout counts as its
+// timeout. latency_ok_ms and latency_failed_ms cover one outcome each.
 type Latency struct {
 	Mean float64 `json:"mean"`
 	P50  float64 `json:"p50"`
@@ -293,4 +310,9 @@ type InstanceSeries struct {
 	Errors   []int64   `json:"errors"`
 	P50Ms    []float64 `json:"p50_ms"`
 	P99Ms    []float64 `json:"p99_ms"`
+	// P50OkMs and P99OkMs are the same percentiles of the successful
+	// requests alone (0 for buckets without one); absent when not measured
+	// (a distributed run's generators stream only every request's).
+	P50OkMs []float64 `json:"p50_ok_ms,omitempty"`
+	P99OkMs []float64 `json:"p99_ok_ms,omitempty"`
 }

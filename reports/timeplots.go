@@ -19,9 +19,12 @@ type timeSeries struct {
 	buckets int
 	series  []InstanceSeries // healthy first, faulty last, each by id
 	faulty  map[int]bool
-	windows [][2]float64 // distinct fault windows, seconds
-	ejects  []Event
-	crashes []Event // crash and proxy-exit events (see incidents.go)
+	windows [][2]float64 // distinct fault windows, seconds, but whole-run ones
+	// wholeRun describes the faults active for the whole run, which are
+	// named once in the legend instead of shading every panel.
+	wholeRun []string
+	ejects   []Event
+	crashes  []Event // crash and proxy-exit events (see incidents.go)
 }
 
 // newTimeSeries returns nil when st has no timeline worth drawing.
@@ -48,9 +51,20 @@ func newTimeSeries(s *Summary, st *Strategy) *timeSeries {
 		return cmp.Compare(a.ID, b.ID)
 	})
 	seen := map[[2]float64]bool{}
+	end := float64(ts.buckets) * ts.bucketS
+	if s.DurationS > 0 && finite(s.DurationS) {
+		end = math.Min(end, s.DurationS)
+	}
 	for _, f := range s.Faults {
 		w := [2]float64{f.StartS, f.EndS}
-		if !finite(w[0]) || !finite(w[1]) || w[1] <= w[0] || seen[w] {
+		if !finite(w[0]) || !finite(w[1]) || w[1] <= w[0] {
+			continue
+		}
+		if w[0] <= 0 && w[1] >= end {
+			ts.wholeRun = append(ts.wholeRun, fmt.Sprintf("instance %d: %s for the whole run (not shaded)", f.Instance, f.Mode))
+			continue
+		}
+		if seen[w] {
 			continue
 		}
 		seen[w] = true
@@ -182,6 +196,9 @@ func (ts *timeSeries) fillLegend(f *figure) {
 	if len(ts.windows) > 0 {
 		f.addLegend("fault active", &bands{color: faultShade})
 	}
+	for _, w := range ts.wholeRun {
+		f.addLegend(w)
+	}
 	if len(ts.ejects) > 0 {
 		f.addLegend("ejection", &vlines{})
 	}
@@ -191,16 +208,33 @@ func (ts *timeSeries) fillLegend(f *figure) {
 }
 
 // latencyFigure plots per-instance p99 (top) and p50 (bottom) latency over
-// time on a shared log-scale axis. Buckets without a positive latency are
-// gaps. It returns nil when there is nothing to draw.
+// time on a shared log-scale axis: of the successful requests when the
+// timeline has them (P50OkMs, P99OkMs), so that an instance that fails
+// fast does not look fast, with a cross at the bottom of the panel for
+// each second in which an instance had requests and none succeeded; else
+// (a summary written before the split) of every request, so titled.
+// Buckets without a positive latency are gaps. It returns nil when there
+// is nothing to draw.
 func latencyFigure(s *Summary, st *Strategy) *figure {
 	ts := newTimeSeries(s, st)
 	if ts == nil {
 		return nil
 	}
+	ok := false
+	for _, in := range ts.series {
+		ok = ok || len(in.P99OkMs) > 0 || len(in.P50OkMs) > 0
+	}
+	which, p50, p99 := "every request, failed ones included",
+		func(in InstanceSeries) []float64 { return in.P50Ms },
+		func(in InstanceSeries) []float64 { return in.P99Ms }
+	if ok {
+		which, p50, p99 = "successful requests",
+			func(in InstanceSeries) []float64 { return in.P50OkMs },
+			func(in InstanceSeries) []float64 { return in.P99OkMs }
+	}
 	lo, hi := math.Inf(1), math.Inf(-1)
 	for _, in := range ts.series {
-		for _, vs := range [][]float64{in.P50Ms, in.P99Ms} {
+		for _, vs := range [][]float64{p50(in), p99(in)} {
 			for _, v := range vs {
 				if v > 0 && finite(v) {
 					lo, hi = math.Min(lo, v), math.Max(hi, v)
@@ -208,53 +242,80 @@ func latencyFigure(s *Summary, st *Strategy) *figure {
 			}
 		}
 	}
-	if lo > hi {
-		return nil
+	noneOK := false // some instance had a second without a success
+	if ok {
+		for _, in := range ts.series {
+			for k := range ts.buckets {
+				if at64(in.Requests, k) > 0 && !(at(in.P99OkMs, k) > 0) {
+					noneOK = true
+				}
+			}
+		}
 	}
-	lo, hi = lo/1.3, hi*1.3
+	if lo > hi {
+		if !noneOK {
+			return nil
+		}
+		lo, hi = 1, 10 // nothing succeeded: only the crosses
+	}
+	lo, hi = lo/1.6, hi*1.3
 
-	f := &figure{legend: newLegend(), w: figWidth, h: latencyFigHeight}
+	f := &figure{w: figWidth, h: latencyFigHeight}
 	for _, q := range []struct {
 		name string
 		vals func(InstanceSeries) []float64
-	}{
-		{"p99", func(in InstanceSeries) []float64 { return in.P99Ms }},
-		{"p50", func(in InstanceSeries) []float64 { return in.P50Ms }},
-	} {
-		title := fmt.Sprintf("%s: %s latency %s, by instance", st.Name, q.name, ts.bucketPhrase())
-		p := ts.newTimePanel(title, q.name+" latency (ms, log scale)")
+	}{{"p99", p99}, {"p50", p50}} {
+		title := fmt.Sprintf("%s: %s latency %s of %s, by instance", st.Name, q.name, ts.bucketPhrase(), which)
+		p := ts.newTimePanel(title, latencyAxisLabel(q.name+" latency", hi))
 		p.Y.Scale = plot.LogScale{}
 		p.Y.Tick.Marker = logTicks{}
 		if t := s.SlowThresholdMs; t > lo && t < hi {
-			p.Add(&hline{y: t, style: draw.LineStyle{Color: gray(0x55), Width: vg.Points(1), Dashes: []vg.Length{vg.Points(6), vg.Points(3)}}})
+			p.Add(&hline{y: t, style: threshStyle})
 		}
 		for _, in := range ts.series {
 			vals := q.vals(in)
 			ts.addSeries(p, ts.lineStyle(in.ID), func(k int) (float64, bool) {
 				return at(vals, k), k < len(vals) && vals[k] > 0
 			})
+			if noneOK {
+				var xs plotter.XYs
+				for k := range ts.buckets {
+					if at64(in.Requests, k) > 0 && !(at(vals, k) > 0) {
+						xs = append(xs, plotter.XY{X: (float64(k) + 0.5) * ts.bucketS, Y: lo * 1.15})
+					}
+				}
+				if len(xs) > 0 {
+					p.Add(&plotter.Scatter{XYs: xs, GlyphStyle: draw.GlyphStyle{Color: instanceColor(in.ID), Radius: vg.Points(3.5), Shape: draw.CrossGlyph{}}})
+				}
+			}
 		}
 		ts.addEjections(p)
 		p.Y.Min, p.Y.Max = lo, hi
 		f.panels = append(f.panels, p)
 	}
 	ts.fillLegend(f)
+	if noneOK {
+		f.addLegend("every request of the second failed (no successful latency; see the errors plot)",
+			&glyphThumb{style: draw.GlyphStyle{Color: gray(0x33), Radius: vg.Points(3.5), Shape: draw.CrossGlyph{}}})
+	}
 	if t := s.SlowThresholdMs; t > lo && t < hi {
-		f.addLegend("slow threshold "+fmtNum(t)+" ms",
-			&hline{style: draw.LineStyle{Color: gray(0x55), Width: vg.Points(1), Dashes: []vg.Length{vg.Points(6), vg.Points(3)}}})
+		f.addLegend("slow threshold "+fmtNum(t)+" ms", &hline{style: threshStyle})
 	}
 	return f
 }
 
-// errorFigure plots per-instance errors/requests per bucket in percent.
-// Buckets without requests are gaps. It returns nil when no bucket has
+// errorFigure plots, per instance, the failed requests per second (top:
+// where the failures went, so an instance that swallows the traffic and
+// fails it stands out) and errors/requests per bucket in percent (bottom:
+// how bad each instance was while it got traffic). Buckets without
+// requests are gaps in the ratio. It returns nil when no bucket has
 // requests.
 func errorFigure(s *Summary, st *Strategy) *figure {
 	ts := newTimeSeries(s, st)
 	if ts == nil {
 		return nil
 	}
-	hi, some := 0.0, false
+	hi, hiRate, some := 0.0, 0.0, false
 	ratio := func(in InstanceSeries, k int) (float64, bool) {
 		req := at64(in.Requests, k)
 		if req <= 0 {
@@ -267,14 +328,25 @@ func errorFigure(s *Summary, st *Strategy) *figure {
 			if v, ok := ratio(in, k); ok {
 				hi, some = math.Max(hi, v), true
 			}
+			hiRate = math.Max(hiRate, float64(at64(in.Errors, k))/ts.bucketS)
 		}
 	}
 	if !some {
 		return nil
 	}
-	f := &figure{legend: newLegend(), w: figWidth, h: figHeight}
-	title := fmt.Sprintf("%s: error rate %s, by instance", st.Name, ts.bucketPhrase())
-	p := ts.newTimePanel(title, "errors / requests (%)")
+	f := &figure{w: figWidth, h: latencyFigHeight}
+	p := ts.newTimePanel(fmt.Sprintf("%s: failed requests per second, by instance", st.Name), "failed requests (req/s)")
+	for _, in := range ts.series {
+		ts.addSeries(p, ts.lineStyle(in.ID), func(k int) (float64, bool) {
+			return float64(at64(in.Errors, k)) / ts.bucketS, k < ts.buckets
+		})
+	}
+	ts.addEjections(p)
+	p.Y.Min, p.Y.Max = 0, math.Max(1, hiRate*1.08)
+	p.Y.Tick.Marker = plainTicks{}
+	f.panels = append(f.panels, p)
+
+	p = ts.newTimePanel(fmt.Sprintf("%s: error rate %s (errors / requests of the instance), by instance", st.Name, ts.bucketPhrase()), "errors / requests (%)")
 	for _, in := range ts.series {
 		ts.addSeries(p, ts.lineStyle(in.ID), func(k int) (float64, bool) { return ratio(in, k) })
 	}
@@ -318,7 +390,7 @@ func rateFigure(s *Summary, st *Strategy) *figure {
 	if !some {
 		return nil
 	}
-	f := &figure{legend: newLegend(), w: figWidth, h: figHeight}
+	f := &figure{w: figWidth, h: figHeight}
 	title := fmt.Sprintf("%s: requests per second by instance (%s buckets)", st.Name, fmtNum(ts.bucketS)+" s")
 	p := ts.newTimePanel(title, "requests sent (req/s)")
 	fairSty := draw.LineStyle{Color: gray(0), Width: vg.Points(1.2), Dashes: []vg.Length{vg.Points(6), vg.Points(3)}}

@@ -53,16 +53,21 @@ type Collector struct {
 	bucket    time.Duration
 	settle    time.Duration // how long after a bucket ends its requests may still finish
 
-	mu        sync.Mutex
-	overall   *hdrhistogram.Histogram
-	lag       *hdrhistogram.Histogram
-	inst      []instAgg
-	series    []reports.InstanceSeries
-	open      map[int][]*hdrhistogram.PackedHistogram // bucket -> per-instance histograms
-	finalized int                                     // buckets < finalized are reduced (or emitted)
+	mu      sync.Mutex
+	overall *hdrhistogram.Histogram
+	// overallOK and overallFailed split overall by outcome: 2xx or not.
+	overallOK, overallFailed *hdrhistogram.Histogram
+	lag                      *hdrhistogram.Histogram
+	inst                     []instAgg
+	series                   []reports.InstanceSeries
+	open                     map[int][]*hdrhistogram.PackedHistogram // bucket -> per-instance histograms
+	// openOK holds, like open, each bucket's successful requests alone.
+	openOK    map[int][]*hdrhistogram.PackedHistogram
+	okSeries  bool // a successful request was recorded into openOK
+	finalized int  // buckets < finalized are reduced (or emitted)
 	// emit, when set, receives each finished bucket's histograms instead
 	// of reduce (EmitBuckets).
-	emit         func(b int, hists []*hdrhistogram.PackedHistogram)
+	emit         func(b int, hists, ok []*hdrhistogram.PackedHistogram)
 	late         int64 // results that arrived for an already reduced bucket
 	requests     int64
 	successes    int64
@@ -85,7 +90,7 @@ type keyCount struct {
 }
 
 type instAgg struct {
-	hist                                 *hdrhistogram.Histogram
+	hist, histOK, histFailed             *hdrhistogram.Histogram
 	requests, errors, timeouts, slowReqs int64
 }
 
@@ -95,24 +100,29 @@ type instAgg struct {
 func NewCollector(instances int, duration, timeout, slow time.Duration) *Collector {
 	buckets := int(math.Ceil(duration.Seconds()))
 	c := &Collector{
-		instances: instances,
-		slow:      slow,
-		bucket:    time.Second,
-		settle:    timeout + 2*time.Second,
-		overall:   newHist(),
-		lag:       newHist(),
-		inst:      make([]instAgg, instances),
-		series:    make([]reports.InstanceSeries, instances),
-		open:      map[int][]*hdrhistogram.PackedHistogram{},
+		instances:     instances,
+		slow:          slow,
+		bucket:        time.Second,
+		settle:        timeout + 2*time.Second,
+		overall:       newHist(),
+		overallOK:     newHist(),
+		overallFailed: newHist(),
+		lag:           newHist(),
+		inst:          make([]instAgg, instances),
+		series:        make([]reports.InstanceSeries, instances),
+		open:          map[int][]*hdrhistogram.PackedHistogram{},
+		openOK:        map[int][]*hdrhistogram.PackedHistogram{},
 	}
 	for i := range c.inst {
-		c.inst[i].hist = newHist()
+		c.inst[i] = instAgg{hist: newHist(), histOK: newHist(), histFailed: newHist()}
 		c.series[i] = reports.InstanceSeries{
 			ID:       i,
 			Requests: make([]int64, buckets),
 			Errors:   make([]int64, buckets),
 			P50Ms:    make([]float64, buckets),
 			P99Ms:    make([]float64, buckets),
+			P50OkMs:  make([]float64, buckets),
+			P99OkMs:  make([]float64, buckets),
 		}
 	}
 	return c
@@ -128,6 +138,9 @@ func (c *Collector) Add(o Outcome) {
 	_ = c.overall.RecordValue(us)
 	if o.Success {
 		c.successes++
+		_ = c.overallOK.RecordValue(us)
+	} else {
+		_ = c.overallFailed.RecordValue(us)
 	}
 	if o.Timeout {
 		c.timeouts++
@@ -149,8 +162,11 @@ func (c *Collector) Add(o Outcome) {
 	a := &c.inst[o.Instance]
 	a.requests++
 	_ = a.hist.RecordValue(us)
-	if !o.Success {
+	if o.Success {
+		_ = a.histOK.RecordValue(us)
+	} else {
 		a.errors++
+		_ = a.histFailed.RecordValue(us)
 	}
 	if o.Timeout {
 		a.timeouts++
@@ -177,6 +193,18 @@ func (c *Collector) Add(o Outcome) {
 		hs[o.Instance] = newPacked()
 	}
 	_ = hs[o.Instance].RecordValue(us)
+	if o.Success {
+		ok := c.openOK[b]
+		if ok == nil {
+			ok = make([]*hdrhistogram.PackedHistogram, c.instances)
+			c.openOK[b] = ok
+		}
+		if ok[o.Instance] == nil {
+			ok[o.Instance] = newPacked()
+		}
+		_ = ok[o.Instance].RecordValue(us)
+		c.okSeries = true
+	}
 }
 
 // Buckets is how many one-second buckets the collector keeps.
@@ -216,11 +244,12 @@ func (c *Collector) Sweep(elapsed time.Duration) {
 
 // EmitBuckets makes the collector hand each finished second's histograms,
 // indexed by instance (nil where an instance had none, and a nil slice for
-// a second without any), to emit in bucket order, instead of reducing
+// a second without any), of every request (hists) and of the successful
+// ones (ok), to emit in bucket order, instead of reducing
 // them to percentiles: a generator streams them to the coordinator, which
 // merges them (MergeBuckets). emit runs with the collector locked. Call it
 // before the first Add.
-func (c *Collector) EmitBuckets(emit func(b int, hists []*hdrhistogram.PackedHistogram)) {
+func (c *Collector) EmitBuckets(emit func(b int, hists, ok []*hdrhistogram.PackedHistogram)) {
 	c.mu.Lock()
 	c.emit = emit
 	c.mu.Unlock()
@@ -229,8 +258,9 @@ func (c *Collector) EmitBuckets(emit func(b int, hists []*hdrhistogram.PackedHis
 // close finishes bucket b: emits or reduces it. c.mu held.
 func (c *Collector) close(b int) {
 	if c.emit != nil {
-		c.emit(b, c.open[b])
+		c.emit(b, c.open[b], c.openOK[b])
 		delete(c.open, b)
+		delete(c.openOK, b)
 		return
 	}
 	c.reduce(b)
@@ -245,7 +275,15 @@ func (c *Collector) reduce(b int) {
 		c.series[i].P50Ms[b] = ms(h.ValueAtPercentile(50))
 		c.series[i].P99Ms[b] = ms(h.ValueAtPercentile(99))
 	}
+	for i, h := range c.openOK[b] {
+		if h == nil || h.TotalCount() == 0 {
+			continue
+		}
+		c.series[i].P50OkMs[b] = ms(h.ValueAtPercentile(50))
+		c.series[i].P99OkMs[b] = ms(h.ValueAtPercentile(99))
+	}
 	delete(c.open, b)
+	delete(c.openOK, b)
 }
 
 // Finish reduces every remaining bucket; no Add may follow.
@@ -273,6 +311,15 @@ func latencyOf(h *hdrhistogram.Histogram) reports.Latency {
 	}
 }
 
+// latencyPtr is latencyOf h, or nil when h is empty.
+func latencyPtr(h *hdrhistogram.Histogram) *reports.Latency {
+	if h.TotalCount() == 0 {
+		return nil
+	}
+	l := latencyOf(h)
+	return &l
+}
+
 func ratio(a, b int64) float64 {
 	if b == 0 {
 		return 0
@@ -285,18 +332,26 @@ func (c *Collector) Strategy(name string, faulty []int) reports.Strategy {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	s := reports.Strategy{
-		Name:         name,
-		Requests:     c.requests,
-		SuccessRatio: ratio(c.successes, c.requests),
-		TimeoutRatio: ratio(c.timeouts, c.requests),
-		SlowRatio:    ratio(c.slowCount, c.requests),
-		LatencyMs:    latencyOf(c.overall),
-		Unattributed: c.unattributed,
-		Instances:    make([]reports.Instance, c.instances),
-		Timeline:     &reports.Timeline{BucketS: c.bucket.Seconds(), Instances: c.series, Unrouted: c.unrouted},
+		Name:            name,
+		Requests:        c.requests,
+		SuccessRatio:    ratio(c.successes, c.requests),
+		TimeoutRatio:    ratio(c.timeouts, c.requests),
+		SlowRatio:       ratio(c.slowCount, c.requests),
+		LatencyMs:       latencyOf(c.overall),
+		LatencyOkMs:     latencyPtr(c.overallOK),
+		LatencyFailedMs: latencyPtr(c.overallFailed),
+		Unattributed:    c.unattributed,
+		Instances:       make([]reports.Instance, c.instances),
+		Timeline:        &reports.Timeline{BucketS: c.bucket.Seconds(), Instances: c.series, Unrouted: c.unrouted},
 	}
 	if c.requests > 0 {
 		s.ErrorRatio = 1 - s.SuccessRatio
+	}
+	if !c.okSeries {
+		// Not measured (merged from generators) or no success at all.
+		for i := range c.series {
+			c.series[i].P50OkMs, c.series[i].P99OkMs = nil, nil
+		}
 	}
 	isFaulty := make([]bool, c.instances)
 	for _, id := range faulty {
@@ -307,15 +362,17 @@ func (c *Collector) Strategy(name string, faulty []int) reports.Strategy {
 	var faultyReqs int64
 	for i, a := range c.inst {
 		s.Instances[i] = reports.Instance{
-			ID:         i,
-			Faulty:     isFaulty[i],
-			Requests:   a.requests,
-			Share:      ratio(a.requests, c.requests),
-			Errors:     a.errors,
-			ErrorRatio: ratio(a.errors, a.requests),
-			LatencyMs:  latencyOf(a.hist),
-			Timeouts:   a.timeouts,
-			Slow:       a.slowReqs,
+			ID:              i,
+			Faulty:          isFaulty[i],
+			Requests:        a.requests,
+			Share:           ratio(a.requests, c.requests),
+			Errors:          a.errors,
+			ErrorRatio:      ratio(a.errors, a.requests),
+			LatencyMs:       latencyOf(a.hist),
+			LatencyOkMs:     latencyPtr(a.histOK),
+			LatencyFailedMs: latencyPtr(a.histFailed),
+			Timeouts:        a.timeouts,
+			Slow:            a.slowReqs,
 		}
 		if isFaulty[i] {
 			faultyReqs += a.requests
@@ -324,6 +381,8 @@ func (c *Collector) Strategy(name string, faulty []int) reports.Strategy {
 	s.FaultyShare = ratio(faultyReqs, c.requests)
 	s.Affinity = c.affinity()
 	s.Percentiles = percentileCurve(c.overall)
+	s.PercentilesOK = percentileCurve(c.overallOK)
+	s.PercentilesFailed = percentileCurve(c.overallFailed)
 	if c.lag.TotalCount() > 0 {
 		s.SendLagMs = reports.LagStats{
 			P50: ms(c.lag.ValueAtPercentile(50)),

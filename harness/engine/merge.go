@@ -108,16 +108,13 @@ func (m *Merger) header(gen int, h StreamHeader) error {
 }
 
 func (m *Merger) bucket(gen int, f bucketFrame) error {
-	if len(f.Instances) != len(f.Hists) {
-		return fmt.Errorf("bucket %d: %d instances, %d histograms", f.Bucket, len(f.Instances), len(f.Hists))
+	hists, err := decodePackedList(f.Bucket, f.Instances, f.Hists)
+	if err != nil {
+		return err
 	}
-	hists := make([]*hdrhistogram.PackedHistogram, len(f.Hists))
-	for i, b := range f.Hists {
-		h, err := decodePacked(b)
-		if err != nil {
-			return fmt.Errorf("bucket %d, instance %d: %w", f.Bucket, f.Instances[i], err)
-		}
-		hists[i] = h
+	okHists, err := decodePackedList(f.Bucket, f.OKInstances, f.OKHists)
+	if err != nil {
+		return err
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -125,9 +122,15 @@ func (m *Merger) bucket(gen int, f bucketFrame) error {
 		return fmt.Errorf("bucket %d out of order: want %d", f.Bucket, m.through[gen])
 	}
 	for i, h := range hists {
-		if err := m.coll.mergeBucket(f.Bucket, f.Instances[i], h); err != nil {
+		if err := m.coll.mergeBucket(m.coll.open, f.Bucket, f.Instances[i], h); err != nil {
 			return err
 		}
+	}
+	for i, h := range okHists {
+		if err := m.coll.mergeBucket(m.coll.openOK, f.Bucket, f.OKInstances[i], h); err != nil {
+			return err
+		}
+		m.coll.okSeries = true
 	}
 	m.through[gen]++
 	m.coll.reduceBefore(slices.Min(m.through))
@@ -238,8 +241,25 @@ func (m *Merger) Measurement(name string, faulty []int) (*Measurement, error) {
 	return out, nil
 }
 
-// mergeBucket adds h to bucket b of instance inst.
-func (c *Collector) mergeBucket(b, inst int, h *hdrhistogram.PackedHistogram) error {
+// decodePackedList decodes a bucket frame's histograms.
+func decodePackedList(bucket int, instances []int, raw [][]byte) ([]*hdrhistogram.PackedHistogram, error) {
+	if len(instances) != len(raw) {
+		return nil, fmt.Errorf("bucket %d: %d instances, %d histograms", bucket, len(instances), len(raw))
+	}
+	hists := make([]*hdrhistogram.PackedHistogram, len(raw))
+	for i, b := range raw {
+		h, err := decodePacked(b)
+		if err != nil {
+			return nil, fmt.Errorf("bucket %d, instance %d: %w", bucket, instances[i], err)
+		}
+		hists[i] = h
+	}
+	return hists, nil
+}
+
+// mergeBucket adds h to bucket b of instance inst in open (c.open or
+// c.openOK).
+func (c *Collector) mergeBucket(open map[int][]*hdrhistogram.PackedHistogram, b, inst int, h *hdrhistogram.PackedHistogram) error {
 	if inst < 0 || inst >= c.instances || b < 0 || b >= len(c.series[0].Requests) {
 		return fmt.Errorf("bucket %d, instance %d: out of range", b, inst)
 	}
@@ -247,10 +267,10 @@ func (c *Collector) mergeBucket(b, inst int, h *hdrhistogram.PackedHistogram) er
 		c.late += h.TotalCount()
 		return nil
 	}
-	hs := c.open[b]
+	hs := open[b]
 	if hs == nil {
 		hs = make([]*hdrhistogram.PackedHistogram, c.instances)
-		c.open[b] = hs
+		open[b] = hs
 	}
 	if hs[inst] == nil {
 		hs[inst] = newPacked()
@@ -259,6 +279,15 @@ func (c *Collector) mergeBucket(b, inst int, h *hdrhistogram.PackedHistogram) er
 		return fmt.Errorf("bucket %d, instance %d: %d values outside the histogram's range", b, inst, d)
 	}
 	return nil
+}
+
+// decodeOptHist decodes a histogram a generator may have left out (an
+// older one): empty bytes give an empty histogram.
+func decodeOptHist(b []byte) (*hdrhistogram.Histogram, error) {
+	if len(b) == 0 {
+		return newHist(), nil
+	}
+	return decodeHist(b)
 }
 
 // reduceBefore reduces the buckets below b. c.mu is not held; the
@@ -285,10 +314,26 @@ func (c *Collector) mergeTotals(t *streamTotals) error {
 	if err != nil {
 		return fmt.Errorf("send lag histogram: %w", err)
 	}
+	overallOK, err := decodeOptHist(t.OverallOK)
+	if err != nil {
+		return fmt.Errorf("successful requests' latency histogram: %w", err)
+	}
+	overallFailed, err := decodeOptHist(t.OverallFailed)
+	if err != nil {
+		return fmt.Errorf("failed requests' latency histogram: %w", err)
+	}
 	inst := make([]*hdrhistogram.Histogram, c.instances)
+	instOK := make([]*hdrhistogram.Histogram, c.instances)
+	instFailed := make([]*hdrhistogram.Histogram, c.instances)
 	for i, si := range t.Instances {
 		if inst[i], err = decodeHist(si.Hist); err != nil {
 			return fmt.Errorf("instance %d histogram: %w", i, err)
+		}
+		if instOK[i], err = decodeOptHist(si.HistOK); err != nil {
+			return fmt.Errorf("instance %d successful requests' histogram: %w", i, err)
+		}
+		if instFailed[i], err = decodeOptHist(si.HistFailed); err != nil {
+			return fmt.Errorf("instance %d failed requests' histogram: %w", i, err)
 		}
 		if len(si.SeriesRequests) != buckets || len(si.SeriesErrors) != buckets {
 			return fmt.Errorf("instance %d: %d seconds, want %d", i, len(si.SeriesRequests), buckets)
@@ -310,12 +355,12 @@ func (c *Collector) mergeTotals(t *streamTotals) error {
 	c.unattributed += t.Unattributed
 	c.aborted += t.Aborted
 	c.late += t.Late
-	if d := c.overall.Merge(overall) + c.lag.Merge(lag); d > 0 {
+	if d := c.overall.Merge(overall) + c.lag.Merge(lag) + c.overallOK.Merge(overallOK) + c.overallFailed.Merge(overallFailed); d > 0 {
 		return fmt.Errorf("%d values outside the histograms' range", d)
 	}
 	for i, si := range t.Instances {
 		a := &c.inst[i]
-		if d := a.hist.Merge(inst[i]); d > 0 {
+		if d := a.hist.Merge(inst[i]) + a.histOK.Merge(instOK[i]) + a.histFailed.Merge(instFailed[i]); d > 0 {
 			return fmt.Errorf("instance %d: %d values outside the histogram's range", i, d)
 		}
 		a.requests += si.Requests

@@ -103,6 +103,10 @@ type bucketFrame struct {
 	Bucket    int
 	Instances []int
 	Hists     [][]byte // HdrHistogram V2, base64-decoded
+	// OKInstances and OKHists are the same of the successful requests
+	// alone.
+	OKInstances []int
+	OKHists     [][]byte
 }
 
 type endFrame struct {
@@ -122,8 +126,11 @@ type streamTotals struct {
 	Requests, Successes, Timeouts, Slow int64
 	Unattributed, Aborted, Late         int64
 	Overall, Lag                        []byte
-	Instances                           []streamInstance
-	Unrouted                            []int64
+	// OverallOK and OverallFailed split Overall by outcome; empty from a
+	// generator that did not send them.
+	OverallOK, OverallFailed []byte
+	Instances                []streamInstance
+	Unrouted                 []int64
 	// Keys as parallel lists: KeyN[i] requests with key Keys[i] went to
 	// instance KeyInst[i].
 	Keys    []uint64
@@ -132,7 +139,7 @@ type streamTotals struct {
 }
 
 type streamInstance struct {
-	Hist                             []byte
+	Hist, HistOK, HistFailed         []byte
 	Requests, Errors, Timeouts, Slow int64
 	SeriesRequests, SeriesErrors     []int64
 }
@@ -161,25 +168,41 @@ func NewStreamWriter(w io.Writer, h StreamHeader) *StreamWriter {
 	return s
 }
 
-// Bucket writes bucket b's per-instance histograms (nil entries are
-// skipped); a Collector's EmitBuckets callback.
-func (s *StreamWriter) Bucket(b int, hists []*hdrhistogram.PackedHistogram) error {
+// Bucket writes bucket b's per-instance histograms of every request and
+// of the successful ones (nil entries are skipped); a Collector's
+// EmitBuckets callback.
+func (s *StreamWriter) Bucket(b int, hists, ok []*hdrhistogram.PackedHistogram) error {
 	f := bucketFrame{Bucket: b}
+	var err error
+	if f.Instances, f.Hists, err = encodePackedList(hists); err != nil {
+		return s.fail(err)
+	}
+	if f.OKInstances, f.OKHists, err = encodePackedList(ok); err != nil {
+		return s.fail(err)
+	}
+	return s.frame(frameBucket, f)
+}
+
+// encodePackedList encodes the non-empty histograms of hists, with their
+// indexes.
+func encodePackedList(hists []*hdrhistogram.PackedHistogram) ([]int, [][]byte, error) {
+	var idx []int
+	var out [][]byte
 	for i, h := range hists {
 		if h == nil || h.TotalCount() == 0 {
 			continue
 		}
 		enc, err := h.Encode()
 		if err != nil {
-			return s.fail(err)
+			return nil, nil, err
 		}
 		raw, err := base64.StdEncoding.DecodeString(string(enc))
 		if err != nil {
-			return s.fail(err)
+			return nil, nil, err
 		}
-		f.Instances, f.Hists = append(f.Instances, i), append(f.Hists, raw)
+		idx, out = append(idx, i), append(out, raw)
 	}
-	return s.frame(frameBucket, f)
+	return idx, out, nil
 }
 
 // GeneratorProgress is a generator's attack in progress.
@@ -387,9 +410,21 @@ func (c *Collector) totals() (streamTotals, error) {
 	if t.Lag, err = encodeHist(c.lag); err != nil {
 		return t, err
 	}
+	if t.OverallOK, err = encodeHist(c.overallOK); err != nil {
+		return t, err
+	}
+	if t.OverallFailed, err = encodeHist(c.overallFailed); err != nil {
+		return t, err
+	}
 	for i, a := range c.inst {
 		si := &t.Instances[i]
 		if si.Hist, err = encodeHist(a.hist); err != nil {
+			return t, err
+		}
+		if si.HistOK, err = encodeHist(a.histOK); err != nil {
+			return t, err
+		}
+		if si.HistFailed, err = encodeHist(a.histFailed); err != nil {
 			return t, err
 		}
 		si.Requests, si.Errors, si.Timeouts, si.Slow = a.requests, a.errors, a.timeouts, a.slowReqs

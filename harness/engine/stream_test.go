@@ -46,8 +46,8 @@ func writeStreams(t *testing.T, outcomes []Outcome, gens int) []*bytes.Buffer {
 		bufs[g] = new(bytes.Buffer)
 		c := newStreamCollector()
 		sw := NewStreamWriter(bufs[g], StreamHeader{Generator: g, Generators: gens, Instances: 3, Buckets: c.Buckets()})
-		c.EmitBuckets(func(b int, hs []*hdrhistogram.PackedHistogram) {
-			if err := sw.Bucket(b, hs); err != nil {
+		c.EmitBuckets(func(b int, hs, ok []*hdrhistogram.PackedHistogram) {
+			if err := sw.Bucket(b, hs, ok); err != nil {
 				t.Fatal(err)
 			}
 		})
@@ -161,7 +161,7 @@ func TestMergedBehindIfAnyGeneratorWas(t *testing.T) {
 		var buf bytes.Buffer
 		c := newStreamCollector()
 		sw := NewStreamWriter(&buf, StreamHeader{Generator: g, Generators: 2, Instances: 3, Buckets: c.Buckets()})
-		c.EmitBuckets(func(b int, hs []*hdrhistogram.PackedHistogram) { _ = sw.Bucket(b, hs) })
+		c.EmitBuckets(func(b int, hs, ok []*hdrhistogram.PackedHistogram) { _ = sw.Bucket(b, hs, ok) })
 		c.Finish()
 		if err := sw.End(c, NewEventLog(time.Time{}), res); err != nil {
 			t.Fatal(err)

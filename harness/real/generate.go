@@ -107,7 +107,7 @@ func Generate(ctx context.Context, spec GenerateSpec, out, log io.Writer) error 
 		Instances: n, Buckets: coll.Buckets(), Start: start.UnixNano(), Late: late,
 	})
 	// A write error sticks in the writer and is returned by End.
-	coll.EmitBuckets(func(b int, hists []*hdrhistogram.PackedHistogram) { _ = sw.Bucket(b, hists) })
+	coll.EmitBuckets(func(b int, hists, ok []*hdrhistogram.PackedHistogram) { _ = sw.Bucket(b, hists, ok) })
 	var raw *rawWriter
 	if spec.Raw {
 		raw = newRawEncoder(&streamRaw{sw})

@@ -64,7 +64,7 @@ func (s *sim) newGenerators(exp *experiments.Experiment, name string, stream boo
 			Instances: len(s.insts), Buckets: gen.coll.Buckets(), Start: Epoch.UnixNano(),
 		})
 		// A write error sticks in the writer and ends the run at End.
-		gen.coll.EmitBuckets(func(b int, hists []*hdrhistogram.PackedHistogram) { _ = gen.stream.Bucket(b, hists) })
+		gen.coll.EmitBuckets(func(b int, hists, ok []*hdrhistogram.PackedHistogram) { _ = gen.stream.Bucket(b, hists, ok) })
 	}
 	return nil
 }
