@@ -223,7 +223,7 @@ func (e *Engine) Measure(ctx context.Context, job engine.Job) (m *engine.Measure
 	coll := engine.NewCollector(len(backends), exp.Duration, exp.Timeout, exp.SlowThreshold)
 
 	var raw *rawWriter // nil: no raw results kept
-	if raw, err = openRaw(opts.RawDir, name); err != nil {
+	if raw, err = openRaw(opts.RawDir, job); err != nil {
 		return nil, err
 	}
 	defer closeRaw(raw)
@@ -312,7 +312,7 @@ func finish(ctx context.Context, m *engine.Measurement, f finished) {
 		m.Notes = append(m.Notes, note)
 	}
 	if f.rawDir != "" {
-		if err := writeHDRLog(f.rawDir, name, f.coll, f.start, f.start.Add(elapsed)); err != nil {
+		if err := writeHDRLog(f.rawDir, f.job, f.coll, f.start, f.start.Add(elapsed)); err != nil {
 			m.Notes = append(m.Notes, fmt.Sprintf("%s: histogram log not written: %v", name, err))
 		}
 	}
@@ -451,10 +451,13 @@ func (l *resultLoop) run(ctx context.Context, results <-chan *vegeta.Result) loo
 				break
 			}
 			out.sent++
+			rt, routed := bal.Take(res.Seq)
+			if routed && res.BytesIn == 0 {
+				res.BytesIn = rt.BytesIn.Load()
+			}
 			if l.raw != nil {
 				l.raw(res)
 			}
-			rt, routed := bal.Take(res.Seq)
 			if routed && rt.Aborted.Load() {
 				coll.Abort()
 				continue

@@ -376,13 +376,9 @@ strategies: [round-robin]
 	st := sum.Strategies[0]
 
 	// Every result, in Vegeta's own encoding.
-	f, err := os.Open(filepath.Join(dir, "results-round-robin.bin"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	dec := vegeta.NewDecoder(f)
-	var n, failed int64
+	// Without response headers and bodies, but with the bodies' lengths.
+	dec := vegeta.NewDecoder(openResults(t, dir, "round-robin"))
+	var n, failed, noBytes int64
 	for {
 		var r vegeta.Result
 		if err := dec.Decode(&r); err != nil {
@@ -395,13 +391,22 @@ strategies: [round-robin]
 		if r.Code == 503 {
 			failed++
 		}
+		if r.BytesIn == 0 {
+			noBytes++
+		}
+		if r.Headers != nil || r.Body != nil || r.Attack != "round-robin" || r.Timestamp.IsZero() || r.Latency <= 0 {
+			t.Errorf("result %d: headers %v, body %q, attack %q, timestamp %v, latency %v; want no headers or body and the rest", n, r.Headers, r.Body, r.Attack, r.Timestamp, r.Latency)
+		}
+	}
+	if noBytes > 0 {
+		t.Errorf("raw results: %d of %d with BytesIn 0; every response has a body", noBytes, n)
 	}
 	if n != st.Requests || failed != st.Instances[1].Errors {
 		t.Errorf("raw results: %d (%d failed), summary: %d (%d failed)", n, failed, st.Requests, st.Instances[1].Errors)
 	}
 
 	// The histograms, as an HdrHistogram log: overall and per instance.
-	hf, err := os.Open(filepath.Join(dir, "latency-round-robin.hlog"))
+	hf, err := os.Open(filepath.Join(dir, "round-robin", reports.HDRLogFile))
 	if err != nil {
 		t.Fatal(err)
 	}

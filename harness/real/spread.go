@@ -66,7 +66,7 @@ func (e *Engine) measureSpread(ctx context.Context, job engine.Job, fl fleet.Fle
 	merger := engine.NewMerger(coll, gens)
 
 	var raw *rawWriter // nil: no raw results kept
-	if raw, err = openRaw(opts.RawDir, name); err != nil {
+	if raw, err = openRaw(opts.RawDir, job); err != nil {
 		return nil, err
 	}
 	defer closeRaw(raw)
@@ -183,7 +183,7 @@ func (e *Engine) measureSpread(ctx context.Context, job engine.Job, fl fleet.Fle
 		}
 	}
 	if opts.RawDir != "" {
-		if err := writeHDRLog(opts.RawDir, name, coll, start, start.Add(m.Elapsed)); err != nil {
+		if err := writeHDRLog(opts.RawDir, job, coll, start, start.Add(m.Elapsed)); err != nil {
 			m.Notes = append(m.Notes, fmt.Sprintf("%s: histogram log not written: %v", name, err))
 		}
 	}

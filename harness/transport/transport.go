@@ -141,6 +141,9 @@ type Route struct {
 	HasKey   bool
 	Timeout  atomic.Bool // the request hit the client timeout
 	Aborted  atomic.Bool // cancelled because the run was interrupted
+	// BytesIn counts the response body's bytes read by the client: the
+	// client keeps no body (Vegeta's MaxBody(0)) and so cannot count them.
+	BytesIn atomic.Uint64
 
 	conn atomic.Pointer[ConnRef] // a proxy client's connection (conn.go)
 }
@@ -244,7 +247,7 @@ func (b *Balancer) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 	}
 	load := resp.Header.Get(faultyserver.LoadHeader)
-	resp.Body = &doneBody{rc: resp.Body, finish: func(err error) { finish(resp.StatusCode, load, err) }}
+	resp.Body = &doneBody{rc: resp.Body, read: &rt.BytesIn, finish: func(err error) { finish(resp.StatusCode, load, err) }}
 	return resp, nil
 }
 
@@ -286,12 +289,16 @@ func (b *Balancer) CapHits() int64 { return b.capHits.Load() }
 // read error, or at Close, whichever comes first.
 type doneBody struct {
 	rc     io.ReadCloser
+	read   *atomic.Uint64 // counts the bytes read; nil: not counted
 	once   sync.Once
 	finish func(error)
 }
 
 func (d *doneBody) Read(p []byte) (int, error) {
 	n, err := d.rc.Read(p)
+	if d.read != nil && n > 0 {
+		d.read.Add(uint64(n))
+	}
 	if err != nil {
 		if err == io.EOF {
 			d.once.Do(func() { d.finish(nil) })
