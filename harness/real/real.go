@@ -36,10 +36,11 @@ type Options struct {
 	// ProgressEvery is the interval of progress lines on the job's Log when
 	// it has no Progress callback (default 5 s).
 	ProgressEvery time.Duration
-	// RawDir, when set, receives each strategy's raw data: every result in
-	// Vegeta's encoding (results-<strategy>.bin, readable by `vegeta
-	// report` and `vegeta plot`) and its latency histograms as an
-	// HdrHistogram log (latency-<strategy>.hlog).
+	// RawDir, when set, receives each strategy's raw data in the
+	// strategy's directory (reports.StrategyDirs): every result in
+	// Vegeta's encoding, zstd-compressed (reports.ResultsFile, readable by
+	// `vegeta report` and `vegeta plot` once decompressed) and its latency
+	// histograms as an HdrHistogram log (reports.HDRLogFile).
 	RawDir string
 	// LbchaosBinary is the lbchaos executable that "lbchaos:..." proxy
 	// strategies run as `lbchaos proxy`, and that a distributed run

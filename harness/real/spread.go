@@ -171,7 +171,7 @@ func (e *Engine) measureSpread(ctx context.Context, job engine.Job, fl fleet.Fle
 	m.Interrupted = m.Interrupted || faultStop.Load()
 	for g, err := range rawErrs {
 		if err != nil {
-			m.Notes = append(m.Notes, fmt.Sprintf("%s: generator %d's raw results could not be decoded (%v); results-*.bin lacks some of them.", name, g, err))
+			m.Notes = append(m.Notes, fmt.Sprintf("%s: generator %d's raw results could not be decoded (%v); the strategy's results.bin.zst lacks some of them.", name, g, err))
 		}
 	}
 	if note := raw.note(name, start); note != "" {
