@@ -405,7 +405,8 @@ strategies: [round-robin]
 		t.Errorf("raw results: %d (%d failed), summary: %d (%d failed)", n, failed, st.Requests, st.Instances[1].Errors)
 	}
 
-	// The histograms, as an HdrHistogram log: overall and per instance.
+	// The histograms, as an HdrHistogram log: one interval a second (the
+	// 1 s attack: one), overall and per instance.
 	hf, err := os.Open(filepath.Join(dir, "round-robin", reports.HDRLogFile))
 	if err != nil {
 		t.Fatal(err)
@@ -424,7 +425,10 @@ strategies: [round-robin]
 		}
 		tags = append(tags, h.Tag())
 		if h.Tag() == "all" {
-			total = h.TotalCount()
+			total += h.TotalCount()
+		}
+		if d := h.EndTimeMs() - h.StartTimeMs(); d != 1000 {
+			t.Errorf("interval %s of %d ms, want 1000", h.Tag(), d)
 		}
 	}
 	if strings.Join(tags, ",") != "all,instance-0,instance-1,instance-2" || total != st.Requests {
