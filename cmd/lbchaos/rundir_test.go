@@ -14,6 +14,7 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 	"github.com/lbchaos/lbchaos/reports"
+	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
 // TestRunOutNotEmpty: --out into a directory with files refuses, naming
@@ -76,6 +77,7 @@ func TestVegetaReadsRawResults(t *testing.T) {
 		t.Fatalf("%v\n%s", err, errOut)
 	}
 	s := readSummary(t, dir)
+	validateSummary(t, dir) // a real run's, with the harness's fields
 	subs := reports.StrategyDirs([]string{s.Strategies[0].Name, s.Strategies[1].Name})
 	for i, st := range s.Strategies {
 		results := decompress(t, filepath.Join(dir, subs[i], reports.ResultsFile))
@@ -140,4 +142,37 @@ func vegetaCmd(t *testing.T, vegeta string, results []byte, args ...string) stri
 		t.Fatalf("vegeta %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
 	}
 	return stdout.String()
+}
+
+// TestSimSummaryMatchesSchema: a fresh simulated run's summary.json
+// validates against the shipped schemas/summary.schema.json (a real run's:
+// TestVegetaReadsRawResults).
+func TestSimSummaryMatchesSchema(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "run")
+	if _, errOut, err := runCLI(t, context.Background(), "run", "fast-fail", "--engine", "sim", "--duration", "3s", "--quiet", "--out", dir); err != nil {
+		t.Fatalf("%v\n%s", err, errOut)
+	}
+	validateSummary(t, dir)
+}
+
+// validateSummary validates the summary.json in dir against the shipped
+// schemas/summary.schema.json.
+func validateSummary(t *testing.T, dir string) {
+	t.Helper()
+	sch, err := jsonschema.NewCompiler().Compile("../../schemas/summary.schema.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(filepath.Join(dir, reports.SummaryFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	doc, err := jsonschema.UnmarshalJSON(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sch.Validate(doc); err != nil {
+		t.Errorf("%s/summary.json: %v", dir, err)
+	}
 }
