@@ -104,6 +104,14 @@ type Strategy struct {
 	// Harness is the load generator's own health during the attack (real
 	// engine, one generator); absent for a simulated run.
 	Harness *Harness `json:"harness,omitempty"`
+	// TransportOverheadMs is the distribution of each answered request's
+	// latency minus the instance's own time for it (from the handler's
+	// start to its answer, which the instance reports): the share of the
+	// connection, the HTTP stacks and scheduling, which a simulator adds to
+	// queueing and service. Real engine, one generator, HTTP to lbchaos's
+	// own instances; absent otherwise (simulated run, gRPC, a proxy under
+	// test, an application image, several generators).
+	TransportOverheadMs *Overhead `json:"transport_overhead_ms,omitempty"`
 
 	// Scenario metrics (see Derive).
 
@@ -183,6 +191,20 @@ type Latency struct {
 	P99  float64 `json:"p99"`  // 99th percentile
 	P999 float64 `json:"p999"` // 99.9th percentile
 	Max  float64 `json:"max"`
+}
+
+// Overhead is a distribution in milliseconds, by percentiles from p1 to
+// p99.9, of Count requests.
+type Overhead struct {
+	Count int64   `json:"count"` // requests measured
+	Mean  float64 `json:"mean"`
+	P1    float64 `json:"p1"`
+	P10   float64 `json:"p10"`
+	P50   float64 `json:"p50"`
+	P90   float64 `json:"p90"`
+	P99   float64 `json:"p99"`
+	P999  float64 `json:"p999"`
+	Max   float64 `json:"max"`
 }
 
 // LagStats summarises how far behind schedule requests were sent.

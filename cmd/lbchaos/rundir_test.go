@@ -153,6 +153,11 @@ func TestSimSummaryMatchesSchema(t *testing.T) {
 		t.Fatalf("%v\n%s", err, errOut)
 	}
 	validateSummary(t, dir)
+	for _, st := range readSummary(t, dir).Strategies {
+		if st.TransportOverheadMs != nil {
+			t.Errorf("%s: a simulated run has transport_overhead_ms %+v; it measures no transport", st.Name, *st.TransportOverheadMs)
+		}
+	}
 }
 
 // validateSummary validates the summary.json in dir against the shipped

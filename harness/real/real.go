@@ -280,6 +280,9 @@ func (e *Engine) Measure(ctx context.Context, job engine.Job) (m *engine.Measure
 	}
 	finish(ctx, m, finished{job: job, rawDir: opts.RawDir, fl: fl, coll: coll, sched: sched, events: events, lbs: lbs,
 		start: start, span: span, sent: sent, interrupted: interrupted, raw: raw})
+	if proxy == nil {
+		m.Strategy.TransportOverheadMs = res.overhead.summary()
+	}
 	inc.addTo(m)
 	return m, faults.error()
 }
@@ -424,6 +427,7 @@ type resultLoop struct {
 }
 
 type loopResult struct {
+	overhead    *overhead           // latency minus the instance's own time
 	sent        int64               // every result, aborted ones included
 	interrupted time.Duration       // since start; -1 when not interrupted
 	unnamed     []engine.SeqOutcome // proxy: results to attribute
@@ -442,7 +446,7 @@ func (l *resultLoop) run(ctx context.Context, results <-chan *vegeta.Result) loo
 		errs    int64
 		lastLog = start
 		done    = ctx.Done()
-		out     = loopResult{interrupted: -1, conns: map[uint64]transport.ConnRef{}}
+		out     = loopResult{interrupted: -1, conns: map[uint64]transport.ConnRef{}, overhead: newOverhead()}
 	)
 	for results != nil {
 		select {
@@ -462,6 +466,9 @@ func (l *resultLoop) run(ctx context.Context, results <-chan *vegeta.Result) loo
 			if routed && rt.Aborted.Load() {
 				coll.Abort()
 				continue
+			}
+			if routed && rt.ServerTimed.Load() {
+				out.overhead.add(res.Latency, rt.ServerUs.Load())
 			}
 			if due, ok := l.sched.Due(res.Seq); ok {
 				sent := res.Timestamp.Sub(start)

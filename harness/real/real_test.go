@@ -375,6 +375,18 @@ strategies: [round-robin]
 	}
 	st := sum.Strategies[0]
 
+	// The transport's share of every answered request's latency: here
+	// every request is answered by the instance, which says its own time.
+	if o := st.TransportOverheadMs; o == nil {
+		t.Error("no transport_overhead_ms")
+	} else {
+		t.Logf("transport overhead: %+v; latency %+v", *o, st.LatencyMs)
+		if o.Count != st.Requests || !(o.P1 > 0 && o.P1 <= o.P50 && o.P50 <= o.P99 && o.P99 <= o.Max) || o.P50 >= st.LatencyMs.P50 {
+			t.Errorf("transport overhead %+v over %d requests with latency p50 %v ms: want every request, ordered percentiles, below the latency",
+				*o, st.Requests, st.LatencyMs.P50)
+		}
+	}
+
 	// Every result, in Vegeta's own encoding.
 	// Without response headers and bodies, but with the bodies' lengths.
 	dec := vegeta.NewDecoder(openResults(t, dir, "round-robin"))

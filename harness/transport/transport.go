@@ -144,6 +144,12 @@ type Route struct {
 	// BytesIn counts the response body's bytes read by the client: the
 	// client keeps no body (Vegeta's MaxBody(0)) and so cannot count them.
 	BytesIn atomic.Uint64
+	// ServerUs is the instance's own time for the request
+	// (faultyserver.ServerTimeHeader) in microseconds, when ServerTimed:
+	// not for a request without an answer, nor for an answer that does
+	// not say (a proxy's own, another server's).
+	ServerUs    atomic.Int64
+	ServerTimed atomic.Bool
 
 	conn atomic.Pointer[ConnRef] // a proxy client's connection (conn.go)
 }
@@ -247,6 +253,10 @@ func (b *Balancer) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 	}
 	load := resp.Header.Get(faultyserver.LoadHeader)
+	if us, err := strconv.ParseInt(resp.Header.Get(faultyserver.ServerTimeHeader), 10, 64); err == nil && us >= 0 {
+		rt.ServerUs.Store(us)
+		rt.ServerTimed.Store(true)
+	}
 	resp.Body = &doneBody{rc: resp.Body, read: &rt.BytesIn, finish: func(err error) { finish(resp.StatusCode, load, err) }}
 	return resp, nil
 }
