@@ -114,6 +114,9 @@ func countResults(t *testing.T, r io.Reader) int64 {
 	for {
 		var r vegeta.Result
 		if err := dec.Decode(&r); err != nil {
+			if !errors.Is(err, io.EOF) {
+				t.Errorf("raw results: after %d: %v", n, err)
+			}
 			return n
 		}
 		n++

@@ -51,7 +51,7 @@ func newRawWriter(path string) (*rawWriter, error) {
 	if err != nil {
 		return nil, err
 	}
-	return newRawEncoder(rawFile{f}), nil
+	return newRawEncoder(rawFile{f}, true), nil
 }
 
 // rawFlushAt is how many bytes of encoded results, before compression,
@@ -61,23 +61,31 @@ const rawFlushAt = 64 << 10
 // aborter is a destination that can be discarded rather than closed.
 type aborter interface{ Abort() }
 
-// newRawEncoder encodes results to f, Zstandard-compressed, closed by
-// close; after a write error f is discarded instead when it can be
-// (aborter).
-func newRawEncoder(f io.WriteCloser) *rawWriter {
+// newRawEncoder encodes results to f, Zstandard-compressed when compress
+// is set (a file; a generator's stream is not), closed by close; after a
+// write error f is discarded instead when it can be (aborter).
+func newRawEncoder(f io.WriteCloser, compress bool) *rawWriter {
 	w := &rawWriter{ch: make(chan *vegeta.Result, 1<<14), done: make(chan struct{})}
 	go func() {
 		defer close(w.done)
-		// One goroutine, so that every write to f happens in Flush or
-		// Close below and its error is known to lose the results since
-		// the last flush.
-		zw, err := zstd.NewWriter(f, zstd.WithEncoderConcurrency(1), zstd.WithEncoderLevel(zstd.SpeedBestCompression))
-		if err != nil {
-			w.err = err
-			for range w.ch {
+		var zw interface {
+			io.Writer
+			Flush() error
+			Close() error
+		} = nopFlusher{f}
+		if compress {
+			// One goroutine, so that every write to f happens in Flush or
+			// Close below and its error is known to lose the results
+			// since the last flush.
+			z, err := zstd.NewWriter(f, zstd.WithEncoderConcurrency(1), zstd.WithEncoderLevel(zstd.SpeedBestCompression))
+			if err != nil {
+				w.err = err
+				for range w.ch {
+				}
+				_ = f.Close()
+				return
 			}
-			_ = f.Close()
-			return
+			zw = z
 		}
 		// The buffer is flushed here, every rawFlushAt bytes, and never
 		// fills by itself (no record is that long), so that a write error
@@ -130,6 +138,13 @@ func newRawEncoder(f io.WriteCloser) *rawWriter {
 	}()
 	return w
 }
+
+// nopFlusher is an uncompressed destination: nothing to flush or close
+// before f itself.
+type nopFlusher struct{ io.Writer }
+
+func (nopFlusher) Flush() error { return nil }
+func (nopFlusher) Close() error { return nil }
 
 // add queues a copy of r without its response headers and body, which
 // Vegeta's report and plot do not read (BytesIn keeps the body's length);
