@@ -25,9 +25,12 @@ import (
 // removed (freeing its space for the summary). note says so.
 //
 // What is kept of a result is what `vegeta report` and `vegeta plot` read
-// and what identifies the request: everything but the response's headers
-// and body (see add). The gob stream is compressed with Zstandard, which
-// makes a result about 10 bytes on disk instead of about 240.
+// (time, latency, status, error, bytes in and out, the attack's name) and
+// the request's method and URL; not the response's headers and body, nor
+// the sequence number, which neither reads and which, results arriving out
+// of order, costs a fifth of the compressed file (see add). The gob stream
+// is compressed with Zstandard: about 9 bytes a result on disk instead of
+// about 270.
 type rawWriter struct {
 	ch   chan *vegeta.Result
 	done chan struct{}
@@ -146,12 +149,13 @@ type nopFlusher struct{ io.Writer }
 func (nopFlusher) Flush() error { return nil }
 func (nopFlusher) Close() error { return nil }
 
-// add queues a copy of r without its response headers and body, which
-// Vegeta's report and plot do not read (BytesIn keeps the body's length);
-// it blocks only when the encoder is 16384 results behind.
+// add queues a copy of r without its response headers and body and its
+// sequence number, which Vegeta's report and plot do not read (BytesIn
+// keeps the body's length); it blocks only when the encoder is 16384
+// results behind.
 func (w *rawWriter) add(r *vegeta.Result) {
 	c := *r
-	c.Headers, c.Body = nil, nil
+	c.Headers, c.Body, c.Seq = nil, nil, 0
 	w.ch <- &c
 }
 

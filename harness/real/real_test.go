@@ -388,7 +388,8 @@ strategies: [round-robin]
 	}
 
 	// Every result, in Vegeta's own encoding.
-	// Without response headers and bodies, but with the bodies' lengths.
+	// Without response headers, bodies and sequence numbers, but with the
+	// bodies' lengths.
 	dec := vegeta.NewDecoder(openResults(t, dir, "round-robin"))
 	var n, failed, noBytes int64
 	for {
@@ -406,8 +407,9 @@ strategies: [round-robin]
 		if r.BytesIn == 0 {
 			noBytes++
 		}
-		if r.Headers != nil || r.Body != nil || r.Attack != "round-robin" || r.Timestamp.IsZero() || r.Latency <= 0 {
-			t.Errorf("result %d: headers %v, body %q, attack %q, timestamp %v, latency %v; want no headers or body and the rest", n, r.Headers, r.Body, r.Attack, r.Timestamp, r.Latency)
+		if r.Headers != nil || r.Body != nil || r.Seq != 0 || r.Attack != "round-robin" || r.Timestamp.IsZero() || r.Latency <= 0 || r.Method != "GET" || r.URL == "" {
+			t.Errorf("result %d: headers %v, body %q, seq %d, attack %q, timestamp %v, latency %v, %s %s; want no headers, body or seq and the rest",
+				n, r.Headers, r.Body, r.Seq, r.Attack, r.Timestamp, r.Latency, r.Method, r.URL)
 		}
 	}
 	if noBytes > 0 {
