@@ -58,7 +58,7 @@ func newRawWriter(path string) (*rawWriter, error) {
 }
 
 // rawFlushAt is how many bytes of encoded results, before compression,
-// are written at once: about a thousand results.
+// are written at once: several hundred results.
 const rawFlushAt = 64 << 10
 
 // aborter is a destination that can be discarded rather than closed.
