@@ -331,15 +331,28 @@ type answerer interface {
 	reset(wholeConn bool)
 }
 
+// ServerTimeHeader is set on every HTTP answer to a service request that
+// the server gives itself: the microseconds from the start of its handler
+// to the answer (queueing, service time and any fault's delay). A client's
+// latency minus it is the transport's share: connection, HTTP stack and
+// scheduling on both sides.
+const ServerTimeHeader = "X-Lbchaos-Server-Time"
+
 // httpAnswer answers an HTTP request.
 type httpAnswer struct {
-	w http.ResponseWriter
-	r *http.Request
+	w     http.ResponseWriter
+	r     *http.Request
+	start time.Time // the handler's start, for ServerTimeHeader
+}
+
+func (a httpAnswer) setServerTime(h http.Header) {
+	h[ServerTimeHeader] = []string{strconv.FormatInt(time.Since(a.start).Microseconds(), 10)}
 }
 
 func (a httpAnswer) ok(load int) {
 	h := a.w.Header()
 	setLoad(h, load)
+	a.setServerTime(h)
 	h.Set("Content-Type", "text/plain; charset=utf-8")
 	a.w.WriteHeader(http.StatusOK)
 	_, _ = a.w.Write(okBody)
@@ -347,6 +360,7 @@ func (a httpAnswer) ok(load int) {
 
 func (a httpAnswer) fail(load, status int, _ codes.Code, msg string) {
 	setLoad(a.w.Header(), load)
+	a.setServerTime(a.w.Header())
 	http.Error(a.w, msg, status)
 }
 
@@ -354,7 +368,7 @@ func (a httpAnswer) reset(wholeConn bool) { resetRequest(a.w, a.r, wholeConn) }
 
 // service answers a service request over HTTP.
 func (s *Server) service(w http.ResponseWriter, r *http.Request) {
-	handle(s, r.Context(), httpAnswer{w, r})
+	handle(s, r.Context(), httpAnswer{w, r, time.Now()})
 }
 
 // handle answers a service request, whatever its protocol; ctx ends when

@@ -85,6 +85,8 @@ func TestReportInBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	svgs, err := filepath.Glob(filepath.Join(dir, "*.svg"))
+	inDirs, _ := filepath.Glob(filepath.Join(dir, "*", "*.svg")) // per strategy
+	svgs = append(svgs, inDirs...)
 	if err != nil || len(svgs) == 0 {
 		t.Fatalf("no plots written (%v)", err)
 	}

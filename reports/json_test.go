@@ -97,7 +97,7 @@ func TestReadJSONIgnoresUnknownFields(t *testing.T) {
 	}
 }
 
-// TestJSONContractKeys checks the v1 core field names of ARCHITECTURE.md.
+// TestJSONContractKeys checks the v1 core field names of docs/summary.md.
 // Keys beyond the core are allowed; a missing or renamed core key is not.
 func TestJSONContractKeys(t *testing.T) {
 	latency := []string{"mean", "p50", "p90", "p99", "p999", "max"}

@@ -6,6 +6,8 @@ import (
 	"image/color"
 	"image/png"
 	"io"
+	"os"
+	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -81,10 +83,11 @@ func Slug(name string) string {
 }
 
 // RenderPlots writes the plots of s into dir, each as PNG and SVG, and
-// returns them in the order written. For each strategy with a timeline: its
-// per-instance latency (latency-<slug>), error rate (errors-<slug>) and
-// requests per second (rate-<slug>) over time; for each strategy that
-// ejected an instance, its ejections per instance (health-<slug>). Then
+// returns them in the order written, their paths relative to dir (see
+// layout.go). For each strategy with a timeline, into its directory (d =
+// StrategyDirs): its per-instance latency (d/latency), error rate
+// (d/errors) and requests per second (d/rate) over time; for each strategy
+// that ejected an instance, its ejections per instance (d/health). Then
 // across strategies: the success rate when any strategy sent requests
 // (success), the latency-by-percentile curves when any strategy has
 // Percentiles (percentiles), and the per-instance request share when any
@@ -94,10 +97,13 @@ func RenderPlots(dir string, s *Summary) ([]Plot, error) {
 		return nil, fmt.Errorf("reports: nil summary")
 	}
 	var out []Plot
-	used := map[string]bool{}
+	names := make([]string, len(s.Strategies))
+	for i := range s.Strategies {
+		names[i] = s.Strategies[i].Name
+	}
+	dirs := StrategyDirs(names)
 	for i := range s.Strategies {
 		st := &s.Strategies[i]
-		slug := uniqueSlug(Slug(st.Name), used)
 		figs := []struct {
 			kind, title string
 			fig         *figure
@@ -111,7 +117,7 @@ func RenderPlots(dir string, s *Summary) ([]Plot, error) {
 			if f.fig == nil {
 				continue
 			}
-			p, err := f.fig.save(dir, f.kind+"-"+slug)
+			p, err := f.fig.save(dir, path.Join(dirs[i], f.kind))
 			if err != nil {
 				return out, err
 			}
@@ -187,15 +193,21 @@ func (f *figure) draw(c draw.Canvas) {
 	}
 }
 
-// save writes the figure as base.png and base.svg into dir.
+// save writes the figure as base.png and base.svg into dir; base is a
+// slash-separated path relative to dir, whose directory is created.
 func (f *figure) save(dir, base string) (Plot, error) {
 	p := Plot{PNG: base + ".png", SVG: base + ".svg"}
+	if sub := path.Dir(base); sub != "." {
+		if err := os.MkdirAll(filepath.Join(dir, filepath.FromSlash(sub)), 0o755); err != nil {
+			return Plot{}, fmt.Errorf("reports: %w", err)
+		}
+	}
 	img := vgimg.NewWith(vgimg.UseWH(f.w, f.height()), vgimg.UseDPI(pngDPI))
 	f.draw(draw.New(img))
-	if err := writeTo(filepath.Join(dir, p.PNG), pngWriter{img}); err != nil {
+	if err := writeTo(filepath.Join(dir, filepath.FromSlash(p.PNG)), pngWriter{img}); err != nil {
 		return Plot{}, err
 	}
-	if err := writeTo(filepath.Join(dir, p.SVG), f.svg()); err != nil {
+	if err := writeTo(filepath.Join(dir, filepath.FromSlash(p.SVG)), f.svg()); err != nil {
 		return Plot{}, err
 	}
 	return p, nil

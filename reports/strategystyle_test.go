@@ -31,7 +31,7 @@ func TestStrategyStylesDistinct(t *testing.T) {
 			t.Errorf("strategy %d is white, invisible on the plots' background", i)
 		}
 		if i < 20 {
-			p := pattern{dashString(st.Dashes), typeName(st.Glyph)}
+			p := pattern{dashString(st.Dashes), glyphTypeName(st.Glyph)}
 			if j, dup := patterns[p]; dup {
 				t.Errorf("strategies %d and %d share dashes %q and glyph %s", j, i, p.dashes, p.glyph)
 			}
@@ -51,7 +51,7 @@ func dashString(d []vg.Length) string {
 	return b.String()
 }
 
-func typeName(v any) string { return fmt.Sprintf("%T", v) }
+func glyphTypeName(v any) string { return fmt.Sprintf("%T", v) }
 
 func TestLogTicksInSeconds(t *testing.T) {
 	labels := func(lo, hi float64) []string {

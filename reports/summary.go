@@ -15,18 +15,20 @@ import "time"
 const Schema = "lbchaos/summary/v1"
 
 // Summary is the outcome of one experiment run across all its strategies.
-// JSON field names are the summary.json contract (see ARCHITECTURE.md).
+// JSON field names are the summary.json contract, documented field by field
+// in docs/summary.md (generated from these comments) and
+// schemas/summary.schema.json.
 type Summary struct {
-	Schema          string    `json:"schema"`
-	Experiment      string    `json:"experiment"`
-	Engine          string    `json:"engine"`   // "real" or "sim"
-	Backends        string    `json:"backends"` // "process", "docker", "sim", ...
-	Seed            uint64    `json:"seed"`
-	Started         time.Time `json:"started"`
-	DurationS       float64   `json:"duration_s"` // configured attack duration per strategy
-	TargetRate      float64   `json:"target_rate"`
-	SlowThresholdMs float64   `json:"slow_threshold_ms"`
-	FaultyInstances []int     `json:"faulty_instances"` // ids that had any fault during the run
+	Schema          string    `json:"schema"`            // always "lbchaos/summary/v1"
+	Experiment      string    `json:"experiment"`        // the experiment's name
+	Engine          string    `json:"engine"`            // "real" or "sim"
+	Backends        string    `json:"backends"`          // "process", "docker", "sim", ...
+	Seed            uint64    `json:"seed"`              // the seed of every random choice; the same seed repeats a simulated run exactly
+	Started         time.Time `json:"started"`           // when the run started (UTC); a simulated run's fixed epoch
+	DurationS       float64   `json:"duration_s"`        // configured attack duration per strategy
+	TargetRate      float64   `json:"target_rate"`       // requests per second the experiment asked for (with rate stages, their mean)
+	SlowThresholdMs float64   `json:"slow_threshold_ms"` // a request slower than this counts as slow
+	FaultyInstances []int     `json:"faulty_instances"`  // ids that had any fault during the run
 
 	// HarnessSaturated lists the strategies whose load generator was the
 	// bottleneck, and from which second: their numbers from then on
@@ -35,17 +37,18 @@ type Summary struct {
 	// reader of summary.json meets it first.
 	HarnessSaturated []HarnessSaturation `json:"harness_saturated,omitempty"`
 
-	Strategies []Strategy `json:"strategies"`
+	Strategies []Strategy `json:"strategies"` // one per strategy, in the experiment file's order
 
 	// Fields beyond the v1 core.
-	Description string        `json:"description,omitempty"`
-	Arrival     string        `json:"arrival,omitempty"` // "poisson" or "constant"
+
+	Description string        `json:"description,omitempty"` // the experiment's description
+	Arrival     string        `json:"arrival,omitempty"`     // "poisson" or "constant"
 	RateProfile *RateProfile  `json:"rate_profile,omitempty"`
-	TimeoutMs   float64       `json:"timeout_ms,omitempty"`
-	Instances   int           `json:"instances,omitempty"` // instance count
-	Workers     int           `json:"workers"`             // workers per instance (0 = unlimited)
-	Service     string        `json:"service,omitempty"`   // service-time distribution, human readable
-	Faults      []FaultWindow `json:"faults,omitempty"`
+	TimeoutMs   float64       `json:"timeout_ms,omitempty"` // the client's request timeout
+	Instances   int           `json:"instances,omitempty"`  // instance count
+	Workers     int           `json:"workers"`              // workers per instance (0 = unlimited)
+	Service     string        `json:"service,omitempty"`    // service-time distribution, human readable
+	Faults      []FaultWindow `json:"faults,omitempty"`     // the fault schedule (see FaultWindow)
 	// Generators is how many load generators shared the load (generators:
 	// N), each with its own client-side balancers; absent means one.
 	Generators int `json:"generators,omitempty"`
@@ -73,40 +76,41 @@ type Summary struct {
 	// ExperimentFile is the experiment file's content as run.
 	ExperimentFile string `json:"experiment_file,omitempty"`
 	// Environment of the run, for reproducing it.
-	GoVersion string `json:"go_version,omitempty"`
-	CPUs      int    `json:"cpus,omitempty"`
-	Version   string `json:"lbchaos_version,omitempty"`
+	GoVersion string `json:"go_version,omitempty"`      // the Go version lbchaos was built with (real engine)
+	CPUs      int    `json:"cpus,omitempty"`            // CPUs the run's process could use (real engine)
+	Version   string `json:"lbchaos_version,omitempty"` // the lbchaos version that ran
 }
 
 // Strategy is the measured outcome of one strategy.
 type Strategy struct {
-	Name            string  `json:"name"` // as written in the experiment file
-	Requests        int64   `json:"requests"`
-	AchievedRate    float64 `json:"achieved_rate"`
-	GeneratorBehind bool    `json:"generator_behind"`
-	SuccessRatio    float64 `json:"success_ratio"`
-	ErrorRatio      float64 `json:"error_ratio"`
-	TimeoutRatio    float64 `json:"timeout_ratio"`
-	SlowRatio       float64 `json:"slow_ratio"`
-	FaultyShare     float64 `json:"faulty_share"`
-	Ejections       int     `json:"ejections"`
+	Name            string  `json:"name"`             // as written in the experiment file
+	Requests        int64   `json:"requests"`         // requests sent
+	AchievedRate    float64 `json:"achieved_rate"`    // requests sent per second
+	GeneratorBehind bool    `json:"generator_behind"` // true when achieved_rate < 99% of target_rate
+	SuccessRatio    float64 `json:"success_ratio"`    // 2xx responses / requests
+	ErrorRatio      float64 `json:"error_ratio"`      // 1 - success_ratio (non-2xx, timeouts, resets, refused)
+	TimeoutRatio    float64 `json:"timeout_ratio"`    // requests that hit the client timeout / requests
+	SlowRatio       float64 `json:"slow_ratio"`       // requests slower than slow_threshold_ms (timeouts included) / requests
+	FaultyShare     float64 `json:"faulty_share"`     // requests sent to faulty_instances / requests
+	Ejections       int     `json:"ejections"`        // times any instance was ejected (0 when not applicable)
 	// EjectionsObserved is false when the strategy's ejections could not
 	// be observed (a real proxy, grpc-go's balancer: Ejections is then 0
 	// whatever they did); true when counted; absent in older summaries,
 	// which counted only built-in strategies' ejections.
 	EjectionsObserved *bool      `json:"ejections_observed,omitempty"`
-	LatencyMs         Latency    `json:"latency_ms"`
-	Instances         []Instance `json:"instances"`
+	LatencyMs         Latency    `json:"latency_ms"` // every request's latency, failed ones included
+	Instances         []Instance `json:"instances"`  // one per instance, by id
 
 	// Fields beyond the v1 core.
+
 	ElapsedS float64 `json:"elapsed_s"` // wall time the attack actually ran
 	// SendLagMs describes how late requests left relative to the arrival
 	// schedule (0 when the generator kept up).
 	SendLagMs    LagStats  `json:"send_lag_ms"`
 	Unattributed int64     `json:"unattributed,omitempty"` // requests that never reached a backend pick
 	Partial      bool      `json:"partial,omitempty"`
-	Events       []Event   `json:"events,omitempty"` // ejections, re-admissions, crashes (see Event)
-	Timeline     *Timeline `json:"timeline,omitempty"`
+	Events       []Event   `json:"events,omitempty"`   // ejections, re-admissions, crashes (see Event)
+	Timeline     *Timeline `json:"timeline,omitempty"` // per-instance counts and latency, one bucket a second (see Timeline)
 	// Percentiles is the latency-by-percentile curve of every request,
 	// at percentiles from 50 to 99.99 and the maximum (100).
 	Percentiles []PercentilePoint `json:"percentiles,omitempty"`
@@ -124,8 +128,17 @@ type Strategy struct {
 	// Harness is the load generator's own health during the attack (real
 	// engine, one generator); absent for a simulated run.
 	Harness *Harness `json:"harness,omitempty"`
+	// TransportOverheadMs is the distribution of each answered request's
+	// latency minus the instance's own time for it (from the handler's
+	// start to its answer, which the instance reports): the share of the
+	// connection, the HTTP stacks and scheduling, which a simulator adds to
+	// queueing and service. Real engine, one generator, HTTP to lbchaos's
+	// own instances; absent otherwise (simulated run, gRPC, a proxy under
+	// test, an application image, several generators).
+	TransportOverheadMs *Overhead `json:"transport_overhead_ms,omitempty"`
 
 	// Scenario metrics (see Derive).
+
 	// MaxAvgLoad is the busiest instance's requests over the mean per
 	// instance: 1 is perfectly even.
 	MaxAvgLoad float64 `json:"max_avg_load"`
@@ -168,12 +181,12 @@ type PercentilePoint struct {
 // ExpectationResult is one expectation of the experiment file, checked: for
 // Strategy, Metric Op Want (e.g. error_ratio < 0.005), and what the run got.
 type ExpectationResult struct {
-	Strategy string  `json:"strategy"`
-	Metric   string  `json:"metric"`
-	Op       string  `json:"op"` // "<", "<=", ">", ">="
-	Want     float64 `json:"want"`
-	Got      float64 `json:"got"`
-	Passed   bool    `json:"passed"`
+	Strategy string  `json:"strategy"` // the strategy's name
+	Metric   string  `json:"metric"`   // a Strategy field, e.g. error_ratio
+	Op       string  `json:"op"`       // "<", "<=", ">", ">="
+	Want     float64 `json:"want"`     // the value the file gives
+	Got      float64 `json:"got"`      // the run's value
+	Passed   bool    `json:"passed"`   // Got Op Want holds
 	// Missing is true when the run has no such strategy (interrupted, or
 	// left out with --strategies); the expectation then neither passes nor
 	// fails the run.
@@ -183,13 +196,13 @@ type ExpectationResult struct {
 // Instance is one backend's share of a strategy's traffic. Requests counts
 // every request sent to it, including those that got no response.
 type Instance struct {
-	ID         int     `json:"id"`
-	Faulty     bool    `json:"faulty"`
-	Requests   int64   `json:"requests"`
-	Share      float64 `json:"share"`
-	Errors     int64   `json:"errors"`
-	ErrorRatio float64 `json:"error_ratio"`
-	LatencyMs  Latency `json:"latency_ms"`
+	ID         int     `json:"id"`          // the instance id, from 0
+	Faulty     bool    `json:"faulty"`      // true when the instance had any fault during the run
+	Requests   int64   `json:"requests"`    // requests sent to the instance, including those that got no response
+	Share      float64 `json:"share"`       // requests / the strategy's requests
+	Errors     int64   `json:"errors"`      // requests to it that did not get a 2xx response
+	ErrorRatio float64 `json:"error_ratio"` // errors / requests
+	LatencyMs  Latency `json:"latency_ms"`  // latency of the requests sent to it
 
 	// Attempts, when the proxy's log lists every upstream a request tried
 	// (nginx's $upstream_addr), is how many times a request was sent to
@@ -198,8 +211,8 @@ type Instance struct {
 	// a request without one, the last tried). Nil when not observed.
 	Attempts *int64 `json:"attempts,omitempty"`
 
-	Timeouts int64 `json:"timeouts"`
-	Slow     int64 `json:"slow"`
+	Timeouts int64 `json:"timeouts"` // requests to it that hit the client timeout
+	Slow     int64 `json:"slow"`     // requests to it slower than slow_threshold_ms (timeouts included)
 
 	// LatencyOkMs and LatencyFailedMs split LatencyMs by outcome, as the
 	// Strategy's fields of the same names do.
@@ -222,29 +235,43 @@ type Instance struct {
 // timeout. latency_ok_ms and latency_failed_ms cover one outcome each.
 type Latency struct {
 	Mean float64 `json:"mean"`
-	P50  float64 `json:"p50"`
-	P90  float64 `json:"p90"`
-	P99  float64 `json:"p99"`
-	P999 float64 `json:"p999"`
+	P50  float64 `json:"p50"`  // median
+	P90  float64 `json:"p90"`  // 90th percentile
+	P99  float64 `json:"p99"`  // 99th percentile
+	P999 float64 `json:"p999"` // 99.9th percentile
 	Max  float64 `json:"max"`
+}
+
+// Overhead is a distribution in milliseconds, by percentiles from p1 to
+// p99.9, of Count requests.
+type Overhead struct {
+	Count int64   `json:"count"` // requests measured
+	Mean  float64 `json:"mean"`
+	P1    float64 `json:"p1"`
+	P10   float64 `json:"p10"`
+	P50   float64 `json:"p50"`
+	P90   float64 `json:"p90"`
+	P99   float64 `json:"p99"`
+	P999  float64 `json:"p999"`
+	Max   float64 `json:"max"`
 }
 
 // LagStats summarises how far behind schedule requests were sent.
 type LagStats struct {
-	P50 float64 `json:"p50"`
-	P99 float64 `json:"p99"`
-	Max float64 `json:"max"`
+	P50 float64 `json:"p50"` // milliseconds
+	P99 float64 `json:"p99"` // milliseconds
+	Max float64 `json:"max"` // milliseconds
 }
 
 // FaultWindow is one scheduled fault: instance, mode, and when it was active,
 // in seconds from the start of each strategy's attack. EndS is the attack
 // duration when the fault was never cleared.
 type FaultWindow struct {
-	Instance int     `json:"instance"`
-	Mode     string  `json:"mode"`
+	Instance int     `json:"instance"`         // the instance id
+	Mode     string  `json:"mode"`             // the fault's mode, as the experiment file names it
 	Detail   string  `json:"detail,omitempty"` // e.g. "status=503 delay=1ms"
-	StartS   float64 `json:"start_s"`
-	EndS     float64 `json:"end_s"`
+	StartS   float64 `json:"start_s"`          // seconds from the attack's start
+	EndS     float64 `json:"end_s"`            // seconds from the attack's start
 }
 
 // Event is a change in a strategy's view of an instance, at TimeS seconds

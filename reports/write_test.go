@@ -27,7 +27,7 @@ func TestWriteAll(t *testing.T) {
 		t.Fatal(err)
 	}
 	const ej = "least-inflight-eject-consecutive-5-duration-5s"
-	for _, name := range []string{SummaryFile, MarkdownFile, HTMLFile, "share.png", "latency-" + ej + ".svg"} {
+	for _, name := range []string{SummaryFile, MarkdownFile, HTMLFile, "share.png", ej + "/latency.svg"} {
 		if fi, err := os.Stat(filepath.Join(dir, name)); err != nil || fi.Size() == 0 {
 			t.Errorf("%s: missing or empty (%v)", name, err)
 		}
@@ -37,7 +37,7 @@ func TestWriteAll(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, link := range []string{"(success.png)", "(percentiles.png)", "(rate-" + ej + ".png)", "(health-" + ej + ".png)"} {
+	for _, link := range []string{"(success.png)", "(percentiles.png)", "(" + ej + "/rate.png)", "(" + ej + "/health.png)"} {
 		if !bytes.Contains(md, []byte(link)) {
 			t.Errorf("report.md does not link %s", link)
 		}
@@ -50,6 +50,8 @@ func TestWriteAll(t *testing.T) {
 	page := string(b)
 	checkSelfContained(t, page)
 	svgs, _ := filepath.Glob(filepath.Join(dir, "*.svg"))
+	inDirs, _ := filepath.Glob(filepath.Join(dir, "*", "*.svg"))
+	svgs = append(svgs, inDirs...)
 	if n := strings.Count(page, "<svg "); n != len(svgs) || n == 0 {
 		t.Errorf("report.html inlines %d SVGs, want one per plot file (%d)", n, len(svgs))
 	}

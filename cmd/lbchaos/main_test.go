@@ -88,7 +88,8 @@ func TestRunWritesReportAndLatest(t *testing.T) {
 		t.Errorf("latest points at %q, want a relative timestamp directory", target)
 	}
 	for _, f := range []string{"summary.json", "report.md", "share.png", "share.svg", "experiment.yaml",
-		"latency-round-robin.png", "errors-round-robin.png"} {
+		"round-robin/latency.png", "round-robin/errors.png", "round-robin/results.bin.zst", "round-robin/latency.hlog",
+		"least-inflight-eject-consecutive-5-duration-5s/rate.svg"} {
 		if _, err := os.Stat(filepath.Join(latest, f)); err != nil {
 			t.Errorf("missing %s: %v", f, err)
 		}
@@ -732,7 +733,7 @@ func TestReportReRendersFromSavedData(t *testing.T) {
 		"--duration", "3s", "--strategies", "p2c"); err != nil {
 		t.Fatalf("%v\n%s", err, errOut)
 	}
-	rendered := []string{"report.md", "report.html", "share.png", "latency-p2c.svg", "percentiles.png"}
+	rendered := []string{"report.md", "report.html", "share.png", "p2c/latency.svg", "percentiles.png"}
 	for _, f := range rendered {
 		if err := os.Remove(filepath.Join(dir, f)); err != nil {
 			t.Fatal(err)

@@ -50,7 +50,7 @@ type runFlags struct {
 	strats, out, results     string
 	backends, health, engine string
 	token, dnet              string
-	quiet, raw               bool
+	quiet, raw, force        bool
 	ext                      externalFlags
 	kube                     kubeFlags
 }
@@ -66,7 +66,8 @@ func bindRun(fs *flag.FlagSet) *runFlags {
 	fs.StringVar(&f.backends, "backends", "auto", "where backends run: process (in this process, on 127.0.0.1), docker (one container each), kube (one pod each in a namespace of the run's own; see --kubeconfig and --kube-*; never chosen by auto), external (instances already running: --backend or instances.external), or auto (external when the file lists instances.external, docker when it gives instances.app, else docker when a daemon answers, else process)")
 	fs.StringVar(&f.health, "health-path", "", "external instances without a sidecar: the path whose GET must answer (status below 500) before each strategy (default: instances.health, else /)")
 	fs.BoolVar(&f.quiet, "quiet", false, "no progress lines")
-	fs.BoolVar(&f.raw, "raw", true, "keep raw data in the output directory: every result in Vegeta's encoding (results-*.bin, for vegeta report/plot) and HdrHistogram logs (latency-*.hlog); real engine only")
+	fs.BoolVar(&f.raw, "raw", true, "keep raw data in each strategy's directory: every result in Vegeta's encoding, zstd-compressed (results.bin.zst: zstd -dc FILE | vegeta report), and an HdrHistogram log (latency.hlog); real engine only")
+	fs.BoolVar(&f.force, "force", false, "with --out: write into a directory that is not empty, first removing a previous run's files there (only files lbchaos writes; anything else is kept)")
 	fs.StringVar(&f.engine, "engine", "real", "real (real HTTP backends and load) or sim (the same model in virtual time: deterministic, seconds)")
 	fs.IntVar(&f.gens, "generators", 0, "load generator processes sharing each strategy's load (default: the experiment's generators, else 1): request k goes to generator k mod N, all on one schedule; each runs its own balancers (replicas), so N generators are N independent client-side balancers; proxy strategies need 1")
 	fs.StringVar(&f.token, "token", "", "the control token the run's backends require and its control calls send (Authorization: Bearer T): give the one external sidecars were started with (lbchaos serve --token or "+faultyserver.TokenEnv+"); default: $"+faultyserver.TokenEnv+", else a random one per run")
@@ -153,6 +154,12 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		latest = filepath.Join(f.results, exp.Name, "latest")
 		dir = filepath.Join(f.results, exp.Name, stamp)
 	}
+	if err := reports.CheckOutDir(dir); err != nil && !f.force {
+		if errors.Is(err, reports.ErrOutNotEmpty) {
+			return &exitError{2, fmt.Errorf("--out %s: the directory is not empty; a new run would mix with its files: choose a new or empty directory, or add --force to remove a previous run's files first", dir)}
+		}
+		return fmt.Errorf("--out %s: %w", dir, err)
+	}
 	if f.repeat > 1 {
 		return runRepeated(ctx, args, exp, f.repeat, dir, latest, ov.Duration != 0 || ov.Rate != 0, stdout, stderr)
 	}
@@ -197,6 +204,15 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	// The output directory is created once the engine has accepted the
 	// experiment, so a run that cannot start leaves nothing behind.
 	opts.Ready = func() error {
+		if f.force {
+			kept, err := reports.ClearRun(dir)
+			if err != nil {
+				return fmt.Errorf("--force: clearing %s: %w", dir, err)
+			}
+			if len(kept) > 0 {
+				fmt.Fprintf(logw, "lbchaos: --force: kept %d entries in %s that are not a run's (%s)\n", len(kept), dir, strings.Join(kept, ", "))
+			}
+		}
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return fmt.Errorf("--out: %w", err)
 		}
@@ -210,7 +226,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err := reports.WriteAll(dir, sum); err != nil {
 		return errors.Join(runErr, fmt.Errorf("write report: %w", err))
 	}
-	if err := reports.WriteFileAtomic(filepath.Join(dir, "experiment.yaml"), exp.Raw, 0o644); err != nil {
+	if err := reports.WriteFileAtomic(filepath.Join(dir, reports.ExperimentFile), exp.Raw, 0o644); err != nil {
 		return errors.Join(runErr, err)
 	}
 	if latest != "" {

@@ -1,8 +1,6 @@
 package engine
 
 import (
-	"fmt"
-	"io"
 	"math"
 	"sync"
 	"time"
@@ -81,6 +79,9 @@ type Collector struct {
 	// keys counts, per request key, the requests to each instance; nil
 	// until a keyed request arrives.
 	keys map[uint64][]keyCount
+	// seconds holds each reduced second's histograms, encoded, for the
+	// HdrHistogram log (hdrlog.go).
+	seconds secondLog
 }
 
 // keyCount is how many requests with some key went to one instance.
@@ -268,6 +269,7 @@ func (c *Collector) close(b int) {
 
 // reduce replaces bucket b's histograms by their percentiles. c.mu held.
 func (c *Collector) reduce(b int) {
+	c.seconds.add(b, c.open[b])
 	for i, h := range c.open[b] {
 		if h == nil || h.TotalCount() == 0 {
 			continue
@@ -459,42 +461,6 @@ func percentileCurve(h *hdrhistogram.Histogram) []reports.PercentilePoint {
 		out = append(out, reports.PercentilePoint{Percentile: math.Round(p*1e4) / 1e4, LatencyMs: ms(v)})
 	}
 	return out
-}
-
-// WriteHDRLog writes the overall and per-instance histograms in
-// HdrHistogram's interval log format (values in microseconds), tagged
-// "all" and "instance-N", covering [start, end].
-func (c *Collector) WriteHDRLog(w io.Writer, name string, start, end time.Time) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	lw := hdrhistogram.NewHistogramLogWriter(w)
-	if err := lw.OutputComment("lbchaos latency histograms of " + name + ", values in microseconds"); err != nil {
-		return err
-	}
-	if err := lw.OutputLogFormatVersion(); err != nil {
-		return err
-	}
-	if err := lw.OutputStartTime(start.UnixMilli()); err != nil {
-		return err
-	}
-	if err := lw.OutputLegend(); err != nil {
-		return err
-	}
-	out := func(h *hdrhistogram.Histogram, tag string) error {
-		h.SetTag(tag)
-		h.SetStartTimeMs(start.UnixMilli())
-		h.SetEndTimeMs(end.UnixMilli())
-		return lw.OutputIntervalHistogram(h)
-	}
-	if err := out(c.overall, "all"); err != nil {
-		return err
-	}
-	for i := range c.inst {
-		if err := out(c.inst[i].hist, fmt.Sprintf("instance-%d", i)); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // Aborted is how many requests were cancelled by an interrupt and left out.

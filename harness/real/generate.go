@@ -110,7 +110,7 @@ func Generate(ctx context.Context, spec GenerateSpec, out, log io.Writer) error 
 	coll.EmitBuckets(func(b int, hists, ok []*hdrhistogram.PackedHistogram) { _ = sw.Bucket(b, hists, ok) })
 	var raw *rawWriter
 	if spec.Raw {
-		raw = newRawEncoder(&streamRaw{sw})
+		raw = newRawEncoder(&streamRaw{sw}, false)
 	}
 
 	bgCtx, stopBg := context.WithCancel(ctx)

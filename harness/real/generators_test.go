@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -100,24 +101,22 @@ func TestGeneratorsAgreeWithOneProcess(t *testing.T) {
 			t.Errorf("%s: two generators: faulty instance error ratio %v, want 1", name, b.Instances[0].ErrorRatio)
 		}
 		// The generators' raw results, concatenated: one per request.
-		if n := countResults(t, filepath.Join(dir, "results-"+reports.Slug(name)+".bin")); n != b.Requests {
+		if n := countResults(t, openResults(t, dir, reports.StrategyDirs(two.Strategies)[i])); n != b.Requests {
 			t.Errorf("%s: raw results: %d, want %d", name, n, b.Requests)
 		}
 	}
 }
 
-func countResults(t *testing.T, path string) int64 {
+func countResults(t *testing.T, r io.Reader) int64 {
 	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	dec := vegeta.NewDecoder(f)
+	dec := vegeta.NewDecoder(r)
 	var n int64
 	for {
 		var r vegeta.Result
 		if err := dec.Decode(&r); err != nil {
+			if !errors.Is(err, io.EOF) {
+				t.Errorf("raw results: after %d: %v", n, err)
+			}
 			return n
 		}
 		n++

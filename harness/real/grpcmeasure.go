@@ -59,7 +59,7 @@ func (e *Engine) measureGRPC(ctx context.Context, job engine.Job, fl fleet.Fleet
 	sched := engine.ExperimentSchedule(exp)
 	coll := engine.NewCollector(len(targets), exp.Duration, exp.Timeout, exp.SlowThreshold)
 	var raw *rawWriter // nil: no raw results kept
-	if raw, err = openRaw(opts.RawDir, name); err != nil {
+	if raw, err = openRaw(opts.RawDir, job); err != nil {
 		return nil, err
 	}
 	defer closeRaw(raw)

@@ -3,8 +3,6 @@ package real
 import (
 	"context"
 	"errors"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -82,12 +80,7 @@ strategies: [grpc:round_robin, grpc:pick_first, "least-inflight+eject(consecutiv
 	if share := ej.Instances[0].Share; share > 0.03 || ej.Ejections < 2 {
 		t.Errorf("least-inflight+eject over gRPC: share on instance 0 %v, %d ejections; want it ejected by both replicas", share, ej.Ejections)
 	}
-	f, err := os.Open(filepath.Join(raw, "results-grpc-round-robin.bin"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	dec := vegeta.NewDecoder(f)
+	dec := vegeta.NewDecoder(openResults(t, raw, "grpc-round-robin"))
 	var n, unavailable int
 	for {
 		var r vegeta.Result

@@ -3,6 +3,7 @@ package real
 import (
 	"context"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -11,6 +12,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/klauspost/compress/zstd"
 	"github.com/lbchaos/lbchaos/harness/internal/runtest"
 	"github.com/lbchaos/lbchaos/reports"
 )
@@ -35,8 +37,9 @@ func smallDisk(t *testing.T, size int) string {
 	return dir
 }
 
-// TestRawDataStopsOnFullDisk: the output directory is a 96 KiB tmpfs,
-// which the raw results fill within the first second or so. The raw data
+// TestRawDataStopsOnFullDisk: the output directory is a 24 KiB tmpfs,
+// which the raw results (compressed, about 10 bytes a result) fill within
+// the first two seconds or so. The raw data
 // stops there with a note saying when and why; its partial file is
 // removed; the run and its summary cover the whole run, and summary.json
 // is written whole into the freed space.
@@ -44,10 +47,10 @@ func TestRawDataStopsOnFullDisk(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real load")
 	}
-	dir := smallDisk(t, 96<<10)
+	dir := smallDisk(t, 24<<10)
 	exp := runtest.MustExperiment(t, "full-disk", `
 duration: 3s
-rate: 500
+rate: 2000
 timeout: 1s
 instances: {count: 2, workers: 8, service: {dist: fixed, value: 1ms}}
 strategies: [round-robin]
@@ -58,7 +61,7 @@ strategies: [round-robin]
 	}
 	st := runtest.StrategyByName(t, sum, "round-robin")
 	runtest.CheckAccounting(t, st)
-	if st.Requests < 1200 || st.ElapsedS != 3 {
+	if st.Requests < 3000 || st.ElapsedS != 3 {
 		t.Errorf("%d requests in %.1f s: the run did not go on to its end", st.Requests, st.ElapsedS)
 	}
 	var note string
@@ -68,15 +71,15 @@ strategies: [round-robin]
 		}
 	}
 	t.Logf("note: %s", note)
-	m := regexp.MustCompile(`^round-robin: raw data stopped at ([0-9.]+) s: no space left on device; the partial results-round-robin.bin was removed, and the summary covers the whole run\.$`).FindStringSubmatch(note)
+	m := regexp.MustCompile(`^round-robin: raw data stopped at ([0-9.]+) s: no space left on device; the partial round-robin/results.bin.zst was removed, and the summary covers the whole run\.$`).FindStringSubmatch(note)
 	if m == nil {
 		t.Fatalf("no note on the raw data that stopped, in %q", sum.Notes)
 	}
 	if at, _ := strconv.ParseFloat(m[1], 64); at <= 0 || at >= 3 {
 		t.Errorf("raw data stopped at %v s, want inside the run", at)
 	}
-	if _, err := os.Stat(filepath.Join(dir, "results-round-robin.bin")); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("results-round-robin.bin: %v; want it removed", err)
+	if _, err := os.Stat(filepath.Join(dir, "round-robin", reports.ResultsFile)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("round-robin/%s: %v; want it removed", reports.ResultsFile, err)
 	}
 
 	werr := reports.WriteAll(dir, sum)
@@ -93,8 +96,26 @@ strategies: [round-robin]
 	if got.Strategies[0].Requests != st.Requests {
 		t.Errorf("summary.json: %d requests, want %d", got.Strategies[0].Requests, st.Requests)
 	}
-	leftovers, _ := filepath.Glob(filepath.Join(dir, ".*.tmp-*"))
+	leftovers, _ := filepath.Glob(filepath.Join(dir, "*", ".*.tmp-*"))
+	top, _ := filepath.Glob(filepath.Join(dir, ".*.tmp-*"))
+	leftovers = append(leftovers, top...)
 	if len(leftovers) > 0 {
 		t.Errorf("temporary files left: %v", leftovers)
 	}
+}
+
+// openResults opens the raw results of the strategy in directory sub of
+// the run's directory dir, decompressed; it is closed when the test ends.
+func openResults(t *testing.T, dir, sub string) io.Reader {
+	t.Helper()
+	f, err := os.Open(filepath.Join(dir, sub, reports.ResultsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	zr, err := zstd.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { zr.Close(); f.Close() })
+	return zr
 }

@@ -37,10 +37,11 @@ type Options struct {
 	// ProgressEvery is the interval of progress lines on the job's Log when
 	// it has no Progress callback (default 5 s).
 	ProgressEvery time.Duration
-	// RawDir, when set, receives each strategy's raw data: every result in
-	// Vegeta's encoding (results-<strategy>.bin, readable by `vegeta
-	// report` and `vegeta plot`) and its latency histograms as an
-	// HdrHistogram log (latency-<strategy>.hlog).
+	// RawDir, when set, receives each strategy's raw data in the
+	// strategy's directory (reports.StrategyDirs): every result in
+	// Vegeta's encoding, zstd-compressed (reports.ResultsFile, readable by
+	// `vegeta report` and `vegeta plot` once decompressed) and its latency
+	// histograms as an HdrHistogram log (reports.HDRLogFile).
 	RawDir string
 	// LbchaosBinary is the lbchaos executable that "lbchaos:..." proxy
 	// strategies run as `lbchaos proxy`, and that a distributed run
@@ -224,7 +225,7 @@ func (e *Engine) Measure(ctx context.Context, job engine.Job) (m *engine.Measure
 	coll := engine.NewCollector(len(backends), exp.Duration, exp.Timeout, exp.SlowThreshold)
 
 	var raw *rawWriter // nil: no raw results kept
-	if raw, err = openRaw(opts.RawDir, name); err != nil {
+	if raw, err = openRaw(opts.RawDir, job); err != nil {
 		return nil, err
 	}
 	defer closeRaw(raw)
@@ -284,6 +285,9 @@ func (e *Engine) Measure(ctx context.Context, job engine.Job) (m *engine.Measure
 	finish(ctx, m, finished{job: job, rawDir: opts.RawDir, fl: fl, coll: coll, sched: sched, events: events, lbs: lbs,
 		start: start, span: span, sent: sent, interrupted: interrupted, raw: raw})
 	setAttempts(&m.Strategy, attempts)
+	if proxy == nil {
+		m.Strategy.TransportOverheadMs = res.overhead.summary()
+	}
 	inc.addTo(m)
 	return m, faults.error()
 }
@@ -317,7 +321,7 @@ func finish(ctx context.Context, m *engine.Measurement, f finished) {
 		m.Notes = append(m.Notes, note)
 	}
 	if f.rawDir != "" {
-		if err := writeHDRLog(f.rawDir, name, f.coll, f.start, f.start.Add(elapsed)); err != nil {
+		if err := writeHDRLog(f.rawDir, f.job, f.coll, f.start, f.start.Add(elapsed)); err != nil {
 			m.Notes = append(m.Notes, fmt.Sprintf("%s: histogram log not written: %v", name, err))
 		}
 	}
@@ -449,6 +453,7 @@ type resultLoop struct {
 }
 
 type loopResult struct {
+	overhead    *overhead           // latency minus the instance's own time
 	sent        int64               // every result, aborted ones included
 	interrupted time.Duration       // since start; -1 when not interrupted
 	unnamed     []engine.SeqOutcome // proxy: results to attribute
@@ -467,7 +472,7 @@ func (l *resultLoop) run(ctx context.Context, results <-chan *vegeta.Result) loo
 		errs    int64
 		lastLog = start
 		done    = ctx.Done()
-		out     = loopResult{interrupted: -1, conns: map[uint64]transport.ConnRef{}}
+		out     = loopResult{interrupted: -1, conns: map[uint64]transport.ConnRef{}, overhead: newOverhead()}
 	)
 	for results != nil {
 		select {
@@ -477,13 +482,19 @@ func (l *resultLoop) run(ctx context.Context, results <-chan *vegeta.Result) loo
 				break
 			}
 			out.sent++
+			rt, routed := bal.Take(res.Seq)
+			if routed && res.BytesIn == 0 {
+				res.BytesIn = rt.BytesIn.Load()
+			}
 			if l.raw != nil {
 				l.raw(res)
 			}
-			rt, routed := bal.Take(res.Seq)
 			if routed && rt.Aborted.Load() {
 				coll.Abort()
 				continue
+			}
+			if routed && rt.ServerTimed.Load() {
+				out.overhead.add(res.Latency, rt.ServerUs.Load())
 			}
 			if due, ok := l.sched.Due(res.Seq); ok {
 				sent := res.Timestamp.Sub(start)

@@ -375,14 +375,23 @@ strategies: [round-robin]
 	}
 	st := sum.Strategies[0]
 
-	// Every result, in Vegeta's own encoding.
-	f, err := os.Open(filepath.Join(dir, "results-round-robin.bin"))
-	if err != nil {
-		t.Fatal(err)
+	// The transport's share of every answered request's latency: here
+	// every request is answered by the instance, which says its own time.
+	if o := st.TransportOverheadMs; o == nil {
+		t.Error("no transport_overhead_ms")
+	} else {
+		t.Logf("transport overhead: %+v; latency %+v", *o, st.LatencyMs)
+		if o.Count != st.Requests || !(o.P1 > 0 && o.P1 <= o.P50 && o.P50 <= o.P99 && o.P99 <= o.Max) || o.P50 >= st.LatencyMs.P50 {
+			t.Errorf("transport overhead %+v over %d requests with latency p50 %v ms: want every request, ordered percentiles, below the latency",
+				*o, st.Requests, st.LatencyMs.P50)
+		}
 	}
-	defer f.Close()
-	dec := vegeta.NewDecoder(f)
-	var n, failed int64
+
+	// Every result, in Vegeta's own encoding.
+	// Without response headers, bodies and sequence numbers, but with the
+	// bodies' lengths.
+	dec := vegeta.NewDecoder(openResults(t, dir, "round-robin"))
+	var n, failed, noBytes int64
 	for {
 		var r vegeta.Result
 		if err := dec.Decode(&r); err != nil {
@@ -395,13 +404,24 @@ strategies: [round-robin]
 		if r.Code == 503 {
 			failed++
 		}
+		if r.BytesIn == 0 {
+			noBytes++
+		}
+		if r.Headers != nil || r.Body != nil || r.Seq != 0 || r.Attack != "round-robin" || r.Timestamp.IsZero() || r.Latency <= 0 || r.Method != "GET" || r.URL == "" {
+			t.Errorf("result %d: headers %v, body %q, seq %d, attack %q, timestamp %v, latency %v, %s %s; want no headers, body or seq and the rest",
+				n, r.Headers, r.Body, r.Seq, r.Attack, r.Timestamp, r.Latency, r.Method, r.URL)
+		}
+	}
+	if noBytes > 0 {
+		t.Errorf("raw results: %d of %d with BytesIn 0; every response has a body", noBytes, n)
 	}
 	if n != st.Requests || failed != st.Instances[1].Errors {
 		t.Errorf("raw results: %d (%d failed), summary: %d (%d failed)", n, failed, st.Requests, st.Instances[1].Errors)
 	}
 
-	// The histograms, as an HdrHistogram log: overall and per instance.
-	hf, err := os.Open(filepath.Join(dir, "latency-round-robin.hlog"))
+	// The histograms, as an HdrHistogram log: one interval a second (the
+	// 1 s attack: one), overall and per instance.
+	hf, err := os.Open(filepath.Join(dir, "round-robin", reports.HDRLogFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -419,7 +439,10 @@ strategies: [round-robin]
 		}
 		tags = append(tags, h.Tag())
 		if h.Tag() == "all" {
-			total = h.TotalCount()
+			total += h.TotalCount()
+		}
+		if d := h.EndTimeMs() - h.StartTimeMs(); d != 1000 {
+			t.Errorf("interval %s of %d ms, want 1000", h.Tag(), d)
 		}
 	}
 	if strings.Join(tags, ",") != "all,instance-0,instance-1,instance-2" || total != st.Requests {

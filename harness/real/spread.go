@@ -66,7 +66,7 @@ func (e *Engine) measureSpread(ctx context.Context, job engine.Job, fl fleet.Fle
 	merger := engine.NewMerger(coll, gens)
 
 	var raw *rawWriter // nil: no raw results kept
-	if raw, err = openRaw(opts.RawDir, name); err != nil {
+	if raw, err = openRaw(opts.RawDir, job); err != nil {
 		return nil, err
 	}
 	defer closeRaw(raw)
@@ -173,7 +173,7 @@ func (e *Engine) measureSpread(ctx context.Context, job engine.Job, fl fleet.Fle
 	m.Interrupted = m.Interrupted || faultStop.Load()
 	for g, err := range rawErrs {
 		if err != nil {
-			m.Notes = append(m.Notes, fmt.Sprintf("%s: generator %d's raw results could not be decoded (%v); results-*.bin lacks some of them.", name, g, err))
+			m.Notes = append(m.Notes, fmt.Sprintf("%s: generator %d's raw results could not be decoded (%v); the strategy's results.bin.zst lacks some of them.", name, g, err))
 		}
 	}
 	if note := raw.note(name, start); note != "" {
@@ -185,7 +185,7 @@ func (e *Engine) measureSpread(ctx context.Context, job engine.Job, fl fleet.Fle
 		}
 	}
 	if opts.RawDir != "" {
-		if err := writeHDRLog(opts.RawDir, name, coll, start, start.Add(m.Elapsed)); err != nil {
+		if err := writeHDRLog(opts.RawDir, job, coll, start, start.Add(m.Elapsed)); err != nil {
 			m.Notes = append(m.Notes, fmt.Sprintf("%s: histogram log not written: %v", name, err))
 		}
 	}

@@ -141,6 +141,15 @@ type Route struct {
 	HasKey   bool
 	Timeout  atomic.Bool // the request hit the client timeout
 	Aborted  atomic.Bool // cancelled because the run was interrupted
+	// BytesIn counts the response body's bytes read by the client: the
+	// client keeps no body (Vegeta's MaxBody(0)) and so cannot count them.
+	BytesIn atomic.Uint64
+	// ServerUs is the instance's own time for the request
+	// (faultyserver.ServerTimeHeader) in microseconds, when ServerTimed:
+	// not for a request without an answer, nor for an answer that does
+	// not say (a proxy's own, another server's).
+	ServerUs    atomic.Int64
+	ServerTimed atomic.Bool
 
 	conn atomic.Pointer[ConnRef] // a proxy client's connection (conn.go)
 }
@@ -244,7 +253,11 @@ func (b *Balancer) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 	}
 	load := resp.Header.Get(faultyserver.LoadHeader)
-	resp.Body = &doneBody{rc: resp.Body, finish: func(err error) { finish(resp.StatusCode, load, err) }}
+	if us, err := strconv.ParseInt(resp.Header.Get(faultyserver.ServerTimeHeader), 10, 64); err == nil && us >= 0 {
+		rt.ServerUs.Store(us)
+		rt.ServerTimed.Store(true)
+	}
+	resp.Body = &doneBody{rc: resp.Body, read: &rt.BytesIn, finish: func(err error) { finish(resp.StatusCode, load, err) }}
 	return resp, nil
 }
 
@@ -286,12 +299,16 @@ func (b *Balancer) CapHits() int64 { return b.capHits.Load() }
 // read error, or at Close, whichever comes first.
 type doneBody struct {
 	rc     io.ReadCloser
+	read   *atomic.Uint64 // counts the bytes read; nil: not counted
 	once   sync.Once
 	finish func(error)
 }
 
 func (d *doneBody) Read(p []byte) (int, error) {
 	n, err := d.rc.Read(p)
+	if d.read != nil && n > 0 {
+		d.read.Add(uint64(n))
+	}
 	if err != nil {
 		if err == io.EOF {
 			d.once.Do(func() { d.finish(nil) })
