@@ -106,7 +106,7 @@ func TestBuiltBinaryPrintsRevision(t *testing.T) {
 		if !strings.HasPrefix(string(out), "lbchaos ") || !strings.Contains(string(out), want) {
 			t.Errorf("--version printed %q, want it to contain %q", out, want)
 		}
-		sum := filepath.Join(dir, "sim")
+		sum := filepath.Join(t.TempDir(), "sim")
 		if out, err := exec.Command(bin, "run", "fast-fail", "--engine", "sim", "--duration", "1s", "--rate", "100", "--quiet", "--out", sum).CombinedOutput(); err != nil {
 			t.Fatalf("%v\n%s", err, out)
 		}
