@@ -113,7 +113,8 @@ func checkProxySpec(t *testing.T, spec string) {
 	if err != nil {
 		msg := err.Error()
 		kind, _, _ := strings.Cut(strings.TrimSpace(spec), ":")
-		if !strings.HasPrefix(msg, kind+":") && !strings.HasPrefix(msg, "malformed proxy spec ") {
+		// "haproxy:" for the proxy or its algorithm, "haproxy+observe:" for an option.
+		if !strings.HasPrefix(msg, kind+":") && !strings.HasPrefix(msg, kind+"+") && !strings.HasPrefix(msg, "malformed proxy spec ") {
 			t.Fatalf("ParseProxy(%q): error %q names neither the spec nor its proxy", spec, msg)
 		}
 		return

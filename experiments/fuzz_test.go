@@ -1,0 +1,238 @@
+package experiments
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/lbchaos/lbchaos/reports"
+	"github.com/lbchaos/lbchaos/strategies"
+)
+
+// fieldFirst matches what follows "SOURCE: " in a rejected file's error:
+// the YAML line at fault, the field path at fault, or an empty file.
+var fieldFirst = regexp.MustCompile(`^(line \d+:|empty experiment file$|[a-z][a-z0-9_]*(\[\d+\]|\.[a-z0-9_]+|\[[^\]]+\])*(, [a-z][a-z0-9_.\[\]]*)*:)`)
+
+// FuzzParse reads experiment files. An accepted file must validate again,
+// parse again to the same experiment, and hold only strategies their own
+// parsers accept and expectations whose conditions read back; a rejected
+// one must be named in the error, followed by the line or field at fault.
+func FuzzParse(f *testing.F) {
+	for _, name := range Names() {
+		data, err := shipped.ReadFile(name + ".yaml")
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data)
+	}
+	for _, s := range []string{
+		"", "name: x", "name: [", "strategies: [p2c]\nduration: 5",
+		"name: t\nduration: 10s\nrate: 100\ninstances: {count: 3}\nstrategies: [p2c, round-robin]\nexpect:\n  - {strategy: p2c, error_ratio: \"< 0.01\"}\n",
+		"name: t\nduration: 10s\nrate: 100\ninstances: {count: 3}\nstrategies: [p2c]\nfaults:\n  - {instance: 0, at: 1s, mode: fail}\n",
+	} {
+		f.Add([]byte(s))
+	}
+	dir := f.TempDir()
+	source := filepath.Join(dir, "fuzz.yaml")
+
+	f.Fuzz(func(t *testing.T, data []byte) {
+		e, err := Parse(source, data)
+		if err != nil {
+			msg, ok := strings.CutPrefix(err.Error(), source+": ")
+			if !ok {
+				t.Fatalf("Parse(%q): error %q does not start with the file's name", data, err)
+			}
+			if !fieldFirst.MatchString(msg) {
+				t.Fatalf("Parse(%q): error %q names neither a line nor a field", data, msg)
+			}
+			return
+		}
+		if err := e.Validate(); err != nil {
+			t.Fatalf("Parse(%q) accepted a file that does not validate again: %v", data, err)
+		}
+		again, err := Parse(source, data)
+		if err != nil {
+			t.Fatalf("Parse(%q) accepted it once, then: %v", data, err)
+		}
+		if !reflect.DeepEqual(e, again) {
+			t.Fatalf("Parse(%q) twice gave two experiments:\n%#v\n%#v", data, e, again)
+		}
+		for _, s := range e.Strategies {
+			var err error
+			switch {
+			case strategies.IsProxy(s):
+				_, err = strategies.ParseProxy(s)
+			case strategies.IsGRPC(s):
+				_, err = strategies.ParseGRPC(s)
+			default:
+				_, err = strategies.Parse(s)
+			}
+			if err != nil {
+				t.Fatalf("Parse(%q) accepted strategy %q, which its parser rejects: %v", data, s, err)
+			}
+		}
+		for _, x := range e.Expect {
+			cond := strings.TrimPrefix(x.String(), x.Metric+" ")
+			op, v, ok := parseCondition(cond)
+			if !ok || op != x.Op || v != x.Value {
+				t.Fatalf("expectation %+v written as %q reads back as %q %v %v", x, cond, op, v, ok)
+			}
+			if _, known := reports.LookupMetric(x.Metric); !known {
+				t.Fatalf("expectation %+v names an unknown metric", x)
+			}
+		}
+	})
+}
+
+// FuzzCondition reads expectation conditions ("< 0.005"). An accepted one
+// must be finite and read back the same from the form Expectation.String
+// writes.
+func FuzzCondition(f *testing.F) {
+	for _, s := range []string{"< 0.005", ">=3", " <= 1e3 ", "> -0", "< NaN", "> +Inf", "=< 1", "< 0x1p-2", "<", "< 1_000", ">= .5"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		op, v, ok := parseCondition(s)
+		if !ok {
+			if op != "" || v != 0 {
+				t.Fatalf("parseCondition(%q) rejected it but returned %q %v", s, op, v)
+			}
+			return
+		}
+		x := Expectation{Metric: "error_ratio", Op: op, Value: v}
+		cond := strings.TrimPrefix(x.String(), "error_ratio ")
+		op2, v2, ok2 := parseCondition(cond)
+		if !ok2 || op2 != op || v2 != v {
+			t.Fatalf("parseCondition(%q) = %q %v; written as %q it reads back as %q %v %v", s, op, v, cond, op2, v2, ok2)
+		}
+		if !strings.HasPrefix(strings.TrimSpace(s), op) {
+			t.Fatalf("parseCondition(%q) found op %q, which the condition does not start with", s, op)
+		}
+	})
+}
+
+// maxTargetsFile bounds a fuzzed targets file: the line search of
+// parseTargets re-parses every prefix of a target's lines (quadratic in a
+// target's length), which is fine for files people write.
+const maxTargetsFile = 4 << 10
+
+// FuzzTargets reads Vegeta targets files in both formats. An accepted file
+// must give requests with a method and an absolute path that read back the
+// same when written out again in the same format; a rejected one's error
+// must name the file and the line at fault (or say there were no targets).
+func FuzzTargets(f *testing.F) {
+	for _, s := range []string{
+		"GET /\n", "GET http://example.com/orders?id=1\nX-Key: a\n\nPOST /orders\nContent-Type: application/json\n@body.json\n",
+		"# comment\n\nGET /a\nGET /b\n", "GET\n", "get /x\n", "GET /\nbad header\n", "GET /\n@missing.json\n",
+		"PUT /a b\n", "GET /x y\nA: 1\nA: 2\n", "\n\n", "HEAD /%zz\n",
+	} {
+		f.Add([]byte(s), false)
+	}
+	for _, s := range []string{
+		`{"method":"GET","url":"/"}`, `{"method":"POST","url":"http://h/orders","header":{"X-Key":["a","b"]},"body":"e30="}` + "\n\n",
+		`{"method":"GET"}`, `{"url":"/"}`, `{"method":"GET","url":"/","body":"%%%"}`, `[1]`, "{}\n{}", `{"method":"GET","url":"no-slash"}`,
+	} {
+		f.Add([]byte(s), true)
+	}
+	dir := f.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "body.json"), []byte(`{"id":1}`), 0o644); err != nil {
+		f.Fatal(err)
+	}
+	path := filepath.Join(dir, "targets.txt")
+
+	f.Fuzz(func(t *testing.T, data []byte, jsonFormat bool) {
+		if len(data) > maxTargetsFile {
+			return
+		}
+		read := readTargets
+		if jsonFormat {
+			read = readJSONTargets
+		} else {
+			// Bodies are files: keep to the one in dir.
+			for l := range strings.SplitSeq(string(data), "\n") {
+				if t := strings.TrimSpace(l); strings.HasPrefix(t, "@") && t != "@body.json" {
+					return
+				}
+			}
+		}
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		list, err := read(path)
+		if err != nil {
+			checkTargetsError(t, data, err)
+			return
+		}
+		for _, r := range list {
+			if r.Method == "" || !strings.HasPrefix(r.Path, "/") || r.Weight != 1 {
+				t.Fatalf("targets %q: request %+v lacks a method or an absolute path", data, r)
+			}
+		}
+		out := writeTargets(t, list, jsonFormat)
+		if err := os.WriteFile(path, out, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		back, err := read(path)
+		if err != nil {
+			t.Fatalf("targets %q read as %+v; written back as %q they do not read: %v", data, list, out, err)
+		}
+		if !reflect.DeepEqual(back, list) {
+			t.Fatalf("targets %q read as %+v; written back as %q they read as %+v", data, list, out, back)
+		}
+	})
+}
+
+var targetsLine = regexp.MustCompile(`^targets\.txt line (\d+): `)
+
+func checkTargetsError(t *testing.T, data []byte, err error) {
+	t.Helper()
+	msg := err.Error()
+	if strings.HasPrefix(msg, "targets.txt: no targets") {
+		return
+	}
+	m := targetsLine.FindStringSubmatch(msg)
+	if m == nil {
+		t.Fatalf("targets %q: error %q names neither the file and line nor a lack of targets", data, msg)
+	}
+	n, _ := strconv.Atoi(m[1])
+	if lines := strings.Count(string(data), "\n") + 1; n < 1 || n > lines {
+		t.Fatalf("targets %q: error %q names line %d of %d", data, msg, n, lines)
+	}
+}
+
+// writeTargets writes list in Vegeta's http or JSON format.
+func writeTargets(t *testing.T, list []Request, jsonFormat bool) []byte {
+	t.Helper()
+	var b strings.Builder
+	for _, r := range list {
+		if jsonFormat {
+			line, err := json.Marshal(map[string]any{
+				"method": r.Method, "url": r.Path, "header": r.Header,
+				"body": base64.StdEncoding.EncodeToString(r.Body),
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			b.Write(line)
+			b.WriteByte('\n')
+			continue
+		}
+		b.WriteString(r.Method + " " + r.Path + "\n")
+		for k, vs := range r.Header {
+			for _, v := range vs {
+				b.WriteString(k + ": " + v + "\n")
+			}
+		}
+		if len(r.Body) > 0 {
+			b.WriteString("@body.json\n")
+		}
+		b.WriteString("\n")
+	}
+	return []byte(b.String())
+}
