@@ -2,6 +2,7 @@ package reports
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 )
@@ -44,12 +45,19 @@ func normalized(s *Summary) *Summary {
 }
 
 // ReadJSON decodes a summary.json document. It rejects documents whose schema
-// is not Schema; fields it does not know are ignored, since later versions of
-// the same schema may add fields.
+// is not Schema, and anything but white space after the document; fields it
+// does not know are ignored, since later versions of the same schema may add
+// fields.
 func ReadJSON(r io.Reader) (*Summary, error) {
 	var s Summary
-	if err := json.NewDecoder(r).Decode(&s); err != nil {
+	dec := json.NewDecoder(r)
+	if err := dec.Decode(&s); err != nil {
 		return nil, fmt.Errorf("reports: decoding summary: %w", err)
+	}
+	// A second document after the first is a damaged file, not a summary.
+	end := dec.InputOffset()
+	if err := dec.Decode(new(json.RawMessage)); !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("reports: decoding summary: text after the document's end at byte %d", end)
 	}
 	switch s.Schema {
 	case Schema:
