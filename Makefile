@@ -60,7 +60,6 @@ FUZZ_TARGETS := \
 	./strategies/:FuzzParse \
 	./experiments/:FuzzParse \
 	./experiments/:FuzzTargets \
-	./experiments/:FuzzCondition \
 	./faultyserver/:FuzzControlFault \
 	./faultyserver/:FuzzDist \
 	./reports/:FuzzReadJSON \

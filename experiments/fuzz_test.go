@@ -90,33 +90,6 @@ func FuzzParse(f *testing.F) {
 	})
 }
 
-// FuzzCondition reads expectation conditions ("< 0.005"). An accepted one
-// must be finite and read back the same from the form Expectation.String
-// writes.
-func FuzzCondition(f *testing.F) {
-	for _, s := range []string{"< 0.005", ">=3", " <= 1e3 ", "> -0", "< NaN", "> +Inf", "=< 1", "< 0x1p-2", "<", "< 1_000", ">= .5"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		op, v, ok := parseCondition(s)
-		if !ok {
-			if op != "" || v != 0 {
-				t.Fatalf("parseCondition(%q) rejected it but returned %q %v", s, op, v)
-			}
-			return
-		}
-		x := Expectation{Metric: "error_ratio", Op: op, Value: v}
-		cond := strings.TrimPrefix(x.String(), "error_ratio ")
-		op2, v2, ok2 := parseCondition(cond)
-		if !ok2 || op2 != op || v2 != v {
-			t.Fatalf("parseCondition(%q) = %q %v; written as %q it reads back as %q %v %v", s, op, v, cond, op2, v2, ok2)
-		}
-		if !strings.HasPrefix(strings.TrimSpace(s), op) {
-			t.Fatalf("parseCondition(%q) found op %q, which the condition does not start with", s, op)
-		}
-	})
-}
-
 // maxTargetsFile bounds a fuzzed targets file: the line search of
 // parseTargets re-parses every prefix of a target's lines (quadratic in a
 // target's length), which is fine for files people write.

@@ -259,7 +259,7 @@ func parseDistJSON(data []byte) (Dist, error) {
 	var d Dist
 	for _, key := range sortedKeys(params) {
 		if !slices.Contains(distJSONFields, key) {
-			return Dist{}, fmt.Errorf("%s: unknown field %q (a distribution takes %s)", key, key, strings.Join(distJSONFields, ", "))
+			return Dist{}, fmt.Errorf("%s: unknown field %q (a distribution takes %s)", fieldName(key), key, strings.Join(distJSONFields, ", "))
 		}
 		obj, err := json.Marshal(map[string]json.RawMessage{key: params[key]})
 		if err != nil {

@@ -92,11 +92,9 @@ func FuzzControlFault(f *testing.F) {
 			if err := json.Unmarshal(put.Body.Bytes(), &e); err != nil || e.Error == "" {
 				t.Fatalf("rejected PUT %q: body %q is not {\"error\": ...}", body, put.Body)
 			}
-			var keys map[string]json.RawMessage
-			_ = json.Unmarshal(body, &keys)
-			named := func(w string) bool { _, given := keys[w]; return given || slices.Contains(fields, w) }
 			field, _, ok := strings.Cut(e.Error, ":")
-			if !ok || !allFunc(strings.Split(field, ", "), named) {
+			known := ok && allFunc(strings.Split(field, ", "), func(w string) bool { return slices.Contains(fields, w) })
+			if !known && !namesKey(e.Error, body) {
 				t.Fatalf("rejected PUT %q: message %q does not start with the field at fault", body, e.Error)
 			}
 		default:
@@ -131,10 +129,7 @@ func FuzzDist(f *testing.F) {
 		d, err := ParseDistFlag(s)
 		if err != nil {
 			msg := err.Error()
-			var keys map[string]json.RawMessage
-			_ = json.Unmarshal([]byte(s), &keys)
-			field, _, _ := strings.Cut(msg, ":")
-			if _, given := keys[field]; !given && !slices.ContainsFunc(distFields, func(w string) bool { return strings.HasPrefix(msg, w) }) {
+			if !namesKey(msg, []byte(s)) && !slices.ContainsFunc(distFields, func(w string) bool { return strings.HasPrefix(msg, w) }) {
 				t.Fatalf("ParseDistFlag(%q): error %q does not start with the field or distribution at fault", s, msg)
 			}
 			return
@@ -248,4 +243,58 @@ func allFunc[T any](s []T, f func(T) bool) bool {
 		}
 	}
 	return true
+}
+
+// namesKey reports whether msg starts with a key of the JSON object in
+// data, as fieldName writes it.
+func namesKey(msg string, data []byte) bool {
+	var keys map[string]json.RawMessage
+	_ = json.Unmarshal(data, &keys)
+	for k := range keys {
+		if strings.HasPrefix(msg, fieldName(k)+": ") {
+			return true
+		}
+	}
+	return false
+}
+
+// TestFaultErrorQuotesOddKeys pins what fuzzing found: an unknown
+// parameter whose name is empty or holds ":" began the message as ": ..."
+// or ":: ...", which does not read as a field.
+func TestFaultErrorQuotesOddKeys(t *testing.T) {
+	for body, want := range map[string]string{
+		`{"mode":"fail",":":0}`:       `":": unknown parameter for mode "fail"`,
+		`{"mode":"fail","":0}`:        `"": unknown parameter for mode "fail"`,
+		`{"mode":"fail","a b":0}`:     `"a b": unknown parameter for mode "fail"`,
+		`{"mode":"fail","extra":0}`:   `extra: unknown parameter for mode "fail"`,
+		`{"dist":"fixed","x:y":"1s"}`: `"x:y": unknown field "x:y"`,
+	} {
+		var err error
+		if strings.Contains(body, `"dist"`) {
+			_, err = ParseDistFlag(body)
+		} else {
+			_, err = ParseFault([]byte(body))
+		}
+		if err == nil || !strings.HasPrefix(err.Error(), want) {
+			t.Errorf("%s: err = %v, want one starting %s", body, err, want)
+		}
+	}
+}
+
+// TestSamplerExactAboveFloatPrecision pins what fuzzing found: a fixed
+// distribution of more than 2^53 ns sampled a float64's rounding of its
+// value, and a uniform one could leave [min, max] the same way.
+func TestSamplerExactAboveFloatPrecision(t *testing.T) {
+	const big = Duration(1e16 + 1)
+	for _, d := range []Dist{{Kind: DistFixed, Value: big}, {Kind: DistUniform, Min: big, Max: big}, {Kind: DistUniform, Min: big, Max: big + 2}} {
+		smp, err := NewSampler(d, rand.New(rand.NewPCG(1, 2)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 100 {
+			if v := smp.Sample(); v < time.Duration(big) || v > time.Duration(max(d.Value, d.Max)) {
+				t.Fatalf("%+v sampled %d ns", d, v)
+			}
+		}
+	}
 }
