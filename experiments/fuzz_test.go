@@ -209,3 +209,22 @@ func writeTargets(t *testing.T, list []Request, jsonFormat bool) []byte {
 	}
 	return []byte(b.String())
 }
+
+// TestParseYAMLErrorsNameTheLine pins what fuzzing found: yaml.v3 leaves
+// the line out of some errors (those on the first line, an unknown anchor,
+// bad base64), so the message named neither a line nor a field.
+func TestParseYAMLErrorsNameTheLine(t *testing.T) {
+	for _, tt := range []struct{ data, want string }{
+		{`"`, "line 1: found unexpected end of stream"},
+		{"name: x\ndescription: 'open", "line 2: found unexpected end of stream"},
+		{"name: b: c", "line 1: mapping values are not allowed in this context"},
+		{"name: x\nseed: 1\ndescription: *nope\n", "line 3: unknown anchor 'nope' referenced"},
+		{"\tname: x", "line 1: found character that cannot start any token"},
+		{"name: x\nrate: [1,\n", "line 2: did not find expected node content"}, // yaml.v3's own line
+	} {
+		_, err := Parse("fuzz.yaml", []byte(tt.data))
+		if err == nil || err.Error() != "fuzz.yaml: "+tt.want {
+			t.Errorf("Parse(%q): err = %v, want fuzz.yaml: %s", tt.data, err, tt.want)
+		}
+	}
+}
