@@ -228,3 +228,29 @@ func TestParseYAMLErrorsNameTheLine(t *testing.T) {
 		}
 	}
 }
+
+// TestTargetsNeedAnAbsolutePath pins what fuzzing found: a target URL
+// such as "A:00" (a scheme and an opaque part) was read as a request for
+// the path "00", in both formats.
+func TestTargetsNeedAnAbsolutePath(t *testing.T) {
+	dir := t.TempDir()
+	for _, tt := range []struct {
+		name, data string
+		read       func(string) ([]Request, error)
+	}{
+		{"http", "GET /ok\n\nA A:00\n", readTargets},
+		{"json", `{"method":"GET","url":"/ok"}` + "\n" + `{"method":"GET","url":"mailto:x"}` + "\n", readJSONTargets},
+	} {
+		path := filepath.Join(dir, tt.name+".txt")
+		if err := os.WriteFile(path, []byte(tt.data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, err := tt.read(path)
+		if want := tt.name + `.txt line 3: URL "A:00" has no absolute path`; tt.name == "http" && (err == nil || !strings.HasPrefix(err.Error(), want)) {
+			t.Errorf("%s: err = %v, want one starting %s", tt.name, err, want)
+		}
+		if want := tt.name + `.txt line 2: URL "mailto:x" has no absolute path`; tt.name == "json" && (err == nil || !strings.HasPrefix(err.Error(), want)) {
+			t.Errorf("%s: err = %v, want one starting %s", tt.name, err, want)
+		}
+	}
+}
