@@ -25,7 +25,7 @@ var logKinds = []string{strategies.ProxyNginx, strategies.ProxyHAProxy, strategi
 
 // maxLogLine bounds a fuzzed log: attribution reads lines with
 // bufio.Scanner, whose 64 KiB limit on a line no proxy's line comes near.
-const maxLogLine = 64 << 10
+const maxLogLine = 32 << 10
 
 // FuzzAccessLog reads request access logs as attribution does after a run,
 // for nginx and HAProxy ("seq upstream status") and caddy (JSON lines).
@@ -169,5 +169,23 @@ func TestConnLineRejectsNonConnections(t *testing.T) {
 	}
 	if _, s, ok := parseConnLine("nginx", "40000 127.0.0.1:9001 2.000 2.000"); !ok || !s.start.Equal(time.Unix(0, 0)) {
 		t.Errorf("a session as long as the time since the epoch: %+v, %v; want a start at the epoch", s, ok)
+	}
+}
+
+// TestAttributionTakesLastUpstreamTried pins what writing the access-log
+// fuzz target brought to light: of nginx's "addr1, addr2" after a retry,
+// attribution read the first address, not the one that answered.
+func TestAttributionTakesLastUpstreamTried(t *testing.T) {
+	p := &proxyProcess{cfg: proxyConfig{spec: strategies.ProxySpec{Kind: strategies.ProxyNginx}}, log: filepath.Join(t.TempDir(), "access.log"), ids: fuzzIDs}
+	log := "1 127.0.0.1:9001 200\n2 127.0.0.1:9001, 127.0.0.1:9002 200\n3 127.0.0.1:9002, 127.0.0.1:9001, 127.0.0.1:9002 502\n4 127.0.0.1:9002\n"
+	if err := os.WriteFile(p.log, []byte(log), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got, err := p.attribution()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := map[uint64]int{1: 0, 2: 1, 3: 1, 4: 1}; !maps.Equal(got, want) {
+		t.Errorf("attribution of %q = %v, want %v", log, got, want)
 	}
 }

@@ -341,7 +341,13 @@ func (p *proxyProcess) attribution() (map[uint64]int, error) {
 		if err != nil {
 			continue
 		}
-		if id, ok := p.instanceOf(fields[1]); ok {
+		// The upstream runs to the status: nginx lists every one it tried,
+		// "addr1, addr2".
+		up := fields[1]
+		if len(fields) > 3 {
+			up = strings.Join(fields[1:len(fields)-1], " ")
+		}
+		if id, ok := p.instanceOf(up); ok {
 			out[seq] = id
 		}
 	}
