@@ -5,7 +5,7 @@ NAME    ?=
 ARGS    ?=
 PKGS    := ./...
 
-.PHONY: all build image example-image experiment list test vet fmt-check bench bench-strategies bench-harness bench-calls bench-proxy deps clean clean-results kube-up kube-down kube-load kube-image kube-status
+.PHONY: all build image example-image experiment list test vet fmt-check fuzz bench bench-strategies bench-harness bench-calls bench-proxy deps clean clean-results kube-up kube-down kube-load kube-image kube-status
 
 all: build
 
@@ -55,6 +55,31 @@ vet:
 # would measure the machine instead.
 test: fmt-check vet
 	$(GO) test -race -count=1 -p 1 $(PKGS)
+
+# The fuzz targets, one after another, each for FUZZTIME (go test -fuzz
+# takes one target per run). One worker each (-parallel 1): the machine's
+# cores are shared. Their seed corpora (f.Add and testdata/fuzz/) run under
+# make test as ordinary tests. A failing input is written to the package's
+# testdata/fuzz/<target>/; commit it with the fix.
+# make fuzz [FUZZTIME=10m] [FUZZ=FuzzDist]
+FUZZTIME ?= 10s
+FUZZ     ?=
+FUZZ_TARGETS := \
+	./strategies/:FuzzParse \
+	./experiments/:FuzzParse \
+	./experiments/:FuzzTargets \
+	./faultyserver/:FuzzControlFault \
+	./faultyserver/:FuzzDist \
+	./reports/:FuzzReadJSON \
+	./harness/proxies/:FuzzAccessLog \
+	./harness/proxies/:FuzzConnLine
+fuzz:
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; name=$${t#*:}; \
+		if [ -n "$(FUZZ)" ] && [ "$(FUZZ)" != "$$name" ]; then continue; fi; \
+		echo "fuzz: $$name in $$pkg for $(FUZZTIME)"; \
+		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) -parallel 1 $$pkg; \
+	done
 
 # Go benchmarks: each strategy's pick+done cost, the backend's handler cost,
 # the harness's own latency overhead on the baseline load (in-process and

@@ -79,7 +79,7 @@ func parse(source, dir string, data []byte) (*Experiment, error) {
 		if errors.Is(err, io.EOF) {
 			return nil, fmt.Errorf("%s: empty experiment file", source)
 		}
-		return nil, fmt.Errorf("%s: %s", source, yamlMessage(err, data))
+		return nil, fmt.Errorf("%s: %s", source, withLine(yamlMessage(err, data), data))
 	}
 	e, err := f.build(source, dir)
 	if err != nil {
@@ -124,4 +124,25 @@ func yamlMessage(err error, data []byte) string {
 		return strings.Join(msgs, "; ")
 	}
 	return strings.TrimPrefix(err.Error(), "yaml: ")
+}
+
+var yamlLinePrefix = regexp.MustCompile(`^line \d+: `)
+
+// withLine gives msg, a YAML error of data, the line at fault when
+// yaml.v3 left it out (it does for a problem on the first line and for
+// some others, such as an unknown anchor): the first line at which a prefix
+// of data fails with the same message.
+func withLine(msg string, data []byte) string {
+	if yamlLinePrefix.MatchString(msg) {
+		return msg
+	}
+	lines := bytes.SplitAfter(data, []byte("\n"))
+	for n := 1; n <= len(lines); n++ {
+		var v any
+		err := yaml.Unmarshal(bytes.Join(lines[:n], nil), &v)
+		if err != nil && yamlLinePrefix.ReplaceAllString(yamlMessage(err), "") == msg {
+			return fmt.Sprintf("line %d: %s", n, msg)
+		}
+	}
+	return msg
 }

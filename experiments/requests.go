@@ -295,6 +295,9 @@ func readTargets(path string) ([]Request, error) {
 			if err != nil { // Vegeta has parsed it already
 				return nil, fmt.Errorf("%s line %d: %v", name, s+1, err)
 			}
+			if err := checkTargetPath(t.URL, u); err != nil {
+				return nil, fmt.Errorf("%s line %d: %v", name, s+1, err)
+			}
 			list = append(list, Request{Method: t.Method, Path: u.RequestURI(), Header: t.Header, Body: t.Body, Weight: 1})
 		}
 	}
@@ -326,12 +329,25 @@ func readJSONTargets(path string) ([]Request, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s line %d: bad URL: %v", name, i+1, err)
 		}
+		if err := checkTargetPath(t.URL, u); err != nil {
+			return nil, fmt.Errorf("%s line %d: %v", name, i+1, err)
+		}
 		list = append(list, Request{Method: t.Method, Path: u.RequestURI(), Header: t.Header, Body: t.Body, Weight: 1})
 	}
 	if len(list) == 0 {
 		return nil, fmt.Errorf(`%s: no targets (want lines like {"method": "GET", "url": "/path"})`, name)
 	}
 	return list, nil
+}
+
+// checkTargetPath rejects a target URL (raw as written, u as parsed) that
+// has no absolute path to send, such as "a:b", whose opaque part is no
+// path.
+func checkTargetPath(raw string, u *url.URL) error {
+	if !strings.HasPrefix(u.RequestURI(), "/") {
+		return fmt.Errorf("URL %q has no absolute path (want /path or http://host/path)", raw)
+	}
+	return nil
 }
 
 // parseTargets parses lines (one target with its headers and body, or

@@ -169,8 +169,16 @@ func NewSampler(d Dist, r *rand.Rand) (*Sampler, error) {
 func (s *Sampler) Dist() Dist { return s.dist }
 
 // Sample draws one service time, rounded to the nanosecond and clamped to
-// [0, math.MaxInt64].
+// [0, math.MaxInt64]. A fixed distribution yields its value exactly and a
+// uniform one stays within [min, max], though a float64 holds durations
+// above 2^53 ns (104 days) only approximately.
 func (s *Sampler) Sample() time.Duration {
+	switch s.dist.Kind {
+	case DistFixed:
+		return time.Duration(s.dist.Value)
+	case DistUniform:
+		return min(max(clampDuration(s.draw()), time.Duration(s.dist.Min)), time.Duration(s.dist.Max))
+	}
 	return clampDuration(s.draw())
 }
 

@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -170,7 +171,7 @@ func register[T Fault](defaults T) {
 			v := defaults
 			for _, key := range sortedKeys(params) {
 				if !slices.Contains(fields, key) {
-					return nil, fmt.Errorf("%s: unknown parameter for mode %q (takes %s)", key, name, strings.Join(fields, ", "))
+					return nil, fmt.Errorf("%s: unknown parameter for mode %q (takes %s)", fieldName(key), name, strings.Join(fields, ", "))
 				}
 				// One key at a time, so every decoding error names its field.
 				obj, err := json.Marshal(map[string]json.RawMessage{key: params[key]})
@@ -206,6 +207,19 @@ func jsonFields(t reflect.Type) []string {
 		}
 	}
 	return out
+}
+
+// fieldName is key as an error message starts with it: quoted unless it
+// is a plain name, so that an empty key or one holding ":" or blanks still
+// reads as the field at fault.
+func fieldName(key string) string {
+	plain := key != "" && strings.IndexFunc(key, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-' || r == '.')
+	}) < 0
+	if plain {
+		return key
+	}
+	return strconv.Quote(key)
 }
 
 func sortedKeys(m map[string]json.RawMessage) []string {

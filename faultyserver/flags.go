@@ -5,6 +5,8 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -219,13 +221,7 @@ func (f Flags) checkControl() error {
 // use ({"dist":"fixed","value":"10ms"}).
 func ParseDistFlag(s string) (Dist, error) {
 	if t := strings.TrimSpace(s); strings.HasPrefix(t, "{") {
-		var d Dist
-		dec := json.NewDecoder(strings.NewReader(t))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&d); err != nil {
-			return d, fmt.Errorf("%s", strings.TrimPrefix(err.Error(), "json: "))
-		}
-		return d, d.Validate()
+		return parseDistJSON([]byte(t))
 	}
 	kind, rest, _ := strings.Cut(s, ":")
 	params := strings.Split(rest, ",")
@@ -276,4 +272,30 @@ func ParseDistFlag(s string) (Dist, error) {
 		return d, fmt.Errorf("%w (%s)", err, b)
 	}
 	return d, nil
+}
+
+// distJSONFields are the JSON names of Dist's fields.
+var distJSONFields = jsonFields(reflect.TypeFor[Dist]())
+
+// parseDistJSON reads the JSON form of a Dist: exactly one object, each
+// field decoded on its own so that every error starts with the field's name.
+func parseDistJSON(data []byte) (Dist, error) {
+	var params map[string]json.RawMessage
+	if err := json.Unmarshal(data, &params); err != nil {
+		return Dist{}, fmt.Errorf("malformed JSON: %s", strings.TrimPrefix(err.Error(), "json: "))
+	}
+	var d Dist
+	for _, key := range sortedKeys(params) {
+		if !slices.Contains(distJSONFields, key) {
+			return Dist{}, fmt.Errorf("%s: unknown field %q (a distribution takes %s)", fieldName(key), key, strings.Join(distJSONFields, ", "))
+		}
+		obj, err := json.Marshal(map[string]json.RawMessage{key: params[key]})
+		if err != nil {
+			return Dist{}, fmt.Errorf("%s: %v", key, err)
+		}
+		if err := json.Unmarshal(obj, &d); err != nil {
+			return Dist{}, fmt.Errorf("%s: %s", key, decodeMessage(err))
+		}
+	}
+	return d, d.Validate()
 }

@@ -100,3 +100,28 @@ func TestSidecarFlagsRoundTrip(t *testing.T) {
 		t.Errorf("Config of sidecar flags: no error, want one naming --upstream")
 	}
 }
+
+// TestParseDistFlagJSONNamesField pins what fuzzing found in the JSON form
+// of --service: a bad value's error did not name its field, a JSON syntax
+// error read as a bare "unexpected EOF", and text after the object was
+// silently ignored.
+func TestParseDistFlagJSONNamesField(t *testing.T) {
+	tests := []struct {
+		in, err string
+	}{
+		{in: `{"dist":"fixed","value":5}`, err: `value: want a duration like "10ms", got 5`},
+		{in: `{"dist":"normal","mean":"1ms","sd":true}`, err: `sd: want a duration like "10ms", got true`},
+		{in: `{"dist":7}`, err: "dist: want a string, got number"},
+		{in: `{"dist":"fixed","shape":1}`, err: `shape: unknown field "shape"`},
+		{in: `{"dist":"fixed"`, err: "malformed JSON: unexpected end of JSON input"},
+		{in: `{"dist":"fixed","value":"1ms"} {"dist":"fixed"}`, err: "malformed JSON: invalid character '{' after top-level value"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			_, err := ParseDistFlag(tt.in)
+			if err == nil || !strings.HasPrefix(err.Error(), tt.err) {
+				t.Fatalf("ParseDistFlag(%s): err = %v, want one starting %q", tt.in, err, tt.err)
+			}
+		})
+	}
+}

@@ -1,9 +1,13 @@
 package reports
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 )
 
 // WriteJSON writes s to w as indented summary.json. The written document
@@ -44,12 +48,23 @@ func normalized(s *Summary) *Summary {
 }
 
 // ReadJSON decodes a summary.json document. It rejects documents whose schema
-// is not Schema; fields it does not know are ignored, since later versions of
-// the same schema may add fields.
+// is not Schema, and anything but white space after the document; fields it
+// does not know are ignored, since later versions of the same schema may add
+// fields.
 func ReadJSON(r io.Reader) (*Summary, error) {
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return nil, fmt.Errorf("reports: reading summary: %w", err)
+	}
 	var s Summary
-	if err := json.NewDecoder(r).Decode(&s); err != nil {
-		return nil, fmt.Errorf("reports: decoding summary: %w", err)
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&s); err != nil {
+		return nil, fmt.Errorf("reports: decoding summary: %w", withField(data, err))
+	}
+	// A second document after the first is a damaged file, not a summary.
+	end := dec.InputOffset()
+	if err := dec.Decode(new(json.RawMessage)); !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("reports: decoding summary: text after the document's end at byte %d", end)
 	}
 	switch s.Schema {
 	case Schema:
@@ -59,4 +74,29 @@ func ReadJSON(r io.Reader) (*Summary, error) {
 		return nil, fmt.Errorf("reports: summary schema is %q, this version reads only %q", s.Schema, Schema)
 	}
 	return &s, nil
+}
+
+// withField names the top-level field of data whose value err is about
+// when err does not say: an error of a field's own decoder (time.Time's,
+// for started) carries no field path.
+func withField(data []byte, err error) error {
+	var syntax *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	if errors.As(err, &syntax) || errors.As(err, &typ) {
+		return err
+	}
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(data, &fields) != nil {
+		return err
+	}
+	for _, k := range slices.Sorted(maps.Keys(fields)) {
+		one, merr := json.Marshal(map[string]json.RawMessage{k: fields[k]})
+		if merr != nil {
+			continue
+		}
+		if ferr := json.Unmarshal(one, new(Summary)); ferr != nil {
+			return fmt.Errorf("%s: %w", k, ferr)
+		}
+	}
+	return err
 }

@@ -195,16 +195,22 @@ func (p *proxyProcess) connAttribution() (*ConnMap, error) {
 	return m, sc.Err()
 }
 
+// maxConnLogTime bounds a connection log's times (seconds since the epoch):
+// the start of the year 10000.
+const maxConnLogTime = 253402300800
+
 // parseConnLine parses one line of a connection log: nginx's "port
 // upstream end session-time" (seconds, with milliseconds), HAProxy's "port
-// server accept duration-ms".
+// server accept duration-ms". A line whose port is not a TCP port, or whose
+// times are not finite or lie before the epoch or after maxConnLogTime, is
+// not a connection.
 func parseConnLine(kind, line string) (int, connSession, bool) {
 	f := strings.Fields(line)
 	if len(f) < 4 {
 		return 0, connSession{}, false
 	}
 	port, err := strconv.Atoi(f[0])
-	if err != nil {
+	if err != nil || port < 1 || port > 65535 {
 		return 0, connSession{}, false
 	}
 	// nginx lists every upstream it tried, "a, b": the last took the
@@ -215,11 +221,14 @@ func parseConnLine(kind, line string) (int, connSession, bool) {
 	}
 	t, err1 := strconv.ParseFloat(rest[0], 64)
 	d, err2 := strconv.ParseFloat(rest[1], 64)
-	if err1 != nil || err2 != nil {
+	if err1 != nil || err2 != nil || !(t >= 0 && t < maxConnLogTime) {
 		return 0, connSession{}, false
 	}
 	at := time.UnixMilli(int64(t*1000 + 0.5))
 	if kind == strategies.ProxyNginx {
+		if !(d >= 0 && d <= t) {
+			return 0, connSession{}, false
+		}
 		at = at.Add(-time.Duration(d * float64(time.Second)))
 	}
 	return port, connSession{start: at, upstream: up}, true
