@@ -140,7 +140,7 @@ func withLine(msg string, data []byte) string {
 	for n := 1; n <= len(lines); n++ {
 		var v any
 		err := yaml.Unmarshal(bytes.Join(lines[:n], nil), &v)
-		if err != nil && yamlLinePrefix.ReplaceAllString(yamlMessage(err), "") == msg {
+		if err != nil && yamlLinePrefix.ReplaceAllString(yamlMessage(err, data), "") == msg {
 			return fmt.Sprintf("line %d: %s", n, msg)
 		}
 	}
