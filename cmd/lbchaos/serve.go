@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 
 	"github.com/lbchaos/lbchaos/faultyserver"
 )
@@ -24,6 +25,11 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		// From the environment, not a flag default: the usage would
 		// print it.
 		f.Token = os.Getenv(faultyserver.TokenEnv)
+	}
+	// Like lbchaos proxy: a server's heap is small and its garbage per
+	// request steady; collect less often (a GOGC in the environment wins).
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(400)
 	}
 	logf := func(format string, args ...any) { fmt.Fprintf(stderr, "lbchaos serve: "+format+"\n", args...) }
 	if f.Upstream != "" {

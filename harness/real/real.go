@@ -169,6 +169,7 @@ func checkProxies(exp *experiments.Experiment, lbchaos string) error {
 // (measureSpread).
 func (e *Engine) Measure(ctx context.Context, job engine.Job) (m *engine.Measurement, err error) {
 	exp, name, opts := job.Exp, job.Name(), e.opts
+	defer lessGC()()
 	conns := opts.MaxConnsPerInstance
 	if conns == 0 {
 		conns = connsPerInstance(e.fileLimit, exp.Instances.Count, opts.Provider)
