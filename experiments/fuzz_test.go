@@ -115,10 +115,10 @@ func FuzzParse(f *testing.F) {
 	})
 }
 
-// maxTargetsFile bounds a fuzzed targets file: the line search of
+// maxFuzzedTargetsFile bounds a fuzzed targets file: the line search of
 // parseTargets re-parses every prefix of a target's lines (quadratic in a
 // target's length), which is fine for files people write.
-const maxTargetsFile = 4 << 10
+const maxFuzzedTargetsFile = 4 << 10
 
 // FuzzTargets reads Vegeta targets files in both formats. An accepted file
 // must give requests with a method and an absolute path that read back the
@@ -145,7 +145,7 @@ func FuzzTargets(f *testing.F) {
 	path := filepath.Join(dir, "targets.txt")
 
 	f.Fuzz(func(t *testing.T, data []byte, jsonFormat bool) {
-		if len(data) > maxTargetsFile {
+		if len(data) > maxFuzzedTargetsFile {
 			return
 		}
 		read := readTargets

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"io"
 	"maps"
 	"math"
 	"net/http"
@@ -265,7 +266,7 @@ var targetStart = regexp.MustCompile(`^[A-Z]+\s`)
 // "@file" bodies are relative to the targets file. The host of a target's
 // URL is dropped: the balancer picks the instance.
 func readTargets(path string) ([]Request, error) {
-	data, err := os.ReadFile(path)
+	data, err := readTargetsFile(path)
 	if err != nil {
 		return nil, err
 	}
@@ -311,7 +312,7 @@ func readTargets(path string) ([]Request, error) {
 // target a line, each with Vegeta's own decoder. The host of a target's
 // URL is dropped: the balancer picks the instance.
 func readJSONTargets(path string) ([]Request, error) {
-	data, err := os.ReadFile(path)
+	data, err := readTargetsFile(path)
 	if err != nil {
 		return nil, err
 	}
@@ -396,4 +397,30 @@ func absBodies(lines []string, dir string) []string {
 		out[i] = l
 	}
 	return out
+}
+
+// maxTargetsFile bounds a targets file: every target of it is held in
+// memory for the whole run.
+const maxTargetsFile = 64 << 20
+
+// readTargetsFile reads a targets file, which must be a regular file (a
+// device such as /dev/zero or a FIFO would never end) of at most
+// maxTargetsFile bytes.
+func readTargetsFile(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s: not a regular file (%s)", path, st.Mode().Type())
+	}
+	if st.Size() > maxTargetsFile {
+		return nil, fmt.Errorf("%s: %d bytes, more than the %d MiB a targets file may hold", path, st.Size(), maxTargetsFile>>20)
+	}
+	return io.ReadAll(io.LimitReader(f, maxTargetsFile))
 }

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -196,5 +197,28 @@ func TestShippedExperimentHasNoTargetsDirectory(t *testing.T) {
 	want := "experiments/x.yaml: requests.targets: " + errNoDir.Error()
 	if err == nil || err.Error() != want {
 		t.Errorf("error %v, want %s", err, want)
+	}
+}
+
+// TestTargetsFileMustBeRegular: a targets file that is a device (or a
+// FIFO) would be read forever; it is refused at once, and so is a
+// directory.
+func TestTargetsFileMustBeRegular(t *testing.T) {
+	for _, read := range []func(string) ([]Request, error){readTargets, readJSONTargets} {
+		for _, path := range []string{"/dev/zero", t.TempDir()} {
+			if _, err := os.Stat(path); err != nil {
+				continue
+			}
+			done := make(chan error, 1)
+			go func() { _, err := read(path); done <- err }()
+			select {
+			case err := <-done:
+				if err == nil || !strings.Contains(err.Error(), "not a regular file") {
+					t.Errorf("%s: err = %v, want one saying it is not a regular file", path, err)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatalf("%s: still reading after 10 s", path)
+			}
+		}
 	}
 }
