@@ -326,6 +326,9 @@ func readJSONTargets(path string) ([]Request, error) {
 		if err := vegeta.NewJSONTargeter(strings.NewReader(l+"\n"), nil, nil)(&t); err != nil {
 			return nil, fmt.Errorf("%s line %d: %v", name, i+1, err)
 		}
+		if !methodRe.MatchString(t.Method) {
+			return nil, fmt.Errorf("%s line %d: method %q: want an HTTP method in capital letters, such as GET", name, i+1, t.Method)
+		}
 		u, err := url.ParseRequestURI(t.URL)
 		if err != nil {
 			return nil, fmt.Errorf("%s line %d: bad URL: %v", name, i+1, err)
