@@ -3,10 +3,6 @@ package reports
 import (
 	"fmt"
 	"strings"
-
-	"gonum.org/v1/plot"
-	"gonum.org/v1/plot/vg"
-	"gonum.org/v1/plot/vg/draw"
 )
 
 // incidentView is one crash, panic or proxy exit of a strategy (see
@@ -74,32 +70,4 @@ func crashLegend(events []Event) string {
 		return "proxy exit"
 	}
 	return "crash"
-}
-
-// crashLines marks crashes as thick solid vertical lines in the crashed
-// instance's colour, a proxy's exit in black.
-type crashLines struct {
-	events []Event
-}
-
-// Plot implements plot.Plotter.
-func (v *crashLines) Plot(c draw.Canvas, p *plot.Plot) {
-	trX, _ := p.Transforms(&c)
-	for _, e := range v.events {
-		x := trX(e.TimeS)
-		if x < c.Min.X || x > c.Max.X {
-			continue
-		}
-		col := gray(0)
-		if e.Instance >= 0 {
-			col = instanceColor(e.Instance)
-		}
-		c.StrokeLine2(draw.LineStyle{Color: col, Width: vg.Points(2.5)}, x, c.Min.Y, x, c.Max.Y)
-	}
-}
-
-// Thumbnail implements plot.Thumbnailer.
-func (v *crashLines) Thumbnail(c *draw.Canvas) {
-	x := (c.Min.X + c.Max.X) / 2
-	c.StrokeLine2(draw.LineStyle{Color: gray(0), Width: vg.Points(2.5)}, x, c.Min.Y, x, c.Max.Y)
 }

@@ -44,9 +44,24 @@ func rect(x0, y0, x1, y1 vg.Length) []vg.Point {
 
 var ejectDashes = []vg.Length{vg.Points(2), vg.Points(2)}
 
-// vlines draws each event as a dotted vertical line in its instance's colour.
+// vlines draws each event as a vertical line across the data area in its
+// instance's colour (black for an event of no instance, such as a proxy's
+// exit), of the given width and dashes; the legend's sample is in key.
 type vlines struct {
 	events []Event
+	width  vg.Length
+	dashes []vg.Length
+	key    color.Color
+}
+
+// ejectLines marks ejections: thin dotted lines.
+func ejectLines(events []Event) *vlines {
+	return &vlines{events: events, width: vg.Points(1), dashes: ejectDashes, key: gray(0x33)}
+}
+
+// crashLines marks crashes and a proxy's exit: thick solid lines.
+func crashLines(events []Event) *vlines {
+	return &vlines{events: events, width: vg.Points(2.5), key: gray(0)}
 }
 
 // Plot implements plot.Plotter.
@@ -57,16 +72,18 @@ func (v *vlines) Plot(c draw.Canvas, p *plot.Plot) {
 		if x < c.Min.X || x > c.Max.X {
 			continue
 		}
-		sty := draw.LineStyle{Color: instanceColor(e.Instance), Width: vg.Points(1), Dashes: ejectDashes}
-		c.StrokeLine2(sty, x, c.Min.Y, x, c.Max.Y)
+		col := gray(0)
+		if e.Instance >= 0 {
+			col = instanceColor(e.Instance)
+		}
+		c.StrokeLine2(draw.LineStyle{Color: col, Width: v.width, Dashes: v.dashes}, x, c.Min.Y, x, c.Max.Y)
 	}
 }
 
 // Thumbnail implements plot.Thumbnailer.
 func (v *vlines) Thumbnail(c *draw.Canvas) {
-	sty := draw.LineStyle{Color: gray(0x33), Width: vg.Points(1), Dashes: ejectDashes}
 	x := (c.Min.X + c.Max.X) / 2
-	c.StrokeLine2(sty, x, c.Min.Y, x, c.Max.Y)
+	c.StrokeLine2(draw.LineStyle{Color: v.key, Width: v.width, Dashes: v.dashes}, x, c.Min.Y, x, c.Max.Y)
 }
 
 // hline draws a horizontal reference line at y across the data area; its

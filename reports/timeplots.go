@@ -166,10 +166,10 @@ func (ts *timeSeries) addSeries(p *plot.Plot, sty draw.LineStyle, y func(k int) 
 // instance's colour, and crashes as solid ones (crashLines).
 func (ts *timeSeries) addEjections(p *plot.Plot) {
 	if len(ts.ejects) > 0 {
-		p.Add(&vlines{events: ts.ejects})
+		p.Add(ejectLines(ts.ejects))
 	}
 	if len(ts.crashes) > 0 {
-		p.Add(&crashLines{events: ts.crashes})
+		p.Add(crashLines(ts.crashes))
 	}
 }
 
@@ -200,10 +200,10 @@ func (ts *timeSeries) fillLegend(f *figure) {
 		f.addLegend(w)
 	}
 	if len(ts.ejects) > 0 {
-		f.addLegend("ejection", &vlines{})
+		f.addLegend("ejection", ejectLines(nil))
 	}
 	if len(ts.crashes) > 0 {
-		f.addLegend(crashLegend(ts.crashes), &crashLines{})
+		f.addLegend(crashLegend(ts.crashes), crashLines(nil))
 	}
 }
 
