@@ -109,7 +109,7 @@ func TestReadJSONRejectsTextAfterDocument(t *testing.T) {
 // top-level key of data.
 func namesTopField(msg string, data []byte) bool {
 	var fields map[string]json.RawMessage
-	_ = json.Unmarshal(data, &fields)
+	_ = json.NewDecoder(bytes.NewReader(data)).Decode(&fields)
 	for k := range fields {
 		if strings.HasPrefix(msg, "reports: decoding summary: "+k+": ") {
 			return true
@@ -125,6 +125,8 @@ func TestReadJSONNamesFieldOfOwnDecoder(t *testing.T) {
 	for doc, want := range map[string]string{
 		`{"schema":"lbchaos/summary/v1","started":[]}`:          "reports: decoding summary: started: Time.UnmarshalJSON: input is not a JSON string",
 		`{"schema":"lbchaos/summary/v1","stArted":"yesterday"}`: `reports: decoding summary: stArted: parsing time`,
+		// Found by fuzzing: text after the document hid the field's name.
+		`{"stArted":[]}0`: "reports: decoding summary: stArted: Time.UnmarshalJSON",
 	} {
 		_, err := ReadJSON(strings.NewReader(doc))
 		if err == nil || !strings.HasPrefix(err.Error(), want) {

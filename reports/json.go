@@ -85,8 +85,9 @@ func withField(data []byte, err error) error {
 	if errors.As(err, &syntax) || errors.As(err, &typ) {
 		return err
 	}
+	// Only the first document counts: text after it is reported apart.
 	var fields map[string]json.RawMessage
-	if json.Unmarshal(data, &fields) != nil {
+	if json.NewDecoder(bytes.NewReader(data)).Decode(&fields) != nil {
 		return err
 	}
 	for _, k := range slices.Sorted(maps.Keys(fields)) {
