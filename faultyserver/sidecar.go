@@ -104,7 +104,7 @@ type Sidecar struct {
 	upstream  *url.URL
 	grpcUp    *url.URL // where gRPC calls go: GRPCUpstream, else upstream
 	health    *url.URL
-	client    *upstreamClient // forwards requests; upgrades go through transport
+	client    *Upstream // forwards requests; upgrades go through transport
 	transport *http.Transport
 	h2c       *http.Transport // forwards gRPC calls (grpcsidecar.go)
 	errorLog  *log.Logger
@@ -150,7 +150,7 @@ func NewSidecar(cfg SidecarConfig) (*Sidecar, error) {
 		upstream: up,
 		grpcUp:   grpcUp,
 		health:   hp,
-		client:   newUpstreamClient(up.Host),
+		client:   NewUpstream(up.Host),
 		transport: &http.Transport{
 			DialContext:         (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
 			MaxIdleConnsPerHost: 1024,

@@ -12,7 +12,7 @@ import (
 	"time"
 )
 
-// upstreamClient sends HTTP/1.1 requests to one upstream over connections
+// Upstream sends HTTP/1.1 requests to one upstream over connections
 // it keeps alive, on the caller's goroutine. net/http's Transport hands
 // every request to a writer goroutine and every answer back from a reader
 // goroutine; under load each of those hand-offs waits for a free processor,
@@ -21,7 +21,7 @@ import (
 // request writes it and reads the answer itself; only a request with a
 // body is written from a second goroutine, so that an upstream that answers
 // before it has read the body is heard at once.
-type upstreamClient struct {
+type Upstream struct {
 	addr    string // host:port
 	dialer  net.Dialer
 	maxIdle int
@@ -46,8 +46,10 @@ var errStale = errors.New("faultyserver: upstream closed a kept-alive connection
 // read and write on the connection return at once.
 var aLongTimeAgo = time.Unix(1, 0)
 
-func newUpstreamClient(addr string) *upstreamClient {
-	return &upstreamClient{
+// NewUpstream returns a client of the upstream at addr (host:port). The
+// sidecar forwards through one, lbchaos proxy through one per backend.
+func NewUpstream(addr string) *Upstream {
+	return &Upstream{
 		addr:    addr,
 		dialer:  net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second},
 		maxIdle: 1024,
@@ -58,7 +60,7 @@ func newUpstreamClient(addr string) *upstreamClient {
 // be read to its end (then the connection is kept for the next request) or
 // closed. req's context ends the exchange at any point: dial, write, head
 // or body.
-func (u *upstreamClient) RoundTrip(req *http.Request) (*http.Response, error) {
+func (u *Upstream) RoundTrip(req *http.Request) (*http.Response, error) {
 	ctx := req.Context()
 	for {
 		pc, reused, err := u.conn(ctx)
@@ -81,7 +83,7 @@ func (u *upstreamClient) RoundTrip(req *http.Request) (*http.Response, error) {
 }
 
 // conn returns an idle connection, or a new one.
-func (u *upstreamClient) conn(ctx context.Context) (*upConn, bool, error) {
+func (u *Upstream) conn(ctx context.Context) (*upConn, bool, error) {
 	u.mu.Lock()
 	if u.closed {
 		u.mu.Unlock()
@@ -103,7 +105,7 @@ func (u *upstreamClient) conn(ctx context.Context) (*upConn, bool, error) {
 }
 
 // put keeps pc for the next request, or closes it.
-func (u *upstreamClient) put(pc *upConn) {
+func (u *Upstream) put(pc *upConn) {
 	u.mu.Lock()
 	if !u.closed && len(u.idle) < u.maxIdle {
 		u.idle = append(u.idle, pc)
@@ -116,7 +118,7 @@ func (u *upstreamClient) put(pc *upConn) {
 
 // Close closes the idle connections and every one returned later; requests
 // under way end when their contexts do.
-func (u *upstreamClient) Close() {
+func (u *Upstream) Close() {
 	u.mu.Lock()
 	idle := u.idle
 	u.idle, u.closed = nil, true
@@ -128,7 +130,7 @@ func (u *upstreamClient) Close() {
 
 // exchange writes req on pc and reads the answer's head, skipping
 // informational (1xx) answers.
-func (u *upstreamClient) exchange(ctx context.Context, pc *upConn, req *http.Request) (*http.Response, error) {
+func (u *Upstream) exchange(ctx context.Context, pc *upConn, req *http.Request) (*http.Response, error) {
 	stop := context.AfterFunc(ctx, func() { _ = pc.c.SetDeadline(aLongTimeAgo) })
 	var wrote chan error
 	if req.Body == nil {
@@ -184,7 +186,7 @@ func (u *upstreamClient) exchange(ctx context.Context, pc *upConn, req *http.Req
 // read to the end, and closes it when closed early or failed.
 type upBody struct {
 	rc    io.ReadCloser
-	u     *upstreamClient
+	u     *Upstream
 	pc    *upConn
 	stop  func() bool
 	wrote chan error // nil when the request had no body

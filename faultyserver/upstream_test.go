@@ -43,17 +43,17 @@ func startConnServer(t *testing.T, h http.HandlerFunc, configure func(*http.Serv
 	return s
 }
 
-// newTestUpstreamClient is an upstreamClient for addr, closed when the
+// newTestUpstreamClient is an Upstream for addr, closed when the
 // test ends (before servers started earlier in the test close).
-func newTestUpstreamClient(t *testing.T, addr string) *upstreamClient {
-	u := newUpstreamClient(addr)
+func newTestUpstreamClient(t *testing.T, addr string) *Upstream {
+	u := NewUpstream(addr)
 	t.Cleanup(u.Close)
 	return u
 }
 
 // upDo sends method url (with body, if not nil) through u and reads the
 // whole answer.
-func upDo(ctx context.Context, u *upstreamClient, method, url string, body io.Reader) result {
+func upDo(ctx context.Context, u *Upstream, method, url string, body io.Reader) result {
 	begin := time.Now()
 	req, err := http.NewRequestWithContext(ctx, method, url, body)
 	if err != nil {

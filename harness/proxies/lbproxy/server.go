@@ -46,17 +46,22 @@ type Config struct {
 // backend: requests, errors, in flight, ejected), and the same as
 // Prometheus metrics on MetricsPath.
 type Server struct {
-	cfg      Config
-	lb       *strategies.Balancer
-	bal      *transport.Balancer
-	requests []atomic.Int64
-	errors   []atomic.Int64
-	latency  []prometheus.Observer // per backend
-	metrics  http.Handler
-	logMu    sync.Mutex
-	log      *bufio.Writer
-	stop     context.CancelFunc
-	probes   sync.WaitGroup
+	cfg Config
+	lb  *strategies.Balancer
+	bal *transport.Balancer
+	// One upstream client per backend, with its URL and its
+	// UpstreamHeader value (shared by every answer, never modified).
+	targets   []*url.URL
+	upstreams []*faultyserver.Upstream
+	epHeader  [][]string
+	requests  []atomic.Int64
+	errors    []atomic.Int64
+	latency   []prometheus.Observer // per backend
+	metrics   http.Handler
+	logMu     sync.Mutex
+	log       *bufio.Writer
+	stop      context.CancelFunc
+	probes    sync.WaitGroup
 }
 
 // New builds the proxy; Close stops its health checks and
@@ -88,6 +93,11 @@ func New(cfg Config) (*Server, error) {
 		stop:     stop,
 	}
 	p.bal.KeepNoRoutes()
+	for i, u := range cfg.Backends {
+		p.targets = append(p.targets, u)
+		p.upstreams = append(p.upstreams, faultyserver.NewUpstream(u.Host))
+		p.epHeader = append(p.epHeader, []string{strconv.Itoa(i)})
+	}
 	p.metrics, p.latency = newMetrics(p)
 	if cfg.AccessLog != nil {
 		p.log = bufio.NewWriterSize(cfg.AccessLog, 64<<10)
@@ -98,14 +108,6 @@ func New(cfg Config) (*Server, error) {
 		}
 	}
 	return p, nil
-}
-
-// pickedOf returns the instance the balancer picked for r, -1 if none.
-func pickedOf(r *http.Request) int {
-	if h, ok := r.Context().Value(transport.PickedKey{}).(*atomic.Int64); ok {
-		return int(h.Load())
-	}
-	return -1
 }
 
 // ServeHTTP proxies r, or answers the admin paths.
@@ -122,12 +124,8 @@ func (p *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	start := time.Now()
-	picked := new(atomic.Int64)
-	picked.Store(-1)
-	r = r.WithContext(context.WithValue(r.Context(), transport.PickedKey{}, picked))
-	sw := &statusWriter{ResponseWriter: w}
-	cut := p.forward(sw, r)
-	ep := int(picked.Load())
+	sw := statusWriter{ResponseWriter: w}
+	ep, cut := p.forward(&sw, r)
 	status := sw.status
 	if status == 0 {
 		status = 499 // the client went away before an answer
@@ -158,39 +156,72 @@ func (p *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// balanced is the upstream of every forwarded request: the balancer
-// replaces the host with the instance it picks.
-var balanced = &url.URL{Scheme: "http", Host: "lbchaos-backend"}
-
 // forward sends r to the instance the strategy picks and streams the answer
 // back: every chunk read from the backend is written and flushed to the
 // client at once. The backend request carries r's context, so a client that
-// goes away cancels it. It reports whether an answer that had begun was cut
-// short (the backend's body failed, or the client went away).
-func (p *Server) forward(w *statusWriter, r *http.Request) (cut bool) {
-	resp, err := p.bal.RoundTrip(faultyserver.ProxyRequest(r.Context(), r, balanced))
-	ep := pickedOf(r)
+// goes away cancels it. The handler's goroutine writes the request and
+// reads the answer itself (faultyserver.Upstream): net/http's Transport
+// would hand each to a goroutine of its own, two wake-ups more per request
+// on a busy machine. forward returns the instance picked (-1: none) and
+// whether an answer that had begun was cut short (the backend's body
+// failed, or the client went away).
+func (p *Server) forward(w *statusWriter, r *http.Request) (ep int, cut bool) {
+	var sreq strategies.Request
+	if v := r.Header.Get(strategies.KeyHeader); v != "" {
+		if k, err := strconv.ParseUint(v, 10, 64); err == nil {
+			sreq = strategies.Request{Key: k, HasKey: true}
+		}
+	}
+	c, err := p.bal.Begin(r.Context(), 0, false, sreq)
+	ep = c.Instance()
+	var resp *http.Response
+	if err == nil {
+		out := faultyserver.ProxyRequest(c.Context(), r, p.targets[ep])
+		out.Host = p.targets[ep].Host
+		resp, err = p.upstreams[ep].RoundTrip(out)
+		if err != nil {
+			c.Finish(0, "", err)
+		}
+	}
 	if err != nil {
 		if ep >= 0 {
-			w.Header().Set(transport.UpstreamHeader, strconv.Itoa(ep))
+			w.Header()[transport.UpstreamHeader] = p.epHeader[ep]
 		}
 		status := http.StatusBadGateway
 		if errors.Is(err, context.DeadlineExceeded) {
 			status = http.StatusGatewayTimeout
 		}
 		if r.Context().Err() != nil {
-			return false // the client went away; nobody to answer
+			return ep, false // the client went away; nobody to answer
 		}
 		w.WriteHeader(status)
-		return false
+		return ep, false
 	}
-	defer resp.Body.Close()
+	body := finishBody{rc: resp.Body}
+	defer func() {
+		_ = resp.Body.Close()
+		c.Finish(resp.StatusCode, resp.Header.Get(faultyserver.LoadHeader), body.err)
+	}()
 	h := w.Header()
 	faultyserver.CopyEndToEnd(h, resp.Header)
-	if ep >= 0 {
-		h.Set(transport.UpstreamHeader, strconv.Itoa(ep))
+	h[transport.UpstreamHeader] = p.epHeader[ep]
+	trailers := faultyserver.TrailerKeys(resp)
+	return ep, faultyserver.SendProxied(w, resp, &body, trailers) != nil
+}
+
+// finishBody reads a backend's answer and keeps the first error other than
+// its end, which the strategy is told of.
+type finishBody struct {
+	rc  io.Reader
+	err error
+}
+
+func (b *finishBody) Read(p []byte) (int, error) {
+	n, err := b.rc.Read(p)
+	if err != nil && err != io.EOF && b.err == nil {
+		b.err = err
 	}
-	return faultyserver.SendProxied(w, resp, nil, faultyserver.TrailerKeys(resp)) != nil
+	return n, err
 }
 
 // BackendStats is one backend's line of /_lbchaos/stats.
@@ -241,6 +272,9 @@ func (p *Server) Close() error {
 	p.stop()
 	p.probes.Wait()
 	p.bal.CloseIdleConnections()
+	for _, u := range p.upstreams {
+		u.Close()
+	}
 	if p.log != nil {
 		p.logMu.Lock()
 		defer p.logMu.Unlock()
