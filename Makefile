@@ -90,9 +90,11 @@ bench-strategies:
 	$(GO) test -run '^$$' -bench . -benchmem ./strategies/ ./faultyserver/
 
 # The same backends behind lbchaos proxy, nginx and HAProxy: added p50 and
-# p99 at 4000 req/s, and the highest rate each holds at 99% success.
+# p99 at 4000 req/s, and the highest rate each holds at 99% success; then
+# the latency each adds to one request at a time (no queue).
 bench-proxy: build
 	LBCHAOS_BIN=$(CURDIR)/$(BIN) $(GO) test -run '^$$' -bench 'ProxyOverhead' -benchtime 1x -timeout 30m ./harness/real/
+	LBCHAOS_BIN=$(CURDIR)/$(BIN) $(GO) test -run '^$$' -bench 'ProxyHop' -benchtime 3000x -count 3 ./harness/proxies/
 
 # The real proxies some strategies run (nginx:..., haproxy:..., caddy:...,
 # and nginx's stream module for nginx:...+stream), from Debian's packages.

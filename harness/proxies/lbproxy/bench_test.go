@@ -37,10 +37,10 @@ func benchGet(b *testing.B, client *http.Client, url string) {
 	}
 }
 
-// BenchmarkProxyHop measures the latency the proxy adds to a request over
+// BenchmarkForwardOverhead measures the latency the proxy adds to a request over
 // a direct call to the same backend, which answers at once: each iteration
 // sends one request each way, one at a time, on kept-alive connections.
-func BenchmarkProxyHop(b *testing.B) {
+func BenchmarkForwardOverhead(b *testing.B) {
 	direct, proxied := benchProxy(b)
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4}}
 	defer client.CloseIdleConnections()
@@ -62,10 +62,10 @@ func BenchmarkProxyHop(b *testing.B) {
 	b.ReportMetric(q(v, 0.5)-q(d, 0.5), "p50-added-µs")
 }
 
-// BenchmarkProxyThroughput measures the cost of a proxied request under
+// BenchmarkForwardThroughput measures the cost of a proxied request under
 // parallel load (8 clients per core), against the backend called
 // directly: the difference of the two ns/op is the proxy's hop.
-func BenchmarkProxyThroughput(b *testing.B) {
+func BenchmarkForwardThroughput(b *testing.B) {
 	direct, proxied := benchProxy(b)
 	for _, c := range []struct{ name, url string }{{"direct", direct}, {"proxy", proxied}} {
 		b.Run(c.name, func(b *testing.B) {
