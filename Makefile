@@ -5,7 +5,7 @@ NAME    ?=
 ARGS    ?=
 PKGS    := ./...
 
-.PHONY: all build image example-image experiment list test vet fmt-check fuzz bench bench-strategies bench-harness bench-calls bench-proxy deps clean clean-results kube-up kube-down kube-load kube-image kube-status
+.PHONY: all build image example-image experiment list test vet fmt-check fuzz bench bench-strategies bench-harness bench-calls bench-proxy bench-docker deps clean clean-results kube-up kube-down kube-load kube-image kube-status
 
 all: build
 
@@ -116,6 +116,11 @@ bench-calls:
 # Real load (overhead, in-process and Docker) and the simulator (speed, memory).
 bench-harness:
 	$(GO) test -run '^$$' -bench '^Benchmark(Overhead|Sim|SidecarAtBaseline)' -benchtime 1x -timeout 20m ./harness/real/ ./harness/sim/
+
+# CPU per request with the backends in containers (host network) against
+# in-process, and its ratio (cpu-ratio), in one run; bench-harness runs it too.
+bench-docker: build
+	LBCHAOS_BIN=$(CURDIR)/$(BIN) $(GO) test -run '^$$' -bench '^BenchmarkOverheadDockerCPU$$' -benchtime 1x -timeout 20m ./harness/real/
 
 # A real single-node Kubernetes on this machine (root; Docker for images).
 # kube-up builds the components once per KUBE_VERSION into

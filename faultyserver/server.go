@@ -483,6 +483,15 @@ func (s *Server) sleep(ctx context.Context, d time.Duration) error {
 	return sleepUntil(ctx, time.Now().Add(d), s.closed())
 }
 
+// coarseFrom is the shortest sleep whose start sleepUntil leaves to a
+// runtime timer: a shorter one is the precise sleeper's alone, which wakes
+// the process once at its end instead of twice (the timer, then the
+// sleeper's alarm). A process that serves little load, such as one
+// instance in its own container, sleeps between the two, and each wake-up
+// costs it a trip through the scheduler; longer sleeps, which a client may
+// well abandon, stay off the sleeper's heap until their last preciseSpan.
+const coarseFrom = 100 * time.Millisecond
+
 // sleepUntil waits until deadline, accurately (see precise.go). It returns
 // early with ctx.Err() when ctx is done and with errClosed when closed is.
 func sleepUntil(ctx context.Context, deadline time.Time, closed <-chan struct{}) error {
@@ -490,7 +499,7 @@ func sleepUntil(ctx context.Context, deadline time.Time, closed <-chan struct{})
 	if d <= 0 {
 		return nil
 	}
-	if coarse := d - preciseSpan; coarse > 0 {
+	if coarse := d - preciseSpan; d > coarseFrom {
 		t := time.NewTimer(coarse)
 		select {
 		case <-t.C:

@@ -124,7 +124,7 @@ func (p *Provider) appRequests(spec fleet.Spec, seq, id, appPort, sidePort int) 
 			Image:              p.image,
 			Name:               fmt.Sprintf("lbchaos-%s-%d-%d-sidecar", p.runID, seq, id),
 			Cmd:                flags.Args(),
-			Env:                p.tokenEnv(),
+			Env:                p.serveEnv(),
 			Labels:             labels("sidecar"),
 			HostConfigModifier: host,
 		},

@@ -65,6 +65,12 @@ type Options struct {
 	// starts, given to each container in its environment (TokenEnv), never
 	// on its command line; "" makes New generate a random one.
 	Token string
+	// Env is added to the environment of every server and sidecar
+	// container, over the Go runtime settings the provider gives them
+	// (serveTuning: GOMAXPROCS=1), e.g. {"GOMAXPROCS": "2"} or a GODEBUG.
+	// The user's app containers (instances.app) take theirs from the
+	// experiment.
+	Env map[string]string
 }
 
 // Timeouts of the provider's own Docker calls.

@@ -110,7 +110,7 @@ func (p *Provider) request(spec fleet.Spec, seq, id, port int) (testcontainers.G
 		Image:  p.image,
 		Name:   fmt.Sprintf("lbchaos-%s-%d-%d", p.runID, seq, id),
 		Cmd:    args,
-		Env:    p.tokenEnv(),
+		Env:    p.serveEnv(),
 		Labels: map[string]string{LabelRun: p.runID, LabelOwner: p.owner, labelFleet: strconv.Itoa(seq)},
 	}
 	if p.opts.HostNetwork {
