@@ -22,6 +22,7 @@ import (
 type peerCost struct {
 	requests   int64
 	procCPU    time.Duration // this process's user+system time
+	allocs     uint64        // heap allocations in this process
 	machineCPU time.Duration // the whole machine's busy time (/proc/stat)
 	p50, p99   float64       // ms
 	success    float64       // 2xx / requests
@@ -33,21 +34,29 @@ func (c peerCost) procUs() float64 {
 	return float64(c.procCPU.Microseconds()) / float64(max(c.requests, 1))
 }
 
+func (c peerCost) allocsPerReq() float64 {
+	return float64(c.allocs) / float64(max(c.requests, 1))
+}
+
 func (c peerCost) machineUs() float64 {
 	return float64(c.machineCPU.Microseconds()) / float64(max(c.requests, 1))
 }
 
 // measureCPU runs f and returns the CPU this process and the whole
-// machine spent meanwhile. A collection first keeps the previous attack's
-// garbage out of f's account.
-func measureCPU(b *testing.B, f func()) (proc, machine time.Duration) {
+// machine spent meanwhile, and the heap allocations this process made (a
+// count the machine's other load does not change). A collection first
+// keeps the previous attack's garbage out of f's account.
+func measureCPU(b *testing.B, f func()) (proc, machine time.Duration, allocs uint64) {
 	runtime.GC()
+	var m0, m1 runtime.MemStats
+	runtime.ReadMemStats(&m0)
 	p0, _ := processCPU()
 	busy0, _ := machineCPU(b)
 	f()
 	busy1, _ := machineCPU(b)
 	p1, _ := processCPU()
-	return p1 - p0, jiffies(busy1 - busy0)
+	runtime.ReadMemStats(&m1)
+	return p1 - p0, jiffies(busy1 - busy0), m1.Mallocs - m0.Mallocs
 }
 
 // jiffies converts /proc/stat ticks (USER_HZ, 100 on Linux) to time.
@@ -124,7 +133,7 @@ func runPeer(b *testing.B, n int, service time.Duration, pacer vegeta.Pacer, rat
 	}
 	var m vegeta.Metrics
 	var c peerCost
-	c.procCPU, c.machineCPU = measureCPU(b, func() {
+	c.procCPU, c.machineCPU, c.allocs = measureCPU(b, func() {
 		a := vegeta.NewAttacker(vegeta.Timeout(timeout))
 		for res := range a.Attack(targeter, pacer, d, "peer") {
 			m.Add(res)
@@ -146,7 +155,7 @@ func runLbchaos(b *testing.B, exp *experiments.Experiment) peerCost {
 	var sum *reports.Summary
 	var err error
 	var c peerCost
-	c.procCPU, c.machineCPU = measureCPU(b, func() {
+	c.procCPU, c.machineCPU, c.allocs = measureCPU(b, func() {
 		sum, err = run(context.Background(), exp, Options{})
 	})
 	if err != nil {
@@ -197,19 +206,20 @@ func benchPeerBaseline(b *testing.B) {
 	service := time.Duration(e.Instances.Service.Value)
 	serviceMs := float64(service) / float64(time.Millisecond)
 	rounds := benchRounds()
-	var peerUs, lbUs, peerMUs, lbMUs, peerP50, lbP50, peerP99, lbP99, cpuRatio, mRatio, ovRatio []float64
+	var peerUs, lbUs, peerMUs, lbMUs, peerAllocs, lbAllocs, peerP50, lbP50, peerP99, lbP99, cpuRatio, mRatio, ovRatio []float64
 	for range b.N {
 		for r := range rounds {
 			pacer := newPoissonPacer(e.Rate, e.Duration, e.Seed+uint64(r))
 			peer := runPeer(b, e.Instances.Count, service, pacer, e.Rate, e.Duration, e.Timeout)
 			lb := runLbchaos(b, e)
-			b.Logf("round %d: peer %.1f µs/req (machine %.1f), p50 %.3f p99 %.3f ms, %d req; lbchaos %.1f µs/req (machine %.1f), p50 %.3f p99 %.3f ms, %d req",
-				r, peer.procUs(), peer.machineUs(), peer.p50, peer.p99, peer.requests, lb.procUs(), lb.machineUs(), lb.p50, lb.p99, lb.requests)
+			b.Logf("round %d: peer %.1f µs/req (machine %.1f, %.0f allocs), p50 %.3f p99 %.3f ms, %d req; lbchaos %.1f µs/req (machine %.1f, %.0f allocs), p50 %.3f p99 %.3f ms, %d req",
+				r, peer.procUs(), peer.machineUs(), peer.allocsPerReq(), peer.p50, peer.p99, peer.requests, lb.procUs(), lb.machineUs(), lb.allocsPerReq(), lb.p50, lb.p99, lb.requests)
 			if !lb.onSchedule {
 				b.Errorf("lbchaos: generator fell behind: %.0f req/s", lb.rate)
 			}
 			peerUs, lbUs = append(peerUs, peer.procUs()), append(lbUs, lb.procUs())
 			peerMUs, lbMUs = append(peerMUs, peer.machineUs()), append(lbMUs, lb.machineUs())
+			peerAllocs, lbAllocs = append(peerAllocs, peer.allocsPerReq()), append(lbAllocs, lb.allocsPerReq())
 			peerP50, lbP50 = append(peerP50, peer.p50), append(lbP50, lb.p50)
 			peerP99, lbP99 = append(peerP99, peer.p99), append(lbP99, lb.p99)
 			cpuRatio = append(cpuRatio, lb.procUs()/peer.procUs())
@@ -221,6 +231,8 @@ func benchPeerBaseline(b *testing.B) {
 	b.ReportMetric(median(lbUs), "lbchaos-cpu-us/req")
 	b.ReportMetric(median(peerMUs), "peer-machine-us/req")
 	b.ReportMetric(median(lbMUs), "lbchaos-machine-us/req")
+	b.ReportMetric(median(peerAllocs), "peer-allocs/req")
+	b.ReportMetric(median(lbAllocs), "lbchaos-allocs/req")
 	b.ReportMetric(median(peerP50), "peer-p50-ms")
 	b.ReportMetric(median(lbP50), "lbchaos-p50-ms")
 	b.ReportMetric(median(peerP99), "peer-p99-ms")
@@ -269,6 +281,7 @@ strategies: [round-robin]
 			b.ReportMetric(boolMetric(lb.onSchedule), "lbchaos-on-schedule")
 			b.ReportMetric(peer.procUs(), "peer-cpu-us/req")
 			b.ReportMetric(lb.procUs(), "lbchaos-cpu-us/req")
+			b.ReportMetric(lb.procUs()/peer.procUs(), "cpu-ratio")
 		})
 	}
 }
