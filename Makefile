@@ -5,7 +5,7 @@ NAME    ?=
 ARGS    ?=
 PKGS    := ./...
 
-.PHONY: all build image example-image experiment list test vet fmt-check fuzz bench bench-strategies bench-harness bench-calls bench-proxy bench-docker deps clean clean-results kube-up kube-down kube-load kube-image kube-status
+.PHONY: all build image example-image experiment list test vet fmt-check fuzz bench bench-strategies bench-harness bench-calls bench-proxy bench-docker bench-peer deps clean clean-results kube-up kube-down kube-load kube-image kube-status
 
 all: build
 
@@ -95,6 +95,13 @@ bench-strategies:
 bench-proxy: build
 	LBCHAOS_BIN=$(CURDIR)/$(BIN) $(GO) test -run '^$$' -bench 'ProxyOverhead' -benchtime 1x -timeout 30m ./harness/real/
 	LBCHAOS_BIN=$(CURDIR)/$(BIN) $(GO) test -run '^$$' -bench 'ProxyHop' -benchtime 3000x -count 3 ./harness/proxies/
+
+# lbchaos against its peer, plain Vegeta attacking plain net/http servers,
+# in one process on the same load: CPU per request, p50/p99 and their
+# ratios (baseline, medians of alternating rounds), and the sustained rate
+# at 1 ms service (10k, 15k, 20k req/s).
+bench-peer:
+	$(GO) test -run '^$$' -bench '^BenchmarkPeer$$' -benchtime 1x -timeout 20m ./harness/real/
 
 # The real proxies some strategies run (nginx:..., haproxy:..., caddy:...,
 # and nginx's stream module for nginx:...+stream), from Debian's packages.

@@ -221,12 +221,18 @@ func (b *Balancer) RoundTrip(req *http.Request) (*http.Response, error) {
 	// http.Client: the client's timer would cancel through Request.Cancel,
 	// racing the deadline, and a timeout could pass for an ordinary
 	// cancellation. It covers the whole exchange, body included.
-	rt, ep, finish := c.Route(), c.Instance(), c.Finish
+	rt, ep := c.Route(), c.Instance()
 	ctx := c.Context()
 	if b.proxy != nil {
 		ctx = traceConn(ctx, rt)
 	}
-	out := req.Clone(ctx)
+	// A shallow copy with its own URL: the transport only reads the header,
+	// which stays the caller's unless it is changed here (RoundTrip must
+	// not modify req). A deep Clone per request cost allocations on the
+	// path every request takes (BenchmarkPeer's allocs/req).
+	out := req.WithContext(ctx)
+	u := *req.URL
+	out.URL = &u
 	target := b.proxy
 	if target == nil {
 		target = b.targets[ep].Load()
@@ -235,12 +241,13 @@ func (b *Balancer) RoundTrip(req *http.Request) (*http.Response, error) {
 	out.URL.Host = target.Host
 	out.Host = target.Host
 	if b.proxy != nil && b.gens > 1 && seqErr == nil {
+		out.Header = req.Header.Clone()
 		out.Header.Set(SeqHeader, strconv.FormatUint(seq*b.gens+b.gen, 10))
 	}
 
 	resp, err := b.roundTrip(out, c.replica, ep, c.conn)
 	if err != nil {
-		finish(0, "", err)
+		c.Finish(0, "", err)
 		return nil, err
 	}
 	if b.proxy != nil {
@@ -257,7 +264,7 @@ func (b *Balancer) RoundTrip(req *http.Request) (*http.Response, error) {
 		rt.ServerUs.Store(us)
 		rt.ServerTimed.Store(true)
 	}
-	resp.Body = &doneBody{rc: resp.Body, read: &rt.BytesIn, finish: func(err error) { finish(resp.StatusCode, load, err) }}
+	resp.Body = &doneBody{rc: resp.Body, read: &rt.BytesIn, call: c, status: resp.StatusCode, load: load}
 	return resp, nil
 }
 
@@ -296,13 +303,18 @@ func (b *Balancer) InFlight() int64 {
 func (b *Balancer) CapHits() int64 { return b.capHits.Load() }
 
 // doneBody reports the end of a response exactly once: at EOF, at the first
-// read error, or at Close, whichever comes first.
+// read error, or at Close, whichever comes first: it ends call with the
+// response's status and load report.
 type doneBody struct {
 	rc     io.ReadCloser
 	read   *atomic.Uint64 // counts the bytes read; nil: not counted
 	once   sync.Once
-	finish func(error)
+	call   *Call
+	status int
+	load   string
 }
+
+func (d *doneBody) end(err error) { d.call.Finish(d.status, d.load, err) }
 
 func (d *doneBody) Read(p []byte) (int, error) {
 	n, err := d.rc.Read(p)
@@ -310,17 +322,17 @@ func (d *doneBody) Read(p []byte) (int, error) {
 		d.read.Add(uint64(n))
 	}
 	if err != nil {
-		if err == io.EOF {
-			d.once.Do(func() { d.finish(nil) })
-		} else {
-			d.once.Do(func() { d.finish(err) })
+		end := err
+		if end == io.EOF {
+			end = nil
 		}
+		d.once.Do(func() { d.end(end) })
 	}
 	return n, err
 }
 
 func (d *doneBody) Close() error {
 	err := d.rc.Close()
-	d.once.Do(func() { d.finish(nil) })
+	d.once.Do(func() { d.end(nil) })
 	return err
 }
