@@ -38,8 +38,8 @@ type view struct {
 	// SimVsReal, in a calibrated simulation, sets its figures beside the
 	// calibrating real run's (CalibratedFrom); nil otherwise. SimVsRealNote
 	// says where they come from.
-	SimVsReal     *table
-	SimVsRealNote string
+	SimVsReal     *table `json:",omitempty"`
+	SimVsRealNote string `json:",omitempty"`
 	// HowToRead are paragraphs on reading the numbers; Glossary says what
 	// each column of Comparison and Scenario means, by heading.
 	HowToRead []string
