@@ -5,7 +5,7 @@ NAME    ?=
 ARGS    ?=
 PKGS    := ./...
 
-.PHONY: all build image example-image experiment list test vet fmt-check fuzz bench bench-strategies bench-harness bench-calls bench-proxy deps clean clean-results kube-up kube-down kube-load kube-image kube-status
+.PHONY: all build sim-vs-real image example-image experiment list test vet fmt-check fuzz bench bench-strategies bench-harness bench-calls bench-proxy deps clean clean-results kube-up kube-down kube-load kube-image kube-status
 
 all: build
 
@@ -114,6 +114,14 @@ bench-calls:
 # Real load (overhead, in-process and Docker) and the simulator (speed, memory).
 bench-harness:
 	$(GO) test -run '^$$' -bench '^Benchmark(Overhead|Sim|SidecarAtBaseline)' -benchtime 1x -timeout 20m ./harness/real/ ./harness/sim/
+
+# The simulator against real runs, calibrated and not (lbchaos simcheck), on
+# the scenarios of SCENARIOS (default: fast-fail slow-instance crash freeze
+# noisy-neighbor; Docker for the last three), each real run under the
+# shared measurement lock. RUN_ARGS adds flags to every real run.
+SIM_VS_REAL_OUT ?= results/sim-vs-real
+sim-vs-real: build
+	LOCK=/tmp/lbchaos-measure.lock .github/scripts/sim-vs-real.sh $(SIM_VS_REAL_OUT) $(SCENARIOS)
 
 # A real single-node Kubernetes on this machine (root; Docker for images).
 # kube-up builds the components once per KUBE_VERSION into
