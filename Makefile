@@ -5,7 +5,7 @@ NAME    ?=
 ARGS    ?=
 PKGS    := ./...
 
-.PHONY: all build image example-image experiment list test vet fmt-check fuzz bench bench-strategies bench-harness bench-calls bench-proxy bench-docker bench-peer deps clean clean-results kube-up kube-down kube-load kube-image kube-status
+.PHONY: all build sim-vs-real image example-image experiment list test vet fmt-check fuzz bench bench-strategies bench-harness bench-calls bench-proxy bench-docker bench-peer deps clean clean-results kube-up kube-down kube-load kube-image kube-status
 
 all: build
 
@@ -128,6 +128,14 @@ bench-harness:
 # in-process, and its ratio (cpu-ratio), in one run; bench-harness runs it too.
 bench-docker: build
 	LBCHAOS_BIN=$(CURDIR)/$(BIN) $(GO) test -run '^$$' -bench '^BenchmarkOverheadDockerCPU$$' -benchtime 1x -timeout 20m ./harness/real/
+
+# The simulator against real runs, calibrated and not (lbchaos simcheck), on
+# the scenarios of SCENARIOS (default: fast-fail slow-instance crash freeze
+# noisy-neighbor; Docker for the last three), one real run at a time
+# (LOCK=FILE: each under flock FILE). RUN_ARGS adds flags to every real run.
+SIM_VS_REAL_OUT ?= results/sim-vs-real
+sim-vs-real: build
+	.github/scripts/sim-vs-real.sh $(SIM_VS_REAL_OUT) $(SCENARIOS)
 
 # A real single-node Kubernetes on this machine (root; Docker for images).
 # kube-up builds the components once per KUBE_VERSION into

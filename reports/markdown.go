@@ -63,6 +63,10 @@ func WriteMarkdown(w io.Writer, s *Summary, plots []Plot) error {
 		m.p("### Scenario metrics\n\n")
 		m.table(*v.Scenario)
 	}
+	if v.SimVsReal != nil {
+		m.p("### Sim vs real\n\n%s\n\n", mdText(v.SimVsRealNote))
+		m.table(*v.SimVsReal)
+	}
 	m.p("## How to read this\n\n")
 	for _, p := range v.HowToRead {
 		m.p("%s\n\n", mdText(p))

@@ -75,6 +75,11 @@ type Summary struct {
 	ExpectationsAdvisory bool `json:"expectations_advisory,omitempty"`
 	// ExperimentFile is the experiment file's content as run.
 	ExperimentFile string `json:"experiment_file,omitempty"`
+	// CalibratedFrom, in a simulation calibrated with a real run's
+	// transport overhead (lbchaos run --engine sim --calibrate), names
+	// the calibration and keeps that run's figures, which the report shows
+	// beside the simulation's ("sim vs real"); absent otherwise.
+	CalibratedFrom *Calibration `json:"calibrated_from,omitempty"`
 	// Environment of the run, for reproducing it.
 	GoVersion string `json:"go_version,omitempty"`      // the Go version lbchaos was built with (real engine)
 	CPUs      int    `json:"cpus,omitempty"`            // CPUs the run's process could use (real engine)
@@ -254,6 +259,12 @@ type Overhead struct {
 	P99   float64 `json:"p99"`
 	P999  float64 `json:"p999"`
 	Max   float64 `json:"max"`
+	// Quantiles is the distribution at every percent, from p0 (the
+	// minimum) to p100 (the maximum): 101 values, what a calibrated
+	// simulation samples from (lbchaos run --engine sim --calibrate);
+	// absent in runs of versions that did not record it, which calibrate
+	// from the percentiles above.
+	Quantiles []float64 `json:"quantiles,omitempty"`
 }
 
 // LagStats summarises how far behind schedule requests were sent.

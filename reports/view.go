@@ -35,6 +35,11 @@ type view struct {
 	FairShare  string // the faulty instances' share under an even split; "" without faults
 	// Scenario holds the scenarioColumns the run measured; nil when none.
 	Scenario *table
+	// SimVsReal, in a calibrated simulation, sets its figures beside the
+	// calibrating real run's (CalibratedFrom); nil otherwise. SimVsRealNote
+	// says where they come from.
+	SimVsReal     *table `json:",omitempty"`
+	SimVsRealNote string `json:",omitempty"`
 	// HowToRead are paragraphs on reading the numbers; Glossary says what
 	// each column of Comparison and Scenario means, by heading.
 	HowToRead []string
@@ -165,6 +170,7 @@ func newView(s *Summary, plots []Plot) *view {
 		v.FairShare = fmt.Sprintf("Fair share of the faulty instance(s) (%s): %s%% of requests.", fmtIDs(s.FaultyInstances), fmtPct(fair))
 	}
 	v.Scenario = scenarioTable(s)
+	v.SimVsReal, v.SimVsRealNote = simVsRealTable(s), simVsRealNote(s)
 	v.HowToRead = howToRead(s)
 	v.Glossary = glossary(&v.Comparison, v.Scenario)
 	for _, t := range s.Glossary {

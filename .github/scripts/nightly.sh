@@ -16,6 +16,10 @@
 # PREV: repeats.json, repeats.md, compare.txt and each repetition's
 # summary.json and report.md (no report.html, plots or raw data; the runs
 # themselves stay in OUT/runs).
+# With SIMCHECK=1, a real run's first repetition is also set beside the
+# simulations calibrated from it and uncalibrated (lbchaos simcheck) in
+# OUT/runs/NAME/simcheck.txt, kept in the baseline and shown in the job
+# summary: how far the simulator is from the real run, not a gate.
 # OUT/summary.md is the job summary, appended to $GITHUB_STEP_SUMMARY when
 # that is set.
 #
@@ -23,7 +27,7 @@
 # (default: every one lbchaos list shows), REPEAT (3), RUN_ARGS (flags for
 # every run; default "--backends docker"), GATE (1; 0 records the results
 # without failing on regressions: to accept a deliberate change as the new
-# baseline). Exits 1 when a run failed, an expectation failed on the
+# baseline), SIMCHECK (1; 0 skips the simulator check below). Exits 1 when a run failed, an expectation failed on the
 # medians, or, with GATE=1, the comparison found a regression or a missing
 # strategy; after doing everything else.
 set -uo pipefail
@@ -37,6 +41,7 @@ out=$2
 lbchaos=${LBCHAOS:-bin/lbchaos}
 repeat=${REPEAT:-3}
 gate=${GATE:-1}
+simcheck=${SIMCHECK:-1}
 run_args=${RUN_ARGS:---backends docker}
 if [ ! -x "$lbchaos" ]; then
 	echo "nightly: LBCHAOS=$lbchaos is not an executable (make build)" >&2
@@ -99,6 +104,14 @@ for name in $experiments; do
 			fi
 		fi
 	fi
+	# The simulator against the real run: informational, never fails.
+	first="$run/rep-1"
+	[ -d "$first" ] || first="$run"
+	if [ "$simcheck" = 1 ] && grep -q '"engine": "real"' "$first/summary.json" 2>/dev/null; then
+		if ! "$lbchaos" simcheck "$first" >"$run/simcheck.txt" 2>&1; then
+			echo "::warning title=nightly $name simcheck::lbchaos simcheck failed; see simcheck.txt"
+		fi
+	fi
 	echo "nightly: $name: run $result; gate: $gate_result"
 	rows+=("| $name | $result | $gate_result |")
 
@@ -107,7 +120,8 @@ for name in $experiments; do
 		(
 			cd "$run" || exit 1
 			find . -maxdepth 2 \( -name summary.json -o -name report.md \
-				-o -name repeats.json -o -name repeats.md -o -name compare.txt \) -print0 |
+				-o -name repeats.json -o -name repeats.md -o -name compare.txt \
+				-o -name simcheck.txt \) -print0 |
 				while IFS= read -r -d '' f; do
 					mkdir -p "../../baseline/$name/$(dirname "$f")"
 					cp "$f" "../../baseline/$name/$f"
@@ -135,6 +149,14 @@ done
 			echo
 		fi
 		[ -f "$run/repeats.md" ] && cat "$run/repeats.md"
+		if [ -f "$run/simcheck.txt" ]; then
+			echo
+			echo "Simulator against the first repetition (lbchaos simcheck):"
+			echo
+			echo '```'
+			cat "$run/simcheck.txt"
+			echo '```'
+		fi
 		echo
 		echo "</details>"
 		echo

@@ -59,6 +59,10 @@ var commands = []command{
 		about: "Prints the headline metrics of two runs side by side; each RUN is a run's directory or its summary.json, or the folder of a repeated run (lbchaos run --repeat N), which compares by medians and ranges and reports only changes beyond the noise. " +
 			"With --fail-on-regression, exits 3 when a strategy of RUN_B is worse than in RUN_A beyond the tolerance (and the noise), or missing from RUN_B.",
 		flags: func(fs *flag.FlagSet) { bindCompare(fs) }},
+	{name: "simcheck", args: "[flags] RUN_DIR...", short: "a real run beside the simulation calibrated from it", operands: runDir,
+		about: "Simulates each real run's experiment (its duration, rate, seed and simulated strategies) twice, calibrated with the run's transport overhead (lbchaos run --engine sim --calibrate RUN_DIR) and uncalibrated, and prints per strategy the key metric and the faulty share of the real run and of both simulations, and whether the calibrated one agrees: within 10% of the real value or, for a share, 0.5 percentage points, whichever is larger. " +
+			"RUN_DIR is a real run's directory (one generator, lbchaos's own HTTP instances). With --fail-on-disagreement, exits 3 when a calibrated figure does not agree.",
+		flags: func(fs *flag.FlagSet) { bindSimcheck(fs) }},
 	{name: "junit", args: "[--out FILE] [--name N] RUN...", short: "the runs' expectations as JUnit XML", operands: runDir,
 		about: "Writes the expectations of each run (a run's directory or summary.json, or a repeated run's folder, checked on its medians) as JUnit XML: one test suite per run, one test case per expectation; a failed expectation is a failure, one not checked (strategy not run, or advisory) is skipped.",
 		flags: func(fs *flag.FlagSet) { bindJUnit(fs) }},

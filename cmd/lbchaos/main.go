@@ -87,6 +87,8 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return cmdReport(args[1:], stdout)
 	case "compare":
 		return cmdCompare(args[1:], stdout)
+	case "simcheck":
+		return cmdSimcheck(ctx, args[1:], stdout)
 	case "junit":
 		return cmdJUnit(args[1:], stdout)
 	case "image":

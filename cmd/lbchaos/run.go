@@ -53,6 +53,7 @@ type runFlags struct {
 	quiet, raw, force        bool
 	ext                      externalFlags
 	kube                     kubeFlags
+	cal                      calibrateFlags
 }
 
 func bindRun(fs *flag.FlagSet) *runFlags {
@@ -74,6 +75,7 @@ func bindRun(fs *flag.FlagSet) *runFlags {
 	fs.IntVar(&f.repeat, "repeat", 1, "run the experiment N times, with seeds SEED, SEED+1, ..., each into its own folder (OUT/rep-1, ...), and write the medians and ranges over them to OUT/repeats.json and repeats.md; expectations are checked on the medians, and lbchaos compare takes such a folder")
 	fs.StringVar(&f.dnet, "docker-network", "auto", "how the harness reaches docker backends on 127.0.0.1: published (ports published by the engine; portable), host (containers share the host's network namespace; no userland proxy), or auto (host for a local Linux engine, else published)")
 	f.kube.bind(fs)
+	f.cal.bind(fs)
 	fs.Var(urlList{&f.ext.backends}, "backend", "with --backends external: an instance's base URL, e.g. http://10.0.0.5:8080 (repeat, one per instance, in id order)")
 	fs.Var(urlList{&f.ext.sidecars}, "sidecar", "with --backend: the base URL of the lbchaos sidecar in front of each instance (repeat, one per --backend, in order, or none); faults act through it and load goes to it")
 	return f
@@ -166,8 +168,15 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	opts := harness.Options{Log: logw, Progress: progress, Advisory: ov.Duration != 0 || ov.Rate != 0}
 	switch f.engine {
 	case "sim":
-		opts.Engine = sim.Engine{}
+		cal, err := f.cal.load(fs)
+		if err != nil {
+			return &exitError{2, err}
+		}
+		opts.Engine = sim.Engine{Calibration: cal}
 	case "real":
+		if f.cal.path != "" {
+			return &exitError{2, errors.New("--calibrate: only a simulation (--engine sim) is calibrated; --calibrate RUN_DIR takes the overhead of a real run")}
+		}
 		hostNet, err := hostNetwork(f.dnet)
 		if err != nil {
 			return &exitError{2, err}
@@ -223,6 +232,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if sum == nil {
 		return runErr
 	}
+	f.cal.record(sum)
 	if err := reports.WriteAll(dir, sum); err != nil {
 		return errors.Join(runErr, fmt.Errorf("write report: %w", err))
 	}

@@ -35,6 +35,19 @@ func (o *overhead) summary() *reports.Overhead {
 		Count: o.h.TotalCount(),
 		Mean:  o.h.Mean() / 1000,
 		P1:    ms(1), P10: ms(10), P50: ms(50), P90: ms(90), P99: ms(99), P999: ms(99.9),
-		Max: float64(o.h.Max()) / 1000,
+		Max:       float64(o.h.Max()) / 1000,
+		Quantiles: o.quantiles(),
 	}
+}
+
+// quantiles returns the distribution at every percent from 0 to 100, in
+// milliseconds: p0 is the smallest value recorded, p100 the largest.
+func (o *overhead) quantiles() []float64 {
+	q := make([]float64, 101)
+	q[0] = float64(o.h.Min()) / 1000
+	for p := 1; p < 100; p++ {
+		q[p] = float64(o.h.ValueAtPercentile(float64(p))) / 1000
+	}
+	q[100] = float64(o.h.Max()) / 1000
+	return q
 }

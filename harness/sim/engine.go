@@ -44,7 +44,13 @@ var errSimReset = errors.New("simulated connection reset by peer")
 //
 // When ctx is cancelled the strategy in progress stops at the current
 // virtual instant and its requests still in flight are left out as aborted.
-type Engine struct{}
+//
+// With a Calibration, every request sent to an instance also spends the
+// transport overhead a real run measured (see Calibration); without one,
+// none, and the engine is the one described above.
+type Engine struct {
+	Calibration *Calibration // nil: uncalibrated
+}
 
 var (
 	_ engine.Engine  = Engine{}
@@ -108,15 +114,26 @@ func (e Engine) Measure(ctx context.Context, job engine.Job) (*engine.Measuremen
 	if why := e.Skip(job.Exp, name); why != "" {
 		return &engine.Measurement{Skipped: why}, nil
 	}
-	return simStrategy(ctx, job.Exp, name, simHooks{})
+	return simCalibrated(ctx, job.Exp, name, simHooks{}, e.Calibration)
 }
 
-// simStrategy simulates one strategy from a fresh state.
+// simStrategy simulates one strategy from a fresh state, uncalibrated.
 func simStrategy(ctx context.Context, exp *experiments.Experiment, name string, hooks simHooks) (*engine.Measurement, error) {
+	return simCalibrated(ctx, exp, name, hooks, nil)
+}
+
+// simCalibrated simulates one strategy from a fresh state, with the
+// calibration cal when not nil.
+func simCalibrated(ctx context.Context, exp *experiments.Experiment, name string, hooks simHooks, cal *Calibration) (*engine.Measurement, error) {
 	events := engine.NewEventLog(Epoch)
 	s, err := newSim(exp, name, hooks, events)
 	if err != nil {
 		return nil, err
+	}
+	if cal != nil {
+		if s.cal, err = newCalibrated(cal, name, exp.Seed); err != nil {
+			return nil, fmt.Errorf("calibration %s: %s: %w", cal.From, name, err)
+		}
 	}
 	interrupted := s.run(ctx.Done())
 	elapsed := exp.Duration

@@ -97,6 +97,8 @@ type sim struct {
 
 	k       uint64        // index of the next arrival
 	arrival time.Duration // its time, never when there is none
+
+	cal *calibrated // nil: no transport overhead (see Calibration)
 }
 
 // simInstance is one simulated faultyserver.Server.
@@ -140,6 +142,7 @@ type simReq struct {
 	status  int32 // kindFail: the status answered
 	kind    uint8
 	state   uint8
+	post    uint32 // calibrated: the overhead after the answer, in ns
 }
 
 func newSim(exp *experiments.Experiment, name string, hooks simHooks, events *engine.EventLog) (*sim, error) {
@@ -297,6 +300,10 @@ func (s *sim) arrive(t time.Duration) {
 		s.report(ep, t, done, 0, engine.ErrNoHost, false, req, src)
 		return
 	}
+	if s.cal != nil {
+		s.sendCalibrated(ep, t, req, done, src)
+		return
+	}
 	in := &s.insts[ep]
 	base := in.sampler.Sample()
 	a := faultyserver.Action{Kind: faultyserver.ActionServe, Service: base}
@@ -337,6 +344,10 @@ func (s *sim) answer(e simEvent) {
 	if r.gen != e.gen {
 		return // the request timed out and its instance dropped it
 	}
+	if s.cal != nil {
+		s.answerCalibrated(e.slot)
+		return
+	}
 	if r.kind == kindServe {
 		s.insts[r.inst].busyFor += s.clock.now - r.began
 		s.release(int(r.inst))
@@ -359,10 +370,13 @@ func (s *sim) expire(i int32) {
 			return // served later for nothing; freed at its service end
 		}
 		q := &s.insts[r.inst].queue
-		if q.len() == 0 || *q.front() != i {
+		switch {
+		case q.len() > 0 && *q.front() == i:
+			q.pop()
+		case s.cal == nil || !removeQueued(q, i):
+			// Calibrated, requests reach their instance in another order.
 			panic("harness: sim: a timed-out request is not at its queue's front")
 		}
-		q.pop()
 	case r.state&stWorking != 0:
 		if s.keep {
 			return
