@@ -213,6 +213,14 @@ func (b *Balancer) Pick(req Request) (endpoint int, done func(Outcome)) {
 // connections the request goes on (see the pinned wrapper); conn.Slot is
 // -1 when the strategy pins none, or the pick is NoHost.
 func (b *Balancer) PickConn(req Request) (endpoint int, conn Conn, done func(Outcome)) {
+	ep, conn, inner := b.pick(req)
+	p := &pending{b: b, endpoint: ep, done: inner}
+	return ep, conn, p.finish
+}
+
+// pick is PickConn without the done wrapper: the endpoint (counted in
+// flight unless NoHost), the connection and the Picker's own done.
+func (b *Balancer) pick(req Request) (endpoint int, conn Conn, inner func(Outcome)) {
 	b.mu.Lock()
 	b.feed.sync(b.hosts)
 	ep, inner := b.picker.Pick(req, b.hosts)
@@ -222,15 +230,11 @@ func (b *Balancer) PickConn(req Request) (endpoint int, conn Conn, done func(Out
 			conn = c
 		}
 	}
-	if ep == NoHost {
-		b.mu.Unlock()
-		p := &pending{b: b, endpoint: NoHost, done: inner}
-		return NoHost, conn, p.finish
+	if ep != NoHost {
+		b.inflight[ep]++
 	}
-	b.inflight[ep]++
 	b.mu.Unlock()
-	p := &pending{b: b, endpoint: ep, done: inner}
-	return ep, conn, p.finish
+	return ep, conn, inner
 }
 
 // pending is one picked request whose done has not run yet; fired makes its
@@ -246,12 +250,16 @@ func (p *pending) finish(o Outcome) {
 	if !p.fired.CompareAndSwap(false, true) {
 		return
 	}
-	b := p.b
+	p.b.end(p.endpoint, p.done, o)
+}
+
+// end ends a request picked for endpoint whose Picker's done is inner.
+func (b *Balancer) end(endpoint int, inner func(Outcome), o Outcome) {
 	b.mu.Lock()
-	if p.endpoint != NoHost {
-		b.inflight[p.endpoint]--
+	if endpoint != NoHost {
+		b.inflight[endpoint]--
 	}
-	p.done(o)
+	inner(o)
 	b.mu.Unlock()
 }
 
