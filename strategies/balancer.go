@@ -33,7 +33,10 @@ type Balancer struct {
 	clock       Clock
 	events      func(Event)
 
-	mu       sync.Mutex
+	mu sync.Mutex
+	// serial: the owner uses the Balancer from one goroutine only, so
+	// pick and end skip mu (SetSerial).
+	serial   bool
 	inflight []int64  // guarded by mu; read by Pickers with mu held
 	present  []bool   // guarded by mu; whether each endpoint is in hosts
 	hosts    []int    // guarded by mu; the endpoints that may be picked, ascending
@@ -221,7 +224,10 @@ func (b *Balancer) PickConn(req Request) (endpoint int, conn Conn, done func(Out
 // pick is PickConn without the done wrapper: the endpoint (counted in
 // flight unless NoHost), the connection and the Picker's own done.
 func (b *Balancer) pick(req Request) (endpoint int, conn Conn, inner func(Outcome)) {
-	b.mu.Lock()
+	if !b.serial {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+	}
 	b.feed.sync(b.hosts)
 	ep, inner := b.picker.Pick(req, b.hosts)
 	conn = Conn{Slot: -1}
@@ -233,7 +239,6 @@ func (b *Balancer) pick(req Request) (endpoint int, conn Conn, inner func(Outcom
 	if ep != NoHost {
 		b.inflight[ep]++
 	}
-	b.mu.Unlock()
 	return ep, conn, inner
 }
 
@@ -255,12 +260,14 @@ func (p *pending) finish(o Outcome) {
 
 // end ends a request picked for endpoint whose Picker's done is inner.
 func (b *Balancer) end(endpoint int, inner func(Outcome), o Outcome) {
-	b.mu.Lock()
+	if !b.serial {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+	}
 	if endpoint != NoHost {
 		b.inflight[endpoint]--
 	}
 	inner(o)
-	b.mu.Unlock()
 }
 
 // Spec returns the spec as given to New.

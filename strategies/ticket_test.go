@@ -71,3 +71,32 @@ func TestTicketNoAlloc(t *testing.T) {
 		t.Errorf("PickTicket and Finish allocate %v times a request, want 0", n)
 	}
 }
+
+// TestSerialMatches: a serial Balancer picks as a locked one does.
+func TestSerialMatches(t *testing.T) {
+	a, err := New("p2c", Env{N: 7, Rand: newRand(9)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := New("p2c", Env{N: 7, Rand: newRand(9)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.SetSerial()
+	var openA, openB []Ticket
+	for i := range 1000 {
+		ta, tb := a.PickTicket(Request{}), b.PickTicket(Request{})
+		if ta.Endpoint() != tb.Endpoint() {
+			t.Fatalf("request %d: locked %d, serial %d", i, ta.Endpoint(), tb.Endpoint())
+		}
+		openA, openB = append(openA, ta), append(openB, tb)
+		if i%3 == 2 {
+			a.Finish(openA[0], Outcome{Status: 200})
+			b.Finish(openB[0], Outcome{Status: 200})
+			openA, openB = openA[1:], openB[1:]
+		}
+	}
+	if !slices.Equal(a.InFlight(), b.InFlight()) {
+		t.Errorf("in flight: locked %v, serial %v", a.InFlight(), b.InFlight())
+	}
+}
