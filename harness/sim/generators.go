@@ -70,6 +70,7 @@ func (s *sim) newGenerators(exp *experiments.Experiment, name string, stream boo
 // measure finishes the generators' collectors and returns the strategy's
 // measurement: the one collector's, or the generators' streams merged.
 func (s *sim) measure(exp *experiments.Experiment, name string, elapsed time.Duration, interrupted bool) (*engine.Measurement, error) {
+	s.outcomes.flush(s.gens)
 	if len(s.gens) == 1 && s.gens[0].stream == nil {
 		g := &s.gens[0]
 		g.coll.Finish()
