@@ -33,7 +33,10 @@ type Balancer struct {
 	clock       Clock
 	events      func(Event)
 
-	mu       sync.Mutex
+	mu sync.Mutex
+	// serial: the owner uses the Balancer from one goroutine only, so
+	// pick and end skip mu (SetSerial).
+	serial   bool
 	inflight []int64  // guarded by mu; read by Pickers with mu held
 	present  []bool   // guarded by mu; whether each endpoint is in hosts
 	hosts    []int    // guarded by mu; the endpoints that may be picked, ascending
@@ -213,7 +216,18 @@ func (b *Balancer) Pick(req Request) (endpoint int, done func(Outcome)) {
 // connections the request goes on (see the pinned wrapper); conn.Slot is
 // -1 when the strategy pins none, or the pick is NoHost.
 func (b *Balancer) PickConn(req Request) (endpoint int, conn Conn, done func(Outcome)) {
-	b.mu.Lock()
+	ep, conn, inner := b.pick(req)
+	p := &pending{b: b, endpoint: ep, done: inner}
+	return ep, conn, p.finish
+}
+
+// pick is PickConn without the done wrapper: the endpoint (counted in
+// flight unless NoHost), the connection and the Picker's own done.
+func (b *Balancer) pick(req Request) (endpoint int, conn Conn, inner func(Outcome)) {
+	if !b.serial {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+	}
 	b.feed.sync(b.hosts)
 	ep, inner := b.picker.Pick(req, b.hosts)
 	conn = Conn{Slot: -1}
@@ -222,15 +236,10 @@ func (b *Balancer) PickConn(req Request) (endpoint int, conn Conn, done func(Out
 			conn = c
 		}
 	}
-	if ep == NoHost {
-		b.mu.Unlock()
-		p := &pending{b: b, endpoint: NoHost, done: inner}
-		return NoHost, conn, p.finish
+	if ep != NoHost {
+		b.inflight[ep]++
 	}
-	b.inflight[ep]++
-	b.mu.Unlock()
-	p := &pending{b: b, endpoint: ep, done: inner}
-	return ep, conn, p.finish
+	return ep, conn, inner
 }
 
 // pending is one picked request whose done has not run yet; fired makes its
@@ -246,13 +255,19 @@ func (p *pending) finish(o Outcome) {
 	if !p.fired.CompareAndSwap(false, true) {
 		return
 	}
-	b := p.b
-	b.mu.Lock()
-	if p.endpoint != NoHost {
-		b.inflight[p.endpoint]--
+	p.b.end(p.endpoint, p.done, o)
+}
+
+// end ends a request picked for endpoint whose Picker's done is inner.
+func (b *Balancer) end(endpoint int, inner func(Outcome), o Outcome) {
+	if !b.serial {
+		b.mu.Lock()
+		defer b.mu.Unlock()
 	}
-	p.done(o)
-	b.mu.Unlock()
+	if endpoint != NoHost {
+		b.inflight[endpoint]--
+	}
+	inner(o)
 }
 
 // Spec returns the spec as given to New.

@@ -130,59 +130,70 @@ func NewCollector(instances int, duration, timeout, slow time.Duration) *Collect
 }
 
 // Add records one measured request.
-func (c *Collector) Add(o Outcome) {
+func (c *Collector) Add(o Outcome) { c.AddN(o, 1) }
+
+// AddN records n measured requests of the same outcome, as n calls of Add
+// would: the collector keeps nothing of a request but its instance, the
+// second it was sent in, its latency in histogram units, whether it was
+// slow, a success or a timeout, and its key. Between two calls of Sweep (or
+// before Finish), the order of Adds does not change what is collected, so
+// a caller may gather equal outcomes and add them at once.
+func (c *Collector) AddN(o Outcome, n int64) {
+	if n <= 0 {
+		return
+	}
 	us := micros(o.Latency)
 	slow := o.Timeout || o.Latency > c.slow
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.requests++
-	_ = c.overall.RecordValue(us)
+	c.requests += n
+	_ = c.overall.RecordValues(us, n)
 	if o.Success {
-		c.successes++
-		_ = c.overallOK.RecordValue(us)
+		c.successes += n
+		_ = c.overallOK.RecordValues(us, n)
 	} else {
-		_ = c.overallFailed.RecordValue(us)
+		_ = c.overallFailed.RecordValues(us, n)
 	}
 	if o.Timeout {
-		c.timeouts++
+		c.timeouts += n
 	}
 	if slow {
-		c.slowCount++
+		c.slowCount += n
 	}
 	if o.Instance < 0 || o.Instance >= c.instances {
-		c.unattributed++
+		c.unattributed += n
 		if c.unrouted == nil {
 			c.unrouted = make([]int64, len(c.series[0].Requests))
 		}
-		c.unrouted[c.bucketOf(o.SentAt)]++
+		c.unrouted[c.bucketOf(o.SentAt)] += n
 		return
 	}
 	if o.HasKey {
-		c.countKeyN(o.Key, o.Instance, 1)
+		c.countKeyN(o.Key, o.Instance, n)
 	}
 	a := &c.inst[o.Instance]
-	a.requests++
-	_ = a.hist.RecordValue(us)
+	a.requests += n
+	_ = a.hist.RecordValues(us, n)
 	if o.Success {
-		_ = a.histOK.RecordValue(us)
+		_ = a.histOK.RecordValues(us, n)
 	} else {
-		a.errors++
-		_ = a.histFailed.RecordValue(us)
+		a.errors += n
+		_ = a.histFailed.RecordValues(us, n)
 	}
 	if o.Timeout {
-		a.timeouts++
+		a.timeouts += n
 	}
 	if slow {
-		a.slowReqs++
+		a.slowReqs += n
 	}
 	b := c.bucketOf(o.SentAt)
 	s := &c.series[o.Instance]
-	s.Requests[b]++
+	s.Requests[b] += n
 	if !o.Success {
-		s.Errors[b]++
+		s.Errors[b] += n
 	}
 	if b < c.finalized {
-		c.late++
+		c.late += n
 		return
 	}
 	hs := c.open[b]
@@ -193,7 +204,7 @@ func (c *Collector) Add(o Outcome) {
 	if hs[o.Instance] == nil {
 		hs[o.Instance] = newPacked()
 	}
-	_ = hs[o.Instance].RecordValue(us)
+	_ = hs[o.Instance].RecordValues(us, n)
 	if o.Success {
 		ok := c.openOK[b]
 		if ok == nil {
@@ -203,7 +214,7 @@ func (c *Collector) Add(o Outcome) {
 		if ok[o.Instance] == nil {
 			ok[o.Instance] = newPacked()
 		}
-		_ = ok[o.Instance].RecordValue(us)
+		_ = ok[o.Instance].RecordValues(us, n)
 		c.okSeries = true
 	}
 }

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"time"
@@ -22,6 +23,20 @@ type secondLog struct {
 	buf bytes.Buffer
 	lw  *hdrhistogram.HistogramLogWriter // base time 0: interval starts are offsets
 	err error                            // the first encoding error
+	off bool                             // not kept (Collector.NoHDRLog)
+}
+
+// errNoHDRLog is WriteHDRLog's error on a collector told not to keep the log.
+var errNoHDRLog = errors.New("histogram log: not kept (NoHDRLog)")
+
+// NoHDRLog makes the collector skip the HdrHistogram log: WriteHDRLog
+// fails instead. Encoding a second's histograms costs far more than
+// recording them (a compressor per histogram), so an engine that never
+// writes the log (the simulator) spares it. Call it before the first Add.
+func (c *Collector) NoHDRLog() {
+	c.mu.Lock()
+	c.seconds.off = true
+	c.mu.Unlock()
 }
 
 // nsHist is a histogram of latencies in nanoseconds with the collector's
@@ -32,7 +47,7 @@ func nsHist() *hdrhistogram.PackedHistogram {
 
 // add encodes second b's per-instance histograms (nil where none).
 func (l *secondLog) add(b int, hists []*hdrhistogram.PackedHistogram) {
-	if l.err != nil || len(hists) == 0 {
+	if l.off || l.err != nil || len(hists) == 0 {
 		return
 	}
 	if l.lw == nil {
@@ -86,6 +101,9 @@ func (l *secondLog) add(b int, hists []*hdrhistogram.PackedHistogram) {
 func (c *Collector) WriteHDRLog(w io.Writer, name string, start, end time.Time) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.seconds.off {
+		return errNoHDRLog
+	}
 	if c.seconds.err != nil {
 		return fmt.Errorf("histogram log: %w", c.seconds.err)
 	}

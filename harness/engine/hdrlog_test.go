@@ -70,3 +70,21 @@ func TestWriteHDRLog(t *testing.T) {
 		t.Errorf("intervals (-want +got):\n%s", d)
 	}
 }
+
+// TestNoHDRLog: a collector told to keep no log records as before and
+// refuses to write the log it did not keep.
+func TestNoHDRLog(t *testing.T) {
+	c := NewCollector(2, 3*time.Second, time.Second, time.Second)
+	c.NoHDRLog()
+	for i := range 100 {
+		c.Add(Outcome{Instance: i % 2, SentAt: time.Duration(i) * 20 * time.Millisecond, Latency: time.Duration(i) * time.Millisecond, Success: true})
+	}
+	c.Finish()
+	if got := c.Strategy("x", nil).Requests; got != 100 {
+		t.Errorf("requests = %d, want 100", got)
+	}
+	var buf bytes.Buffer
+	if err := c.WriteHDRLog(&buf, "x", time.Unix(0, 0), time.Unix(3, 0)); err == nil {
+		t.Error("WriteHDRLog of a collector without a log: no error")
+	}
+}

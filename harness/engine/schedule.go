@@ -68,7 +68,8 @@ type PoissonSchedule struct {
 	next uint64  // index of the next arrival not yet generated
 	sum  float64 // arrival next-1, in nanoseconds, kept in float to avoid drift
 	// ring holds the most recent arrivals: ring[k%len] is arrival k for
-	// next-len(ring) <= k < next. Memory is fixed whatever the run's length.
+	// next-len(ring) <= k < next. Memory is fixed whatever the run's length;
+	// it is allocated at the first Due.
 	ring []time.Duration
 }
 
@@ -82,30 +83,56 @@ func NewPoissonSchedule(rate float64, seed uint64) *PoissonSchedule {
 		rate: rate,
 		seed: seed,
 		rng:  newPoissonRand(seed),
-		ring: make([]time.Duration, poissonWindow),
 	}
 }
 
 // arrival returns arrival k, generating the schedule up to it. p.mu held.
 func (p *PoissonSchedule) arrival(k uint64) (time.Duration, bool) {
+	if p.ring == nil {
+		p.ring = make([]time.Duration, poissonWindow)
+	}
 	for p.next <= k {
-		var t time.Duration
-		if p.curve != nil {
-			p.sum += p.rng.ExpFloat64()
-			t = p.curve.TimeOf(p.sum)
-		} else {
-			// The explicit conversion forbids a fused multiply-add, so the
-			// schedule is bit-identical on every architecture.
-			p.sum += float64(p.rng.ExpFloat64() / p.rate * float64(time.Second))
-			t = time.Duration(p.sum)
-		}
-		p.ring[p.next%uint64(len(p.ring))] = t
+		p.ring[p.next%uint64(len(p.ring))] = poissonNext(p.rng, p.rate, p.curve, &p.sum)
 		p.next++
 	}
 	if p.next-k > uint64(len(p.ring)) {
 		return 0, false
 	}
 	return p.ring[k%uint64(len(p.ring))], true
+}
+
+// poissonNext draws the next arrival after the one at *sum (in nanoseconds,
+// or in unit-rate time along curve when curve is set) from rng.
+func poissonNext(rng *rand.Rand, rate float64, curve RateCurve, sum *float64) time.Duration {
+	if curve != nil {
+		*sum += rng.ExpFloat64()
+		return curve.TimeOf(*sum)
+	}
+	// The explicit conversion forbids a fused multiply-add, so the
+	// schedule is bit-identical on every architecture.
+	*sum += float64(rng.ExpFloat64() / rate * float64(time.Second))
+	return time.Duration(*sum)
+}
+
+// PoissonCursor reads a PoissonSchedule's arrivals once, in order, from
+// the first: the same times as Due, generated afresh from the seed,
+// without the lock and the window of past arrivals that Due keeps for
+// readers out of order. Not safe for concurrent use.
+type PoissonCursor struct {
+	rng   *rand.Rand
+	rate  float64
+	curve RateCurve
+	sum   float64
+}
+
+// Cursor returns a cursor at p's first arrival; p itself is not touched.
+func (p *PoissonSchedule) Cursor() *PoissonCursor {
+	return &PoissonCursor{rng: newPoissonRand(p.seed), rate: p.rate, curve: p.curve}
+}
+
+// Next returns the next arrival: the first call Due(0), the next Due(1)...
+func (c *PoissonCursor) Next() time.Duration {
+	return poissonNext(c.rng, c.rate, c.curve, &c.sum)
 }
 
 // Due implements Schedule.

@@ -174,4 +174,7 @@ type simHooks struct {
 	// final sees the collector the measurement came from, finished (the
 	// merged one when streamed).
 	final func(*engine.Collector)
+	// hdrLog keeps the collectors' HdrHistogram log (Collector.WriteHDRLog),
+	// which a simulation otherwise skips, for final to read.
+	hdrLog bool
 }

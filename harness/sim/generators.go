@@ -34,9 +34,7 @@ type simGenerator struct {
 // as a single process's replicas); events is the log of an unstreamed run.
 func (s *sim) newGenerators(exp *experiments.Experiment, name string, stream bool, events *engine.EventLog) error {
 	n := max(1, exp.Generators)
-	newColl := func() *engine.Collector {
-		return engine.NewCollector(len(s.insts), exp.Duration, exp.Timeout, exp.SlowThreshold)
-	}
+	newColl := func() *engine.Collector { return newCollector(exp, len(s.insts), s.hooks.hdrLog) }
 	if n == 1 && !stream {
 		lbs, err := engine.NewBalancers(exp, name, &s.clock, events)
 		if err != nil {
@@ -72,6 +70,7 @@ func (s *sim) newGenerators(exp *experiments.Experiment, name string, stream boo
 // measure finishes the generators' collectors and returns the strategy's
 // measurement: the one collector's, or the generators' streams merged.
 func (s *sim) measure(exp *experiments.Experiment, name string, elapsed time.Duration, interrupted bool) (*engine.Measurement, error) {
+	s.outcomes.flush(s.gens)
 	if len(s.gens) == 1 && s.gens[0].stream == nil {
 		g := &s.gens[0]
 		g.coll.Finish()
@@ -89,7 +88,7 @@ func (s *sim) measure(exp *experiments.Experiment, name string, elapsed time.Dur
 			Unattributed: g.coll.Unattributed(),
 		}, nil
 	}
-	coll := engine.NewCollector(len(s.insts), exp.Duration, exp.Timeout, exp.SlowThreshold)
+	coll := newCollector(exp, len(s.insts), s.hooks.hdrLog)
 	merged := engine.NewMerger(coll, len(s.gens))
 	for i := range s.gens {
 		g := &s.gens[i]
@@ -107,4 +106,16 @@ func (s *sim) measure(exp *experiments.Experiment, name string, elapsed time.Dur
 		s.hooks.final(coll)
 	}
 	return m, err
+}
+
+// newCollector returns a collector for a simulated run of exp over n
+// instances. It keeps no HdrHistogram log unless hdrLog: only the real
+// engine writes one (with its raw results), and encoding every second's
+// histograms would cost the simulator more than simulating the requests.
+func newCollector(exp *experiments.Experiment, n int, hdrLog bool) *engine.Collector {
+	c := engine.NewCollector(n, exp.Duration, exp.Timeout, exp.SlowThreshold)
+	if !hdrLog {
+		c.NoHDRLog()
+	}
+	return c
 }

@@ -52,7 +52,7 @@ func generatorExperiment(t *testing.T, name string, duration time.Duration, rate
 func measureStrategy(t *testing.T, exp *experiments.Experiment, name string, stream bool) (measurement, hlog []byte) {
 	t.Helper()
 	var log bytes.Buffer
-	hooks := simHooks{stream: stream, final: func(c *engine.Collector) {
+	hooks := simHooks{stream: stream, hdrLog: true, final: func(c *engine.Collector) {
 		if err := c.WriteHDRLog(&log, name, Epoch, Epoch.Add(exp.Duration)); err != nil {
 			t.Fatal(err)
 		}

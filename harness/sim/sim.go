@@ -38,7 +38,7 @@ const checkEvery = 1 << 12
 // time. Its instance then drops it from the queue or frees its worker, or,
 // with KeepAbandoned, leaves it queued or serving until its service ends.
 // Fault changes (engine.FaultOps) take effect for requests arriving at or after
-// their time. Every request's done is called once, at its end, with the
+// their time. Every request is finished once (Balancer.Finish), at its end, with the
 // latency from arrival.
 //
 // Simultaneous happenings are ordered: fault changes, host-set changes,
@@ -75,9 +75,12 @@ type sim struct {
 	// experiment spreads its load (generators: N; see generators.go).
 	gens   []simGenerator
 	sched  engine.Schedule
+	cursor *engine.PoissonCursor // reads sched in order, when Poisson
 	insts  []simInstance
 	events eventQueue
 	seq    uint64 // of the next event
+	// outcomes gathers the outcomes for the generators' collectors.
+	outcomes outcomeRuns
 
 	reqs       []simReq
 	free       int32 // first free slot, -1 if none; linked through next
@@ -129,15 +132,16 @@ const (
 
 // simReq is one request in flight, client or server side.
 type simReq struct {
-	at      time.Duration // arrival
-	service time.Duration // kindServe: time on a worker
-	done    func(strategies.Outcome)
-	key     uint64        // with stKeyed
-	began   time.Duration // stWorking: when it took its worker
-	prev    int32         // in the waiting list; next also links the free list
+	at      time.Duration     // arrival
+	service time.Duration     // kindServe: time on a worker
+	ticket  strategies.Ticket // its pick, ended through its balancer
+	key     uint64            // with stKeyed
+	began   time.Duration     // stWorking: when it took its worker
+	prev    int32             // in the waiting list; next also links the free list
 	next    int32
 	inst    int32
 	src     int32 // the generator that sent it
+	lb      int32 // the balancer (replica) that picked it
 	gen     uint32
 	status  int32 // kindFail: the status answered
 	kind    uint8
@@ -163,6 +167,9 @@ func newSim(exp *experiments.Experiment, name string, hooks simHooks, events *en
 		nextProbe: never,
 		keys:      engine.ExperimentKeys(exp),
 	}
+	if p, ok := s.sched.(*engine.PoissonSchedule); ok {
+		s.cursor = p.Cursor()
+	}
 	s.joinAt, s.joinHosts = engine.JoinSteps(exp)
 	for _, op := range s.ops {
 		if op.Instance < 0 || op.Instance >= n {
@@ -181,17 +188,27 @@ func newSim(exp *experiments.Experiment, name string, hooks simHooks, events *en
 	if err := s.newGenerators(exp, name, hooks.stream, events); err != nil {
 		return nil, err
 	}
+	for _, lb := range s.lbs {
+		lb.SetSerial() // the simulation runs on one goroutine
+	}
 	if pc, ok := s.lbs[0].Probes(); ok {
 		s.probe, s.nextProbe = pc, pc.Interval
 	}
 	s.loads = newLoadPoll(s.gens, n)
+	s.outcomes = newOutcomeRuns(len(s.gens), n)
 	s.arrival = s.due(0)
 	return s, nil
 }
 
 // due returns when arrival k is scheduled, or never when that is not before
-// the end of the attack.
+// the end of the attack. It is asked for k = 0, 1, 2... in turn.
 func (s *sim) due(k uint64) time.Duration {
+	if s.cursor != nil {
+		if d := s.cursor.Next(); d < s.duration {
+			return d
+		}
+		return never
+	}
 	if d, ok := s.sched.Due(k); ok && d < s.duration {
 		return d
 	}
@@ -274,6 +291,7 @@ func (s *sim) control(t time.Duration) {
 		s.loads.poll(s.insts, s.duration)
 		return
 	}
+	s.outcomes.flush(s.gens)
 	for i := range s.gens {
 		s.gens[i].coll.Sweep(t)
 	}
@@ -295,9 +313,11 @@ func (s *sim) arrive(t time.Duration) {
 	if s.keys != nil {
 		req.Key, req.HasKey = s.keys.Draw(k, t)
 	}
-	ep, done := s.lbs[k%uint64(len(s.lbs))].Pick(req)
+	lb := int32(k % uint64(len(s.lbs)))
+	tk := s.lbs[lb].PickTicket(req)
+	ep := tk.Endpoint()
 	if ep == strategies.NoHost {
-		s.report(ep, t, done, 0, engine.ErrNoHost, false, req, src)
+		s.report(ep, t, lb, tk, 0, engine.ErrNoHost, false, req, src)
 		return
 	}
 	if s.cal != nil {
@@ -312,26 +332,26 @@ func (s *sim) arrive(t time.Duration) {
 	}
 	switch a.Kind {
 	case faultyserver.ActionReset:
-		s.report(ep, t, done, 0, errSimReset, false, req, src)
+		s.report(ep, t, lb, tk, 0, errSimReset, false, req, src)
 	case faultyserver.ActionFail:
-		r := s.alloc(ep, t, req, done, kindFail, stWaiting, src)
+		r := s.alloc(ep, t, req, lb, tk, kindFail, stWaiting, src)
 		s.reqs[r].status = int32(a.Status)
 		s.schedule(t+a.Delay, r)
 	case faultyserver.ActionHang:
-		s.alloc(ep, t, req, done, kindHang, stWaiting, src)
+		s.alloc(ep, t, req, lb, tk, kindHang, stWaiting, src)
 	default:
 		switch {
 		case in.workers == 0 || in.busy < in.workers:
 			// A free worker means an empty queue: release hands a worker
 			// straight to the oldest waiter.
 			in.busy++
-			r := s.alloc(ep, t, req, done, kindServe, stWaiting|stWorking, src)
+			r := s.alloc(ep, t, req, lb, tk, kindServe, stWaiting|stWorking, src)
 			s.reqs[r].began = t
 			s.schedule(t+a.Service, r)
 		case s.qlimit > 0 && in.queue.len() >= s.qlimit:
-			s.report(ep, t, done, 503, nil, false, req, src)
+			s.report(ep, t, lb, tk, 503, nil, false, req, src)
 		default:
-			r := s.alloc(ep, t, req, done, kindServe, stWaiting|stQueued, src)
+			r := s.alloc(ep, t, req, lb, tk, kindServe, stWaiting|stQueued, src)
 			s.reqs[r].service = a.Service
 			in.queue.push(r)
 		}
@@ -419,9 +439,9 @@ func (s *sim) end(i int32, status int, err error, timeout bool) {
 	}
 	s.waiting--
 	r.state &^= stWaiting
-	done := r.done
-	r.done = nil
-	s.report(int(r.inst), r.at, done, status, err, timeout, strategies.Request{Key: r.key, HasKey: r.state&stKeyed != 0}, r.src)
+	tk := r.ticket
+	r.ticket = strategies.Ticket{}
+	s.report(int(r.inst), r.at, r.lb, tk, status, err, timeout, strategies.Request{Key: r.key, HasKey: r.state&stKeyed != 0}, r.src)
 }
 
 // report delivers the outcome of a request that arrived at sentAt and ends
@@ -429,14 +449,14 @@ func (s *sim) end(i int32, status int, err error, timeout bool) {
 //
 // An answer (status not 0) carries the instance's load as the real server
 // reports it: the other requests holding a worker or queued.
-func (s *sim) report(inst int, sentAt time.Duration, done func(strategies.Outcome), status int, err error, timeout bool, req strategies.Request, src int32) {
+func (s *sim) report(inst int, sentAt time.Duration, lb int32, tk strategies.Ticket, status int, err error, timeout bool, req strategies.Request, src int32) {
 	lat := s.clock.now - sentAt
 	so := strategies.Outcome{Status: status, Err: err, Timeout: timeout, Latency: lat}
 	if status != 0 {
 		in := &s.insts[inst]
 		so.Load, so.HasLoad = float64(in.busy+in.queue.len()), true
 	}
-	done(so)
+	s.lbs[lb].Finish(tk, so)
 	o := engine.Outcome{
 		Instance: inst,
 		SentAt:   sentAt,
@@ -446,7 +466,7 @@ func (s *sim) report(inst int, sentAt time.Duration, done func(strategies.Outcom
 		Key:      req.Key,
 		HasKey:   req.HasKey,
 	}
-	s.gens[src].coll.Add(o)
+	s.outcomes.add(src, s.gens[src].coll, o)
 	if s.hooks.result != nil {
 		s.hooks.result(o, so)
 	}
@@ -454,7 +474,7 @@ func (s *sim) report(inst int, sentAt time.Duration, done func(strategies.Outcom
 
 // alloc takes a slot for a request arriving at t and appends it to the
 // waiting list.
-func (s *sim) alloc(inst int, t time.Duration, req strategies.Request, done func(strategies.Outcome), kind, state uint8, src int32) int32 {
+func (s *sim) alloc(inst int, t time.Duration, req strategies.Request, lb int32, tk strategies.Ticket, kind, state uint8, src int32) int32 {
 	i := s.free
 	if i >= 0 {
 		s.free = s.reqs[i].next
@@ -466,7 +486,7 @@ func (s *sim) alloc(inst int, t time.Duration, req strategies.Request, done func
 		s.reqs = append(s.reqs, simReq{})
 	}
 	r := &s.reqs[i]
-	r.at, r.done, r.inst, r.kind, r.state, r.src = t, done, int32(inst), kind, state, src
+	r.at, r.ticket, r.lb, r.inst, r.kind, r.state, r.src = t, tk, lb, int32(inst), kind, state, src
 	r.key = req.Key
 	if req.HasKey {
 		r.state |= stKeyed
@@ -488,7 +508,7 @@ func (s *sim) freeSlot(i int32) {
 	r := &s.reqs[i]
 	r.gen++
 	r.state = 0
-	r.done = nil
+	r.ticket = strategies.Ticket{}
 	r.next = s.free
 	s.free = i
 }
@@ -504,7 +524,7 @@ func (s *sim) schedule(t time.Duration, i int32) {
 // generators that sent them.
 func (s *sim) abortWaiting() {
 	for i := s.head; i >= 0; i = s.reqs[i].next {
-		s.reqs[i].done = nil
+		s.reqs[i].ticket = strategies.Ticket{}
 		s.gens[s.reqs[i].src].coll.Abort()
 	}
 	s.head, s.tail, s.waiting = -1, -1, 0

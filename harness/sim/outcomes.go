@@ -1,0 +1,67 @@
+package sim
+
+import (
+	"time"
+
+	"github.com/lbchaos/lbchaos/harness/engine"
+)
+
+// outcomeRuns hands the requests' outcomes to the generators' collectors
+// in runs: each instance's latest run of equal outcomes is counted here and
+// added to its collector at once (Collector.AddN) when an outcome that
+// differs ends it, or before the collector sweeps or finishes. Outcomes are
+// equal when the collector keeps the same of them: the same instance and
+// generator, second sent (the collector's buckets are seconds), latency,
+// success, timeout and key. Between two sweeps the order of adds does not
+// change what a collector holds, so the summary is the one adding every
+// outcome at once gives. With a fixed service time most requests to an
+// instance take exactly that time, and a second's worth of them costs the
+// collector one add instead of hundreds.
+type outcomeRuns struct {
+	runs []outcomeRun // by generator, then instance
+	n    int          // instances
+}
+
+type outcomeRun struct {
+	o     engine.Outcome
+	count int64 // 0: no run
+}
+
+func newOutcomeRuns(generators, instances int) outcomeRuns {
+	return outcomeRuns{runs: make([]outcomeRun, generators*instances), n: instances}
+}
+
+// add counts outcome o of generator src, whose collector is coll.
+func (r *outcomeRuns) add(src int32, coll *engine.Collector, o engine.Outcome) {
+	if o.Instance < 0 || o.Instance >= r.n {
+		coll.Add(o)
+		return
+	}
+	run := &r.runs[int(src)*r.n+o.Instance]
+	if run.count > 0 && sameOutcome(&run.o, &o) {
+		run.count++
+		return
+	}
+	if run.count > 0 {
+		coll.AddN(run.o, run.count)
+	}
+	run.o, run.count = o, 1
+}
+
+// sameOutcome reports whether a and b, of the same instance and
+// generator, are collected alike.
+func sameOutcome(a, b *engine.Outcome) bool {
+	return a.Latency == b.Latency && a.Success == b.Success && a.Timeout == b.Timeout &&
+		a.HasKey == b.HasKey && a.Key == b.Key && a.SentAt/time.Second == b.SentAt/time.Second
+}
+
+// flush adds every run to its generator's collector.
+func (r *outcomeRuns) flush(gens []simGenerator) {
+	for i := range r.runs {
+		run := &r.runs[i]
+		if run.count > 0 {
+			gens[i/r.n].coll.AddN(run.o, run.count)
+			run.count = 0
+		}
+	}
+}
