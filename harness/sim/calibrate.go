@@ -308,9 +308,9 @@ const kindReset uint8 = kindHang + 1
 
 // sendCalibrated sends request req, picked for instance ep at t, on its way
 // there: it reaches it after the overhead before service (deliver).
-func (s *sim) sendCalibrated(ep int, t time.Duration, req strategies.Request, done func(strategies.Outcome), src int32) {
+func (s *sim) sendCalibrated(ep int, t time.Duration, req strategies.Request, lb int32, tk strategies.Ticket, src int32) {
 	pre, post := s.cal.draw()
-	r := s.alloc(ep, t, req, done, kindServe, stWaiting|stOutbound, src)
+	r := s.alloc(ep, t, req, lb, tk, kindServe, stWaiting|stOutbound, src)
 	s.reqs[r].post = uint32(post)
 	s.schedule(t+pre, r)
 }

@@ -321,7 +321,7 @@ func (s *sim) arrive(t time.Duration) {
 		return
 	}
 	if s.cal != nil {
-		s.sendCalibrated(ep, t, req, done, src)
+		s.sendCalibrated(ep, t, req, lb, tk, src)
 		return
 	}
 	in := &s.insts[ep]
