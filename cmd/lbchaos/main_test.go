@@ -523,12 +523,15 @@ func TestInterruptDockerRunLeavesNoContainer(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(60 * time.Second)
-	for !strings.Contains(stderr.String(), "[1/") && time.Now().Before(deadline) {
+	// The containers of the first strategy start after its "[1/" line;
+	// once they are up (the line naming the run), the attack is under way.
+	deadline := time.Now().Add(90 * time.Second)
+	var m []string
+	for m == nil && time.Now().Before(deadline) {
 		time.Sleep(50 * time.Millisecond)
+		m = runIDPattern.FindStringSubmatch(stderr.String())
 	}
 	time.Sleep(1500 * time.Millisecond)
-	m := runIDPattern.FindStringSubmatch(stderr.String())
 	if m == nil {
 		_ = cmd.Process.Kill()
 		t.Fatalf("no run id in the output:\n%s", stderr.String())

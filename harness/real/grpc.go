@@ -103,6 +103,12 @@ func invoke(ctx context.Context, cc *grpc.ClientConn, path string, sreq strategi
 	if v := hdr.Get(faultyserver.GRPCLoadKey); len(v) > 0 {
 		a.load = v[0]
 	}
+	// The deadline travels to the server (grpc-timeout), which may answer
+	// DeadlineExceeded with its metadata just as the client's deadline
+	// passes: that is still this call's timeout, not the server's answer.
+	if a.server && err != nil && isCallTimeout(ctx, err) {
+		a.server = false
+	}
 	return a
 }
 
