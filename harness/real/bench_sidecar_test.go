@@ -3,10 +3,17 @@ package real
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/lbchaos/lbchaos/experiments"
 	"github.com/lbchaos/lbchaos/faultyserver"
@@ -28,11 +35,15 @@ func (f fixedFleet) Close() error              { return nil }
 // BenchmarkSidecarAtBaseline measures what the fault sidecar (lbchaos
 // serve --upstream) adds under the baseline load: 10 in-process instances
 // (8 workers, fixed 10 ms), Poisson 4000 req/s, round robin, sent to the
-// same servers once directly and once through one sidecar per instance
-// (no fault), in alternating rounds. It reports the medians over the
-// rounds of p50 and p99 added by the sidecar. Run it with -benchtime 1x;
-// LBCHAOS_BENCH_DURATION sets the attack length (default 10s),
-// LBCHAOS_BENCH_ROUNDS the rounds (default 3).
+// same servers directly and through one hop per instance, in alternating
+// rounds: the sidecar (no fault); a bare TCP relay, which copies bytes
+// both ways and parses nothing, the least any user-space hop costs on this
+// machine; and nginx (one worker, a keep-alive upstream per instance) when
+// it is installed. It reports the medians over the rounds of the p50 and
+// p99 each hop added to the direct run's, and the sidecar's added p50 over
+// the relay's (sidecar-over-relay) and over nginx's (sidecar-over-nginx).
+// Run it with -benchtime 1x; LBCHAOS_BENCH_DURATION sets the attack length
+// (default 10s), LBCHAOS_BENCH_ROUNDS the rounds (default 3).
 func BenchmarkSidecarAtBaseline(b *testing.B) {
 	base, d := benchBaseline(b)
 	exp, err := base.Apply(experiments.Overrides{Duration: d, Strategies: []string{"round-robin"}})
@@ -46,16 +57,13 @@ func BenchmarkSidecarAtBaseline(b *testing.B) {
 	}
 	defer servers.Close()
 	direct := fixedFleet{servers.Backends()}
-	var fronted fixedFleet
+	var sidecars, relays fixedFleet
 	for _, s := range direct.backends {
 		sc, err := faultyserver.NewSidecar(faultyserver.SidecarConfig{ID: s.ID, Upstream: s.URL.String(), HealthPath: faultyserver.HealthPath, Seed: uint64(s.ID) + 1})
 		if err != nil {
 			b.Fatal(err)
 		}
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			b.Fatal(err)
-		}
+		ln := listenLoopback(b)
 		hs := &http.Server{Handler: sc}
 		go func() {
 			if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -64,29 +72,144 @@ func BenchmarkSidecarAtBaseline(b *testing.B) {
 		}()
 		defer func() { _ = hs.Close(); sc.Close() }()
 		u := &url.URL{Scheme: "http", Host: ln.Addr().String()}
-		fronted.backends = append(fronted.backends, fleet.Backend{ID: s.ID, URL: u, Control: &faultyserver.Client{BaseURL: u.String()}})
+		sidecars.backends = append(sidecars.backends, fleet.Backend{ID: s.ID, URL: u, Control: &faultyserver.Client{BaseURL: u.String()}})
+
+		rl := listenLoopback(b)
+		defer rl.Close()
+		go relay(rl, s.URL.Host)
+		relays.backends = append(relays.backends, fleet.Backend{ID: s.ID, URL: &url.URL{Scheme: "http", Host: rl.Addr().String()}, Control: s.Control})
 	}
-	rounds := benchRounds()
-	var add50, add99 []float64
+	hops := []struct {
+		name string
+		p    fleet.Provider
+	}{{"direct", direct}, {"relay", relays}, {"sidecar", sidecars}}
+	if ngx, stop := nginxHops(b, direct.backends); stop != nil {
+		defer stop()
+		hops = append(hops, struct {
+			name string
+			p    fleet.Provider
+		}{"nginx", ngx})
+	}
+	added50, added99 := map[string][]float64{}, map[string][]float64{}
 	for range b.N {
-		for range rounds {
-			var p50, p99 [2]float64
-			for i, p := range []fleet.Provider{direct, fronted} {
-				sum, err := run(context.Background(), exp, Options{Provider: p})
+		for range benchRounds() {
+			var p50, p99 float64
+			for i, h := range hops {
+				sum, err := run(context.Background(), exp, Options{Provider: h.p})
 				if err != nil {
 					b.Fatal(err)
 				}
 				st := sum.Strategies[0]
 				if st.GeneratorBehind || st.ErrorRatio > 0 {
-					b.Errorf("%s: generator behind %v, errors %.4f", p.Name(), st.GeneratorBehind, st.ErrorRatio)
+					b.Errorf("%s: generator behind %v, errors %.4f", h.name, st.GeneratorBehind, st.ErrorRatio)
 				}
-				p50[i], p99[i] = st.LatencyMs.P50, st.LatencyMs.P99
+				b.Logf("%-8s p50 %.3f p99 %.3f ms", h.name, st.LatencyMs.P50, st.LatencyMs.P99)
+				if i == 0 {
+					p50, p99 = st.LatencyMs.P50, st.LatencyMs.P99
+					continue
+				}
+				added50[h.name] = append(added50[h.name], st.LatencyMs.P50-p50)
+				added99[h.name] = append(added99[h.name], st.LatencyMs.P99-p99)
 			}
-			b.Logf("direct p50 %.3f p99 %.3f ms; sidecar p50 %.3f p99 %.3f ms", p50[0], p99[0], p50[1], p99[1])
-			add50 = append(add50, p50[1]-p50[0])
-			add99 = append(add99, p99[1]-p99[0])
 		}
 	}
-	b.ReportMetric(median(add50), "p50-added-ms")
-	b.ReportMetric(median(add99), "p99-added-ms")
+	sc := median(added50["sidecar"])
+	b.ReportMetric(sc, "p50-added-ms")
+	b.ReportMetric(median(added99["sidecar"]), "p99-added-ms")
+	b.ReportMetric(median(added50["relay"]), "relay-p50-added-ms")
+	b.ReportMetric(sc/median(added50["relay"]), "sidecar-over-relay")
+	if _, ok := added50["nginx"]; ok {
+		b.ReportMetric(median(added50["nginx"]), "nginx-p50-added-ms")
+		b.ReportMetric(sc/median(added50["nginx"]), "sidecar-over-nginx")
+	}
+}
+
+func listenLoopback(b *testing.B) net.Listener {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	return ln
+}
+
+// relay accepts connections on ln until it is closed and copies each one's
+// bytes both ways to a connection of its own to upstream (host:port).
+func relay(ln net.Listener, upstream string) {
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		go func() {
+			defer c.Close()
+			u, err := net.Dial("tcp", upstream)
+			if err != nil {
+				return
+			}
+			defer u.Close()
+			go func() {
+				_, _ = io.Copy(u, c)
+				_ = u.(*net.TCPConn).CloseWrite()
+			}()
+			_, _ = io.Copy(c, u)
+		}()
+	}
+}
+
+// nginxHops starts one nginx process (no master, so that killing it
+// leaves no worker behind) that fronts each backend on a port of
+// its own, as the sidecars do, and returns them and a stop function; a nil
+// stop when nginx is not installed.
+func nginxHops(b *testing.B, backends []fleet.Backend) (fixedFleet, func()) {
+	bin, err := exec.LookPath("nginx")
+	if err != nil {
+		b.Logf("nginx not installed: no nginx hop")
+		return fixedFleet{}, nil
+	}
+	dir := b.TempDir()
+	var conf strings.Builder
+	fmt.Fprintf(&conf, "master_process off;\npid %s/nginx.pid;\nerror_log %s/error.log;\nevents { worker_connections 4096; }\nhttp {\n  access_log off;\n", dir, dir)
+	var f fixedFleet
+	for _, s := range backends {
+		ln := listenLoopback(b)
+		addr := ln.Addr().String()
+		_ = ln.Close()
+		fmt.Fprintf(&conf, "  upstream u%d { server %s; keepalive 64; }\n", s.ID, s.URL.Host)
+		fmt.Fprintf(&conf, "  server { listen %s; location / { proxy_pass http://u%d; proxy_http_version 1.1; proxy_set_header Connection \"\"; } }\n", addr, s.ID)
+		f.backends = append(f.backends, fleet.Backend{ID: s.ID, URL: &url.URL{Scheme: "http", Host: addr}, Control: s.Control})
+	}
+	conf.WriteString("}\n")
+	cfg := filepath.Join(dir, "nginx.conf")
+	if err := os.WriteFile(cfg, []byte(conf.String()), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	cmd := exec.Command(bin, "-p", dir, "-c", cfg, "-g", "daemon off;")
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	stop := func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }
+	for _, s := range f.backends {
+		if err := waitListening(s.URL.Host, 5*time.Second); err != nil {
+			stop()
+			b.Fatalf("nginx: %v\n%s", err, out.String())
+		}
+	}
+	return f, stop
+}
+
+// waitListening waits until addr accepts a connection, for up to d.
+func waitListening(addr string, d time.Duration) error {
+	end := time.Now().Add(d)
+	for {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			return c.Close()
+		}
+		if time.Now().After(end) {
+			return fmt.Errorf("%s not listening after %v: %w", addr, d, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
