@@ -72,13 +72,39 @@ func (u *Upstream) RoundTrip(req *http.Request) (*http.Response, error) {
 			return resp, nil
 		}
 		_ = pc.c.Close()
-		if reused && errors.Is(err, errStale) && req.Body == nil && ctx.Err() == nil {
+		if reused && errors.Is(err, errStale) && !hasBody(req) && ctx.Err() == nil {
 			continue // a new connection, or another idle one
 		}
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
 		return nil, err
+	}
+}
+
+// hasBody reports whether req has a body to send: http.NoBody, which
+// NewRequest sets for an empty one, is none.
+func hasBody(req *http.Request) bool {
+	return req.Body != nil && req.Body != http.NoBody
+}
+
+// SetMaxIdle sets how many idle connections u keeps (1024 unless set); set
+// it before the first request.
+func (u *Upstream) SetMaxIdle(n int) {
+	u.mu.Lock()
+	u.maxIdle = n
+	u.mu.Unlock()
+}
+
+// CloseIdle closes the connections kept idle; unlike Close, later requests
+// are sent as before, over new connections.
+func (u *Upstream) CloseIdle() {
+	u.mu.Lock()
+	idle := u.idle
+	u.idle = nil
+	u.mu.Unlock()
+	for _, pc := range idle {
+		_ = pc.c.Close()
 	}
 }
 
@@ -133,7 +159,7 @@ func (u *Upstream) Close() {
 func (u *Upstream) exchange(ctx context.Context, pc *upConn, req *http.Request) (*http.Response, error) {
 	stop := context.AfterFunc(ctx, func() { _ = pc.c.SetDeadline(aLongTimeAgo) })
 	var wrote chan error
-	if req.Body == nil {
+	if !hasBody(req) {
 		err := req.Write(pc.bw)
 		if err == nil {
 			err = pc.bw.Flush()

@@ -27,6 +27,7 @@ type Call struct {
 	cancel  context.CancelFunc
 	stop    func() bool
 	done    func(strategies.Outcome)
+	slot    chan struct{} // the instance's connection slot the call holds; nil: none
 }
 
 // Begin picks an instance for a request of sreq whose result has sequence
@@ -68,6 +69,23 @@ func (b *Balancer) Begin(parent context.Context, seq uint64, hasSeq bool, sreq s
 	return c, nil
 }
 
+// holdSlot waits for a free connection slot of the call's instance, when
+// its connections are bounded (the caller sends over HTTP/1.1), until the
+// call's context ends.
+func (c *Call) holdSlot() error {
+	if c.b.slots == nil || c.ep < 0 || c.b.proxy != nil {
+		return nil
+	}
+	slot := c.b.slots[c.ep]
+	select {
+	case slot <- struct{}{}:
+		c.slot = slot
+		return nil
+	case <-c.ctx.Done():
+		return c.ctx.Err()
+	}
+}
+
 // Instance returns the instance picked (NoHost when none; -1 for a proxy
 // client, whose answer names it).
 func (c *Call) Instance() int { return c.ep }
@@ -88,6 +106,9 @@ func (c *Call) Finish(status int, load string, err error) {
 	c.cancel()
 	if c.ep >= 0 {
 		c.b.inflight[c.ep].Add(-1)
+	}
+	if c.slot != nil {
+		<-c.slot
 	}
 	timeout := err != nil && !c.rt.Aborted.Load() && isTimeout(c.ctx, err)
 	c.rt.Timeout.Store(timeout)

@@ -255,6 +255,7 @@ func (b *Balancer) configure(opts []Option) {
 		return
 	}
 	b.connCap = 0 // the connections are fixed; requests wait for a stream, not a connection
+	b.slots = nil
 	if b.proxy != nil {
 		b.h2c = newH2CPool(1, 1, c.h2cConns)
 		return
@@ -263,9 +264,15 @@ func (b *Balancer) configure(opts []Option) {
 }
 
 // roundTrip sends req, replica's to instance ep (-1: the proxy) on conn,
-// over HTTP/1.1 or the h2c connections.
+// over HTTP/1.1 or the h2c connections. To an instance, HTTP/1.1 goes
+// through its faultyserver.Upstream rather than net/http's Transport,
+// which hands every request to a writer goroutine and every answer back
+// from a reader goroutine: two more goroutine switches per request, each
+// waiting for a free processor on a busy machine (BenchmarkPeer).
 func (b *Balancer) roundTrip(req *http.Request, replica, ep int, conn strategies.Conn) (*http.Response, error) {
 	switch {
+	case b.h2c == nil && b.proxy == nil:
+		return b.client(ep, req.URL.Host).RoundTrip(req)
 	case b.h2c == nil:
 		return b.base.RoundTrip(req)
 	case b.proxy != nil:

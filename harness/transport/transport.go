@@ -26,8 +26,10 @@ import (
 const SeqHeader = "X-Vegeta-Seq"
 
 // Balancer is the client-side load balancer under test: an http.RoundTripper
-// that asks the strategy for an instance, sends the request there over a
-// plain http.Transport, and reports the outcome through the strategy's done
+// that asks the strategy for an instance, sends the request there (over
+// HTTP/1.1 with a faultyserver.Upstream per instance, which writes the
+// request and reads the answer on the caller's goroutine; see
+// roundTrip), and reports the outcome through the strategy's done
 // callback when the response body is fully read or closed, or the request
 // fails. It records which instance each request went to, so that every
 // result — also one that got no response — is attributed to its instance.
@@ -39,9 +41,9 @@ type Balancer struct {
 	// Immutable after construction.
 	lbs     []*strategies.Balancer
 	targets []atomic.Pointer[url.URL] // an instance's address changes when its container restarts
-	base    *http.Transport
-	abort   context.Context // cancelled when the run is interrupted
-	timeout time.Duration   // per request, body included; 0 = none
+	base    *http.Transport           // to a proxy under test
+	abort   context.Context           // cancelled when the run is interrupted
+	timeout time.Duration             // per request, body included; 0 = none
 
 	routes routes
 	// proxy, when set, is a proxy under test that every request goes to
@@ -59,6 +61,13 @@ type Balancer struct {
 	connCap  int
 	inflight []atomic.Int64
 	capHits  atomic.Int64
+	// clients hold each instance's HTTP/1.1 client, for its current
+	// address; slots, when connCap > 0, its connections (a request holds
+	// one from before it is sent until it is finished).
+	clients  []atomic.Pointer[instClient]
+	clientMu sync.Mutex // serializes replacing a client
+	idle     int        // idle connections kept per instance
+	slots    []chan struct{}
 	// h2c, when set, carries every request over fixed HTTP/2 connections
 	// instead of base (see H2C).
 	h2c *h2cPool
@@ -99,6 +108,14 @@ func NewBalancer(lbs []*strategies.Balancer, targets []*url.URL, timeout time.Du
 		},
 		routes:   routes{m: make(map[uint64]*Route)},
 		inflight: make([]atomic.Int64, len(targets)),
+		clients:  make([]atomic.Pointer[instClient], len(targets)),
+		idle:     idle,
+	}
+	if maxConns > 0 {
+		b.slots = make([]chan struct{}, len(targets))
+		for i := range b.slots {
+			b.slots[i] = make(chan struct{}, maxConns)
+		}
 	}
 	for i, u := range targets {
 		b.targets[i].Store(u)
@@ -245,7 +262,11 @@ func (b *Balancer) RoundTrip(req *http.Request) (*http.Response, error) {
 		out.Header.Set(SeqHeader, strconv.FormatUint(seq*b.gens+b.gen, 10))
 	}
 
-	resp, err := b.roundTrip(out, c.replica, ep, c.conn)
+	err = c.holdSlot()
+	var resp *http.Response
+	if err == nil {
+		resp, err = b.roundTrip(out, c.replica, ep, c.conn)
+	}
 	if err != nil {
 		c.Finish(0, "", err)
 		return nil, err
@@ -284,6 +305,11 @@ func isTimeout(ctx context.Context, err error) bool {
 // CloseIdleConnections closes the balancer's idle connections.
 func (b *Balancer) CloseIdleConnections() {
 	b.base.CloseIdleConnections()
+	for i := range b.clients {
+		if ic := b.clients[i].Load(); ic != nil {
+			ic.up.CloseIdle()
+		}
+	}
 	if b.h2c != nil {
 		b.h2c.closeIdle()
 	}
@@ -335,4 +361,31 @@ func (d *doneBody) Close() error {
 	err := d.rc.Close()
 	d.once.Do(func() { d.end(nil) })
 	return err
+}
+
+// instClient is the HTTP/1.1 client of one instance at one address.
+type instClient struct {
+	host string
+	up   *faultyserver.Upstream
+}
+
+// client returns instance ep's client for host, replacing (and closing)
+// the one for an address the instance no longer has.
+func (b *Balancer) client(ep int, host string) *faultyserver.Upstream {
+	if ic := b.clients[ep].Load(); ic != nil && ic.host == host {
+		return ic.up
+	}
+	b.clientMu.Lock()
+	defer b.clientMu.Unlock()
+	old := b.clients[ep].Load()
+	if old != nil && old.host == host {
+		return old.up
+	}
+	ic := &instClient{host: host, up: faultyserver.NewUpstream(host)}
+	ic.up.SetMaxIdle(b.idle)
+	b.clients[ep].Store(ic)
+	if old != nil {
+		old.up.Close()
+	}
+	return ic.up
 }
