@@ -90,14 +90,13 @@ type keyCount struct {
 	n        int64
 }
 
-// instAgg is one instance's totals. Its histograms are sparse: an
-// instance's latencies fill few of the 24k buckets of the geometry, and a
-// dense histogram per instance (188 KB each, three per instance) cost more
-// to allocate, and to walk for the summary, than to fill. A
-// PackedHistogram has the same buckets and answers Mean, ValueAtPercentile
-// and Max exactly as the dense one does, visiting only populated buckets.
+// instAgg is one instance's totals. Its histograms start sparse (instHist):
+// an instance's latencies often fill few of the 24k buckets of the
+// geometry, and a dense histogram per instance (188 KB each, three per
+// instance) then costs more to allocate, and to walk for the summary, than
+// to fill.
 type instAgg struct {
-	hist, histOK, histFailed             *hdrhistogram.PackedHistogram
+	hist, histOK, histFailed             instHist
 	requests, errors, timeouts, slowReqs int64
 }
 
@@ -121,7 +120,7 @@ func NewCollector(instances int, duration, timeout, slow time.Duration) *Collect
 		openOK:        map[int][]*hdrhistogram.PackedHistogram{},
 	}
 	for i := range c.inst {
-		c.inst[i] = instAgg{hist: newPacked(), histOK: newPacked(), histFailed: newPacked()}
+		c.inst[i] = instAgg{hist: newInstHist(), histOK: newInstHist(), histFailed: newInstHist()}
 		c.series[i] = reports.InstanceSeries{
 			ID:       i,
 			Requests: make([]int64, buckets),
@@ -179,12 +178,12 @@ func (c *Collector) AddN(o Outcome, n int64) {
 	}
 	a := &c.inst[o.Instance]
 	a.requests += n
-	_ = a.hist.RecordValues(us, n)
+	a.hist.record(us, n)
 	if o.Success {
-		_ = a.histOK.RecordValues(us, n)
+		a.histOK.record(us, n)
 	} else {
 		a.errors += n
-		_ = a.histFailed.RecordValues(us, n)
+		a.histFailed.record(us, n)
 	}
 	if o.Timeout {
 		a.timeouts += n
@@ -397,9 +396,9 @@ func (c *Collector) Strategy(name string, faulty []int) reports.Strategy {
 			Share:           ratio(a.requests, c.requests),
 			Errors:          a.errors,
 			ErrorRatio:      ratio(a.errors, a.requests),
-			LatencyMs:       latencyOf(a.hist),
-			LatencyOkMs:     latencyPtr(a.histOK),
-			LatencyFailedMs: latencyPtr(a.histFailed),
+			LatencyMs:       latencyOf(a.hist.hist()),
+			LatencyOkMs:     latencyPtr(a.histOK.hist()),
+			LatencyFailedMs: latencyPtr(a.histFailed.hist()),
 			Timeouts:        a.timeouts,
 			Slow:            a.slowReqs,
 		}

@@ -368,7 +368,7 @@ func (c *Collector) mergeTotals(t *streamTotals) error {
 	}
 	for i, si := range t.Instances {
 		a := &c.inst[i]
-		if d := a.hist.Merge(inst[i]) + a.histOK.Merge(instOK[i]) + a.histFailed.Merge(instFailed[i]); d > 0 {
+		if d := a.hist.merge(inst[i]) + a.histOK.merge(instOK[i]) + a.histFailed.merge(instFailed[i]); d > 0 {
 			return fmt.Errorf("instance %d: %d values outside the histogram's range", i, d)
 		}
 		a.requests += si.Requests

@@ -428,13 +428,13 @@ func (c *Collector) totals() (streamTotals, error) {
 	}
 	for i, a := range c.inst {
 		si := &t.Instances[i]
-		if si.Hist, err = encodePacked(a.hist); err != nil {
+		if si.Hist, err = a.hist.encode(); err != nil {
 			return t, err
 		}
-		if si.HistOK, err = encodePacked(a.histOK); err != nil {
+		if si.HistOK, err = a.histOK.encode(); err != nil {
 			return t, err
 		}
-		if si.HistFailed, err = encodePacked(a.histFailed); err != nil {
+		if si.HistFailed, err = a.histFailed.encode(); err != nil {
 			return t, err
 		}
 		si.Requests, si.Errors, si.Timeouts, si.Slow = a.requests, a.errors, a.timeouts, a.slowReqs
