@@ -90,8 +90,13 @@ type keyCount struct {
 	n        int64
 }
 
+// instAgg is one instance's totals. Its histograms start sparse (instHist):
+// an instance's latencies often fill few of the 24k buckets of the
+// geometry, and a dense histogram per instance (188 KB each, three per
+// instance) then costs more to allocate, and to walk for the summary, than
+// to fill.
 type instAgg struct {
-	hist, histOK, histFailed             *hdrhistogram.Histogram
+	hist, histOK, histFailed             instHist
 	requests, errors, timeouts, slowReqs int64
 }
 
@@ -115,7 +120,7 @@ func NewCollector(instances int, duration, timeout, slow time.Duration) *Collect
 		openOK:        map[int][]*hdrhistogram.PackedHistogram{},
 	}
 	for i := range c.inst {
-		c.inst[i] = instAgg{hist: newHist(), histOK: newHist(), histFailed: newHist()}
+		c.inst[i] = instAgg{hist: newInstHist(), histOK: newInstHist(), histFailed: newInstHist()}
 		c.series[i] = reports.InstanceSeries{
 			ID:       i,
 			Requests: make([]int64, buckets),
@@ -173,12 +178,12 @@ func (c *Collector) AddN(o Outcome, n int64) {
 	}
 	a := &c.inst[o.Instance]
 	a.requests += n
-	_ = a.hist.RecordValues(us, n)
+	a.hist.record(us, n)
 	if o.Success {
-		_ = a.histOK.RecordValues(us, n)
+		a.histOK.record(us, n)
 	} else {
 		a.errors += n
-		_ = a.histFailed.RecordValues(us, n)
+		a.histFailed.record(us, n)
 	}
 	if o.Timeout {
 		a.timeouts += n
@@ -310,7 +315,17 @@ func (c *Collector) Finish() {
 
 func ms(us int64) float64 { return float64(us) / 1000 }
 
-func latencyOf(h *hdrhistogram.Histogram) reports.Latency {
+// latencyHist is what a summary reads of a histogram, dense
+// (hdrhistogram.Histogram) or sparse (hdrhistogram.PackedHistogram); both
+// answer alike on the same counts.
+type latencyHist interface {
+	TotalCount() int64
+	Mean() float64
+	ValueAtPercentile(float64) int64
+	Max() int64
+}
+
+func latencyOf(h latencyHist) reports.Latency {
 	if h.TotalCount() == 0 {
 		return reports.Latency{}
 	}
@@ -325,7 +340,7 @@ func latencyOf(h *hdrhistogram.Histogram) reports.Latency {
 }
 
 // latencyPtr is latencyOf h, or nil when h is empty.
-func latencyPtr(h *hdrhistogram.Histogram) *reports.Latency {
+func latencyPtr(h latencyHist) *reports.Latency {
 	if h.TotalCount() == 0 {
 		return nil
 	}
@@ -381,9 +396,9 @@ func (c *Collector) Strategy(name string, faulty []int) reports.Strategy {
 			Share:           ratio(a.requests, c.requests),
 			Errors:          a.errors,
 			ErrorRatio:      ratio(a.errors, a.requests),
-			LatencyMs:       latencyOf(a.hist),
-			LatencyOkMs:     latencyPtr(a.histOK),
-			LatencyFailedMs: latencyPtr(a.histFailed),
+			LatencyMs:       latencyOf(a.hist.hist()),
+			LatencyOkMs:     latencyPtr(a.histOK.hist()),
+			LatencyFailedMs: latencyPtr(a.histFailed.hist()),
 			Timeouts:        a.timeouts,
 			Slow:            a.slowReqs,
 		}

@@ -290,6 +290,14 @@ func decodeOptHist(b []byte) (*hdrhistogram.Histogram, error) {
 	return decodeHist(b)
 }
 
+// decodeOptPacked is decodeOptHist for a sparse histogram.
+func decodeOptPacked(b []byte) (*hdrhistogram.PackedHistogram, error) {
+	if len(b) == 0 {
+		return newPacked(), nil
+	}
+	return decodePacked(b)
+}
+
 // reduceBefore reduces the buckets below b. c.mu is not held; the
 // Merger's is.
 func (c *Collector) reduceBefore(b int) {
@@ -322,17 +330,17 @@ func (c *Collector) mergeTotals(t *streamTotals) error {
 	if err != nil {
 		return fmt.Errorf("failed requests' latency histogram: %w", err)
 	}
-	inst := make([]*hdrhistogram.Histogram, c.instances)
-	instOK := make([]*hdrhistogram.Histogram, c.instances)
-	instFailed := make([]*hdrhistogram.Histogram, c.instances)
+	inst := make([]*hdrhistogram.PackedHistogram, c.instances)
+	instOK := make([]*hdrhistogram.PackedHistogram, c.instances)
+	instFailed := make([]*hdrhistogram.PackedHistogram, c.instances)
 	for i, si := range t.Instances {
-		if inst[i], err = decodeHist(si.Hist); err != nil {
+		if inst[i], err = decodePacked(si.Hist); err != nil {
 			return fmt.Errorf("instance %d histogram: %w", i, err)
 		}
-		if instOK[i], err = decodeOptHist(si.HistOK); err != nil {
+		if instOK[i], err = decodeOptPacked(si.HistOK); err != nil {
 			return fmt.Errorf("instance %d successful requests' histogram: %w", i, err)
 		}
-		if instFailed[i], err = decodeOptHist(si.HistFailed); err != nil {
+		if instFailed[i], err = decodeOptPacked(si.HistFailed); err != nil {
 			return fmt.Errorf("instance %d failed requests' histogram: %w", i, err)
 		}
 		if len(si.SeriesRequests) != buckets || len(si.SeriesErrors) != buckets {
@@ -360,7 +368,7 @@ func (c *Collector) mergeTotals(t *streamTotals) error {
 	}
 	for i, si := range t.Instances {
 		a := &c.inst[i]
-		if d := a.hist.Merge(inst[i]) + a.histOK.Merge(instOK[i]) + a.histFailed.Merge(instFailed[i]); d > 0 {
+		if d := a.hist.merge(inst[i]) + a.histOK.merge(instOK[i]) + a.histFailed.merge(instFailed[i]); d > 0 {
 			return fmt.Errorf("instance %d: %d values outside the histogram's range", i, d)
 		}
 		a.requests += si.Requests

@@ -24,7 +24,8 @@ type outcomeRuns struct {
 
 type outcomeRun struct {
 	o     engine.Outcome
-	count int64 // 0: no run
+	sec   time.Duration // o.SentAt / time.Second
+	count int64         // 0: no run
 }
 
 func newOutcomeRuns(generators, instances int) outcomeRuns {
@@ -32,27 +33,28 @@ func newOutcomeRuns(generators, instances int) outcomeRuns {
 }
 
 // add counts outcome o of generator src, whose collector is coll.
-func (r *outcomeRuns) add(src int32, coll *engine.Collector, o engine.Outcome) {
-	if o.Instance < 0 || o.Instance >= r.n {
-		coll.Add(o)
+func (r *outcomeRuns) add(src int32, coll *engine.Collector, o *engine.Outcome) {
+	if uint(o.Instance) >= uint(r.n) {
+		coll.Add(*o)
 		return
 	}
 	run := &r.runs[int(src)*r.n+o.Instance]
-	if run.count > 0 && sameOutcome(&run.o, &o) {
+	sec := o.SentAt / time.Second
+	if run.count > 0 && sameOutcome(&run.o, o) && run.sec == sec {
 		run.count++
 		return
 	}
 	if run.count > 0 {
 		coll.AddN(run.o, run.count)
 	}
-	run.o, run.count = o, 1
+	run.o, run.sec, run.count = *o, sec, 1
 }
 
 // sameOutcome reports whether a and b, of the same instance and
-// generator, are collected alike.
+// generator and sent in the same second, are collected alike.
 func sameOutcome(a, b *engine.Outcome) bool {
 	return a.Latency == b.Latency && a.Success == b.Success && a.Timeout == b.Timeout &&
-		a.HasKey == b.HasKey && a.Key == b.Key && a.SentAt/time.Second == b.SentAt/time.Second
+		a.HasKey == b.HasKey && a.Key == b.Key
 }
 
 // flush adds every run to its generator's collector.
