@@ -305,3 +305,26 @@ func TestParseErrorFieldPaths(t *testing.T) {
 		t.Errorf(`Parse("rate: {A}"): err = %v, want one naming rate.A`, err)
 	}
 }
+
+// A target's header must have a token for a name and UTF-8 text for a
+// value: a JSON name of invalid UTF-8 (which fuzzing produced) came back
+// as U+FFFD when the file was written back, and no client sends either.
+func TestTargetsHeadersMustBeValid(t *testing.T) {
+	dir := t.TempDir()
+	for _, tt := range []struct {
+		name, data, want string
+		read             func(string) ([]Request, error)
+	}{
+		{"json-name", `{"method":"GET","url":"/ok"}` + "\n" + "{\"method\":\"A\",\"url\":\"/\",\"header\":{\"\xeb\":[]}}\n", `json-name.txt line 2: header name "\xeb"`, readJSONTargets},
+		{"json-value", `{"method":"GET","url":"/","header":{"X-A":["a\u0001b"]}}` + "\n", `json-value.txt line 1: header X-A: value "a\x01b"`, readJSONTargets},
+		{"http-name", "GET /ok\n\nGET /\nBad Name: x\n", `http-name.txt line 3: header name "Bad Name"`, readTargets},
+	} {
+		path := filepath.Join(dir, tt.name+".txt")
+		if err := os.WriteFile(path, []byte(tt.data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tt.read(path); err == nil || !strings.HasPrefix(err.Error(), tt.want) {
+			t.Errorf("%s: err = %v, want one starting %s", tt.name, err, tt.want)
+		}
+	}
+}

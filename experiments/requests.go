@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 )
@@ -181,6 +182,9 @@ func (f *fileRequests) build(dir string) (*Requests, error) {
 				for k, v := range fr.Headers {
 					r.Header[k] = []string{v}
 				}
+				if err := checkHeader(r.Header); err != nil {
+					return nil, fieldErr(fmt.Sprintf("requests.list[%d].headers", i), "%v", err)
+				}
 			}
 			if fr.Weight != nil {
 				r.Weight = *fr.Weight
@@ -254,6 +258,30 @@ func (r *Requests) validate() error {
 	return nil
 }
 
+// checkHeader reports the first header of h whose name is not an HTTP
+// token (letters, digits and !#$%&'*+-.^_`|~), which no client sends, or
+// whose value is not UTF-8 text without control characters (a tab
+// aside), which a targets file written back would not keep.
+func checkHeader(h http.Header) error {
+	for _, name := range slices.Sorted(maps.Keys(h)) {
+		if name == "" || strings.IndexFunc(name, func(r rune) bool { return !isTokenChar(r) }) >= 0 {
+			return fmt.Errorf("header name %q: want letters, digits and !#$%%&'*+-.^_`|~", name)
+		}
+		for _, v := range h[name] {
+			bad := !utf8.ValidString(v) || strings.IndexFunc(v, func(r rune) bool { return r != '\t' && (r < ' ' || r == 0x7f) }) >= 0
+			if bad {
+				return fmt.Errorf("header %s: value %q: want UTF-8 text without control characters", name, v)
+			}
+		}
+	}
+	return nil
+}
+
+// isTokenChar reports whether r may appear in an HTTP token (RFC 9110).
+func isTokenChar(r rune) bool {
+	return r < 0x7f && (r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("!#$%&'*+-.^_`|~", r))
+}
+
 // methodRe is what Vegeta takes for a method: capital letters.
 var methodRe = regexp.MustCompile(`^[A-Z]+$`)
 
@@ -299,6 +327,9 @@ func readTargets(path string) ([]Request, error) {
 			if err := checkTargetPath(t.URL, u); err != nil {
 				return nil, fmt.Errorf("%s line %d: %v", name, s+1, err)
 			}
+			if err := checkHeader(t.Header); err != nil {
+				return nil, fmt.Errorf("%s line %d: %v", name, s+1, err)
+			}
 			list = append(list, Request{Method: t.Method, Path: u.RequestURI(), Header: t.Header, Body: t.Body, Weight: 1})
 		}
 	}
@@ -334,6 +365,9 @@ func readJSONTargets(path string) ([]Request, error) {
 			return nil, fmt.Errorf("%s line %d: bad URL: %v", name, i+1, err)
 		}
 		if err := checkTargetPath(t.URL, u); err != nil {
+			return nil, fmt.Errorf("%s line %d: %v", name, i+1, err)
+		}
+		if err := checkHeader(t.Header); err != nil {
 			return nil, fmt.Errorf("%s line %d: %v", name, i+1, err)
 		}
 		list = append(list, Request{Method: t.Method, Path: u.RequestURI(), Header: t.Header, Body: t.Body, Weight: 1})

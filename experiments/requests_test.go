@@ -133,6 +133,8 @@ func TestBadRequests(t *testing.T) {
 			`requests.list[0].path: want a path starting with /, got "orders"`},
 		{"lower-case method", "requests: {list: [{method: post, path: /}]}", nil,
 			`requests.list[0].method: want an HTTP method in capitals like GET or POST, got "post"`},
+		{"bad header name", `requests: {list: [{path: /, headers: {"a b": x}}]}`, nil,
+			`requests.list[0].headers: header name "a b": want letters, digits and`},
 		{"unknown field", "requests: {list: [{path: /, wieght: 2}]}", nil,
 			`line 6: unknown field "wieght"`},
 		{"missing targets file", "requests: {targets: nope.txt}", nil,

@@ -25,6 +25,12 @@ type Upstream struct {
 	addr    string // host:port
 	dialer  net.Dialer
 	maxIdle int
+	// probeIdle: a connection idle for longer is checked before it is
+	// used (upConn.alive), so that one the upstream closed meanwhile (a
+	// keep-alive timeout) is not sent a request whose body cannot be sent
+	// again. A shorter idle time is not checked: under load that would be
+	// a read per request.
+	probeIdle time.Duration
 
 	mu     sync.Mutex
 	idle   []*upConn // most recently used last
@@ -32,9 +38,17 @@ type Upstream struct {
 }
 
 type upConn struct {
-	c  net.Conn
-	br *bufio.Reader
-	bw *bufio.Writer
+	c     net.Conn
+	br    *bufio.Reader
+	bw    *bufio.Writer
+	since time.Time // when it was last put back idle
+}
+
+// alive reports whether an idle connection can carry a request: nothing
+// arrived on it while idle, neither bytes nor the upstream's close. It
+// looks without waiting (connIdle).
+func (pc *upConn) alive() bool {
+	return pc.br.Buffered() == 0 && connIdle(pc.c)
 }
 
 // errStale is a kept-alive connection that the upstream had closed before
@@ -50,9 +64,10 @@ var aLongTimeAgo = time.Unix(1, 0)
 // sidecar forwards through one, lbchaos proxy through one per backend.
 func NewUpstream(addr string) *Upstream {
 	return &Upstream{
-		addr:    addr,
-		dialer:  net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second},
-		maxIdle: 1024,
+		addr:      addr,
+		dialer:    net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second},
+		maxIdle:   1024,
+		probeIdle: time.Second,
 	}
 }
 
@@ -115,12 +130,16 @@ func (u *Upstream) conn(ctx context.Context) (*upConn, bool, error) {
 		u.mu.Unlock()
 		return nil, false, errClosed
 	}
-	if n := len(u.idle); n > 0 {
+	for n := len(u.idle); n > 0; n = len(u.idle) {
 		pc := u.idle[n-1]
 		u.idle[n-1] = nil
 		u.idle = u.idle[:n-1]
 		u.mu.Unlock()
-		return pc, true, nil
+		if time.Since(pc.since) <= u.probeIdle || pc.alive() {
+			return pc, true, nil
+		}
+		_ = pc.c.Close()
+		u.mu.Lock()
 	}
 	u.mu.Unlock()
 	c, err := u.dialer.DialContext(ctx, "tcp", u.addr)
@@ -134,6 +153,7 @@ func (u *Upstream) conn(ctx context.Context) (*upConn, bool, error) {
 func (u *Upstream) put(pc *upConn) {
 	u.mu.Lock()
 	if !u.closed && len(u.idle) < u.maxIdle {
+		pc.since = time.Now()
 		u.idle = append(u.idle, pc)
 		u.mu.Unlock()
 		return

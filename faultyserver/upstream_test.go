@@ -149,6 +149,42 @@ func TestUpstreamStaleConnection(t *testing.T) {
 	}
 }
 
+// A connection idle for longer than probeIdle is checked before it is
+// used: one the upstream closed meanwhile is dropped, and even a request
+// with a body goes out on a new connection, once. A connection used again
+// at once is not checked.
+func TestUpstreamProbesIdleConnection(t *testing.T) {
+	var hits atomic.Int64
+	ts := startConnServer(t, func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		b, _ := io.ReadAll(r.Body)
+		_, _ = io.WriteString(w, r.Method+" "+string(b))
+	}, func(s *http.Server) { s.IdleTimeout = 20 * time.Millisecond })
+	u := newTestUpstreamClient(t, ts.Listener.Addr().String())
+	u.probeIdle = time.Millisecond
+	if r := upDo(t.Context(), u, http.MethodGet, ts.URL+"/", nil); r.err != nil || r.body != "GET " {
+		t.Fatalf("first request: %q %v", r.body, r.err)
+	}
+	waitUntil(t, "the upstream to close the idle connection", func() bool { return ts.closed.Load() == 1 })
+	time.Sleep(5 * time.Millisecond) // let its FIN arrive
+
+	r := upDo(t.Context(), u, http.MethodPost, ts.URL+"/", strings.NewReader("payload"))
+	if r.err != nil || r.status != 200 || r.body != "POST payload" {
+		t.Fatalf("%d %q %v, want 200 %q on a new connection", r.status, r.body, r.err, "POST payload")
+	}
+	if n, h := ts.opened.Load(), hits.Load(); n != 2 || h != 2 {
+		t.Errorf("%d connections, %d requests reached the upstream; want 2 and 2", n, h)
+	}
+	// A live idle connection passes the check and is used again.
+	time.Sleep(2 * time.Millisecond)
+	if r := upDo(t.Context(), u, http.MethodPost, ts.URL+"/", strings.NewReader("again")); r.err != nil || r.body != "POST again" {
+		t.Fatalf("third request: %q %v", r.body, r.err)
+	}
+	if n := ts.opened.Load(); n != 2 {
+		t.Errorf("%d connections, want 2: the live idle one used again", n)
+	}
+}
+
 // Through a sidecar, a request on a connection the upstream closed while
 // idle goes again on a new one: the client sees nothing of it.
 func TestSidecarStaleUpstreamConnection(t *testing.T) {
