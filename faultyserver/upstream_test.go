@@ -113,11 +113,7 @@ func TestUpstreamStaleConnection(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var hits atomic.Int64
-			ts := startConnServer(t, func(w http.ResponseWriter, r *http.Request) {
-				hits.Add(1)
-				b, _ := io.ReadAll(r.Body)
-				_, _ = io.WriteString(w, r.Method+" "+string(b))
-			}, func(s *http.Server) { s.IdleTimeout = 20 * time.Millisecond })
+			ts := startShortIdleEcho(t, &hits)
 			u := newTestUpstreamClient(t, ts.Listener.Addr().String())
 			if r := upDo(t.Context(), u, http.MethodGet, ts.URL+"/", nil); r.err != nil || r.body != "GET " {
 				t.Fatalf("first request: %q %v", r.body, r.err)
@@ -149,17 +145,23 @@ func TestUpstreamStaleConnection(t *testing.T) {
 	}
 }
 
+// startShortIdleEcho runs a connServer that answers "METHOD body",
+// counting requests in hits, and closes a connection idle for 20 ms.
+func startShortIdleEcho(t *testing.T, hits *atomic.Int64) *connServer {
+	return startConnServer(t, func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		b, _ := io.ReadAll(r.Body)
+		_, _ = io.WriteString(w, r.Method+" "+string(b))
+	}, func(s *http.Server) { s.IdleTimeout = 20 * time.Millisecond })
+}
+
 // A connection idle for longer than probeIdle is checked before it is
 // used: one the upstream closed meanwhile is dropped, and even a request
 // with a body goes out on a new connection, once. A connection used again
 // at once is not checked.
 func TestUpstreamProbesIdleConnection(t *testing.T) {
 	var hits atomic.Int64
-	ts := startConnServer(t, func(w http.ResponseWriter, r *http.Request) {
-		hits.Add(1)
-		b, _ := io.ReadAll(r.Body)
-		_, _ = io.WriteString(w, r.Method+" "+string(b))
-	}, func(s *http.Server) { s.IdleTimeout = 20 * time.Millisecond })
+	ts := startShortIdleEcho(t, &hits)
 	u := newTestUpstreamClient(t, ts.Listener.Addr().String())
 	u.probeIdle = time.Millisecond
 	if r := upDo(t.Context(), u, http.MethodGet, ts.URL+"/", nil); r.err != nil || r.body != "GET " {
