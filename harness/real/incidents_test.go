@@ -78,6 +78,12 @@ strategies: [nginx:round_robin]
 			return
 		case <-time.After(1500 * time.Millisecond):
 		}
+		// The first child found may have been nginx -t checking the
+		// configuration, gone by now (found first when the machine is
+		// busy): kill the one serving.
+		if p := childProxy("lbchaos-nginx-"); p != 0 {
+			pid = p
+		}
 		killed <- time.Now()
 		_ = syscall.Kill(-pid, syscall.SIGKILL) // its group: master and workers
 	}()
