@@ -36,9 +36,9 @@ func (f fixedFleet) Close() error              { return nil }
 // serve --upstream) adds under the baseline load: 10 in-process instances
 // (8 workers, fixed 10 ms), Poisson 4000 req/s, round robin, sent to the
 // same servers directly and through one hop per instance, in alternating
-// rounds: the sidecar (no fault); a bare TCP relay, which copies bytes
-// both ways and parses nothing, the least any user-space hop costs on this
-// machine; and nginx (one worker, a keep-alive upstream per instance) when
+// rounds: the sidecar (no fault); a bare TCP relay in this process, which
+// copies bytes both ways and parses nothing, the least a Go hop sharing the
+// harness's processors costs; and nginx (one worker, a keep-alive upstream per instance) when
 // it is installed. It reports the medians over the rounds of the p50 and
 // p99 each hop added to the direct run's, and the sidecar's added p50 over
 // the relay's (sidecar-over-relay) and over nginx's (sidecar-over-nginx).
