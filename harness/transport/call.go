@@ -71,9 +71,9 @@ func (b *Balancer) Begin(parent context.Context, seq uint64, hasSeq bool, sreq s
 
 // holdSlot waits for a free connection slot of the call's instance, when
 // its connections are bounded (the caller sends over HTTP/1.1), until the
-// call's context ends.
+// call's context ends. A proxy client's call (instance -1) holds none.
 func (c *Call) holdSlot() error {
-	if c.b.slots == nil || c.ep < 0 || c.b.proxy != nil {
+	if c.b.slots == nil || c.ep < 0 {
 		return nil
 	}
 	slot := c.b.slots[c.ep]
