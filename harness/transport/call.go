@@ -25,7 +25,7 @@ type Call struct {
 	start   time.Time
 	ctx     context.Context
 	cancel  context.CancelFunc
-	stop    func() bool
+	stop    func() bool // unregisters the abort's AfterFunc; nil: the abort is ctx's parent
 	done    func(strategies.Outcome)
 	slot    chan struct{} // the instance's connection slot the call holds; nil: none
 }
@@ -56,10 +56,22 @@ func (b *Balancer) Begin(parent context.Context, seq uint64, hasSeq bool, sreq s
 			b.capHits.Add(1)
 		}
 	}
+	// A parent that is never cancelled (Vegeta's requests carry
+	// context.Background) is replaced by the run's abort, which then
+	// cancels the call itself, and Finish tells an aborted call by it: no
+	// AfterFunc registered and released per call.
+	viaAbort := parent.Done() == nil
+	if viaAbort {
+		parent = b.abort
+	}
 	if b.timeout > 0 {
 		c.ctx, c.cancel = context.WithTimeout(parent, b.timeout)
 	} else {
 		c.ctx, c.cancel = context.WithCancel(parent)
+	}
+	if viaAbort {
+		c.stop = nil
+		return c, nil
 	}
 	rt, cancel := c.rt, c.cancel
 	c.stop = context.AfterFunc(b.abort, func() {
@@ -102,7 +114,11 @@ func (c *Call) Context() context.Context { return c.ctx }
 // transport error, if any: it releases the context, records a timeout in
 // the route and reports the outcome to the strategy. Call it once.
 func (c *Call) Finish(status int, load string, err error) {
-	c.stop()
+	if c.stop != nil {
+		c.stop()
+	} else if c.b.abort.Err() != nil {
+		c.rt.Aborted.Store(true) // the abort came before the end
+	}
 	c.cancel()
 	if c.ep >= 0 {
 		c.b.inflight[c.ep].Add(-1)

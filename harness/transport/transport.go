@@ -281,9 +281,13 @@ func (b *Balancer) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 	}
 	load := resp.Header.Get(faultyserver.LoadHeader)
-	if us, err := strconv.ParseInt(resp.Header.Get(faultyserver.ServerTimeHeader), 10, 64); err == nil && us >= 0 {
-		rt.ServerUs.Store(us)
-		rt.ServerTimed.Store(true)
+	// A service that is not lbchaos's says nothing of its time: no
+	// parse, whose error would be an allocation per request.
+	if v := resp.Header.Get(faultyserver.ServerTimeHeader); v != "" {
+		if us, err := strconv.ParseInt(v, 10, 64); err == nil && us >= 0 {
+			rt.ServerUs.Store(us)
+			rt.ServerTimed.Store(true)
+		}
 	}
 	resp.Body = &doneBody{rc: resp.Body, read: &rt.BytesIn, call: c, status: resp.StatusCode, load: load}
 	return resp, nil
