@@ -152,6 +152,10 @@ func startProxy(ctx context.Context, cfg proxyConfig) (*proxyProcess, error) {
 		p.cmd.Stdout = logFile // "log stdout": one line per request
 	}
 	p.cmd.SysProcAttr = proxySysProcAttr()
+	// nginx's workers inherit its output: with the master killed alone
+	// they hold it open, and Wait would wait for them for as long as they
+	// live, so that the exit went unseen.
+	p.cmd.WaitDelay = exitWaitDelay
 	if err := p.cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", cfg.spec.Kind, err)
 	}
@@ -288,6 +292,10 @@ func (p *proxyProcess) diagnostics() string {
 	}
 	return msg
 }
+
+// exitWaitDelay is how long after the proxy's process exits its output
+// is still read, from children that hold it, before the exit is reported.
+const exitWaitDelay = time.Second
 
 // stop ends the proxy: a graceful signal (so that it flushes its access
 // log), then SIGKILL after 5 s. It waits until the process is gone. It is
