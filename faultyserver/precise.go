@@ -1,7 +1,6 @@
 package faultyserver
 
 import (
-	"container/heap"
 	"runtime/debug"
 	"sync"
 	"time"
@@ -52,17 +51,48 @@ type deadlineEntry struct {
 	ch chan struct{}
 }
 
+// deadlineHeap is a binary min-heap of deadlines, typed rather than
+// container/heap's, whose Push and Pop box every entry: two allocations
+// per service request.
 type deadlineHeap []deadlineEntry
 
-func (h deadlineHeap) Len() int           { return len(h) }
-func (h deadlineHeap) Less(i, j int) bool { return h[i].at.Before(h[j].at) }
-func (h deadlineHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *deadlineHeap) Push(x any)        { *h = append(*h, x.(deadlineEntry)) }
-func (h *deadlineHeap) Pop() any {
-	old := *h
-	e := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return e
+// push adds e.
+func (h *deadlineHeap) push(e deadlineEntry) {
+	s := append(*h, e)
+	for i := len(s) - 1; i > 0; {
+		parent := (i - 1) / 2
+		if !s[i].at.Before(s[parent].at) {
+			break
+		}
+		s[i], s[parent] = s[parent], s[i]
+		i = parent
+	}
+	*h = s
+}
+
+// pop removes and returns the earliest deadline; h must not be empty.
+func (h *deadlineHeap) pop() deadlineEntry {
+	s := *h
+	top, n := s[0], len(s)-1
+	s[0] = s[n]
+	s[n] = deadlineEntry{} // no reference to a channel left behind
+	s = s[:n]
+	for i := 0; ; {
+		m := 2*i + 1
+		if m >= n {
+			break
+		}
+		if r := m + 1; r < n && s[r].at.Before(s[m].at) {
+			m = r
+		}
+		if !s[m].at.Before(s[i].at) {
+			break
+		}
+		s[i], s[m] = s[m], s[i]
+		i = m
+	}
+	*h = s
+	return top
 }
 
 // at returns a channel closed at t, never before.
@@ -74,7 +104,7 @@ func (p *precise) at(t time.Time) <-chan struct{} {
 		time.AfterFunc(time.Until(t), func() { close(ch) })
 		return ch
 	}
-	heap.Push(&p.h, deadlineEntry{at: t, ch: ch})
+	p.h.push(deadlineEntry{at: t, ch: ch})
 	start := !p.running
 	p.running = true
 	if !p.until.IsZero() && t.Before(p.until) {
@@ -117,7 +147,7 @@ func (p *precise) wake() (wait time.Duration, more bool) {
 	}
 	now := time.Now()
 	for len(p.h) > 0 && !p.h[0].at.After(now) {
-		close(heap.Pop(&p.h).(deadlineEntry).ch)
+		close(p.h.pop().ch)
 	}
 	if len(p.h) == 0 {
 		p.running = false

@@ -43,6 +43,42 @@ func TestPreciseNeverEarlyAndIdlesAfterwards(t *testing.T) {
 	}
 }
 
+// The deadline heap gives its entries back earliest first, whatever the
+// order of pushes and pops interleaved, ties included, and allocates
+// nothing once it has grown.
+func TestDeadlineHeapOrder(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	base := time.Now()
+	var h deadlineHeap
+	var want []time.Time // what h holds, sorted
+	for range 5000 {
+		if len(h) == 0 || r.IntN(3) > 0 {
+			at := base.Add(time.Duration(r.IntN(50)) * time.Millisecond) // many ties
+			h.push(deadlineEntry{at: at})
+			i, _ := slices.BinarySearchFunc(want, at, func(a, b time.Time) int { return a.Compare(b) })
+			want = slices.Insert(want, i, at)
+			continue
+		}
+		if got := h.pop().at; !got.Equal(want[0]) {
+			t.Fatalf("pop gave %v, want the earliest, %v", got.Sub(base), want[0].Sub(base))
+		}
+		want = want[1:]
+	}
+	for len(h) > 0 {
+		if got := h.pop().at; !got.Equal(want[0]) {
+			t.Fatalf("draining: pop gave %v, want %v", got.Sub(base), want[0].Sub(base))
+		}
+		want = want[1:]
+	}
+	ch := make(chan struct{})
+	if n := testing.AllocsPerRun(100, func() {
+		h.push(deadlineEntry{at: base, ch: ch})
+		h.pop()
+	}); n != 0 {
+		t.Errorf("push and pop: %v allocations, want 0", n)
+	}
+}
+
 func TestPreciseLateDeadlineFiresAtOnce(t *testing.T) {
 	var p precise
 	select {
