@@ -353,7 +353,7 @@ func (a httpAnswer) ok(load int) {
 	h := a.w.Header()
 	setLoad(h, load)
 	a.setServerTime(h)
-	h.Set("Content-Type", "text/plain; charset=utf-8")
+	h["Content-Type"] = textPlain
 	a.w.WriteHeader(http.StatusOK)
 	_, _ = a.w.Write(okBody)
 }
@@ -474,8 +474,27 @@ const LoadHeader = "X-Lbchaos-Load"
 // setLoad sets LoadHeader in h to load. LoadHeader is in canonical form,
 // so the map is written directly, without Header.Set's canonicalization.
 func setLoad(h http.Header, load int) {
+	if load >= 0 && load < len(loadValues) {
+		h[LoadHeader] = loadValues[load]
+		return
+	}
 	h[LoadHeader] = []string{strconv.Itoa(load)}
 }
+
+// loadValues are LoadHeader's values for the loads 0-255, and textPlain a
+// service answer's Content-Type, made once and shared by every answer: a
+// header's value slices are read when the answer is written, never written
+// to, and each has capacity 1, so that an append copies it. That is an
+// allocation less per answer for each.
+var (
+	loadValues = func() (v [256][]string) {
+		for i := range v {
+			v[i] = []string{strconv.Itoa(i)}
+		}
+		return v
+	}()
+	textPlain = []string{"text/plain; charset=utf-8"}
+)
 
 // sleep waits d, accurately (see precise.go). It returns early with ctx.Err() when ctx is done and with
 // errClosed when the server closes.
