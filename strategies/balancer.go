@@ -221,6 +221,17 @@ func (b *Balancer) PickConn(req Request) (endpoint int, conn Conn, done func(Out
 	return ep, conn, p.finish
 }
 
+// PickOnce is PickConn for a caller that reports every request's outcome
+// exactly once, to End with the done returned here (the engine's
+// transport): it allocates no wrapper to make a second report harmless.
+func (b *Balancer) PickOnce(req Request) (endpoint int, conn Conn, done func(Outcome)) {
+	return b.pick(req)
+}
+
+// End reports the outcome of a request PickOnce picked endpoint for; done
+// is what PickOnce returned. Call it exactly once per pick, NoHost too.
+func (b *Balancer) End(endpoint int, done func(Outcome), o Outcome) { b.end(endpoint, done, o) }
+
 // pick is PickConn without the done wrapper: the endpoint (counted in
 // flight unless NoHost), the connection and the Picker's own done.
 func (b *Balancer) pick(req Request) (endpoint int, conn Conn, inner func(Outcome)) {

@@ -445,3 +445,27 @@ func pickFastFailing(b *Balancer, clock *fakeClock, n, picks int, ok time.Durati
 	}
 	return counts
 }
+
+// PickOnce and End account for a request as PickConn and its done do: the
+// pick is in flight until End, which the strategy sees.
+func TestPickOnceAndEnd(t *testing.T) {
+	b := newPinnedBalancer(t, "least-inflight", 2, 0, newFakeClock())
+	first, _, done := b.PickOnce(Request{})
+	second, _, done2 := b.PickOnce(Request{})
+	if in := b.InFlight(); first == second || !slices.Equal(in, []int64{1, 1}) {
+		t.Fatalf("two picks: %d and %d, in flight %v; want both instances, one each", first, second, in)
+	}
+	b.End(first, done, Outcome{Status: 200, Latency: time.Millisecond})
+	if in := b.InFlight(); in[first] != 0 {
+		t.Errorf("after End: in flight %v, want none on %d", in, first)
+	}
+	if ep, _, done3 := b.PickOnce(Request{}); ep != first {
+		t.Errorf("least-inflight picked %d after End, want %d, the idle one", ep, first)
+	} else {
+		b.End(ep, done3, Outcome{Status: 200})
+	}
+	b.End(second, done2, Outcome{Status: 200})
+	if in := b.InFlight(); !slices.Equal(in, []int64{0, 0}) {
+		t.Errorf("in flight after every End: %v", in)
+	}
+}

@@ -26,8 +26,11 @@ type Call struct {
 	ctx     context.Context
 	cancel  context.CancelFunc
 	stop    func() bool // unregisters the abort's AfterFunc; nil: the abort is ctx's parent
-	done    func(strategies.Outcome)
-	slot    chan struct{} // the instance's connection slot the call holds; nil: none
+	// lb is the strategy that picked and done its report, which report
+	// passes to lb.End once; nil lb: a proxy client's call, no report.
+	lb   *strategies.Balancer
+	done func(strategies.Outcome)
+	slot chan struct{} // the instance's connection slot the call holds; nil: none
 }
 
 // Begin picks an instance for a request of sreq whose result has sequence
@@ -36,19 +39,20 @@ type Call struct {
 // the outcome is already reported and Begin returns ErrNoHost (the route
 // is kept, naming no instance); otherwise the caller must call Finish.
 func (b *Balancer) Begin(parent context.Context, seq uint64, hasSeq bool, sreq strategies.Request) (*Call, error) {
-	c := &Call{b: b, ep: -1, start: time.Now(), done: func(strategies.Outcome) {}, conn: strategies.Conn{Slot: -1}}
+	c := &Call{b: b, ep: -1, start: time.Now(), conn: strategies.Conn{Slot: -1}}
 	if b.proxy == nil {
 		if len(b.lbs) > 1 && hasSeq {
 			c.replica = int(seq % uint64(len(b.lbs)))
 		}
-		c.ep, c.conn, c.done = b.lbs[c.replica].PickConn(sreq)
+		c.lb = b.lbs[c.replica]
+		c.ep, c.conn, c.done = c.lb.PickOnce(sreq)
 	}
 	c.rt = &Route{Instance: c.ep, Key: sreq.Key, HasKey: sreq.HasKey}
 	if hasSeq && !b.noRoutes {
 		b.routes.put(seq, c.rt)
 	}
 	if c.ep == strategies.NoHost && b.proxy == nil {
-		c.done(strategies.Outcome{Err: ErrNoHost, Latency: time.Since(c.start)})
+		c.report(strategies.Outcome{Err: ErrNoHost, Latency: time.Since(c.start)})
 		return c, ErrNoHost
 	}
 	if c.ep >= 0 {
@@ -134,5 +138,12 @@ func (c *Call) Finish(status int, load string, err error) {
 			o.Load, o.HasLoad = v, true
 		}
 	}
-	c.done(o)
+	c.report(o)
+}
+
+// report gives the strategy that picked the call its outcome.
+func (c *Call) report(o strategies.Outcome) {
+	if c.lb != nil {
+		c.lb.End(c.ep, c.done, o)
+	}
 }
