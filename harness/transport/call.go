@@ -21,7 +21,7 @@ type Call struct {
 	// the request to (Slot -1: none).
 	replica int
 	conn    strategies.Conn
-	rt      *Route
+	rt      *Route // &route
 	start   time.Time
 	ctx     context.Context
 	cancel  context.CancelFunc
@@ -31,6 +31,9 @@ type Call struct {
 	lb   *strategies.Balancer
 	done func(strategies.Outcome)
 	slot chan struct{} // the instance's connection slot the call holds; nil: none
+	// route is the call's Route, kept in the balancer's routes until
+	// Take: one allocation for both.
+	route Route
 }
 
 // Begin picks an instance for a request of sreq whose result has sequence
@@ -47,7 +50,8 @@ func (b *Balancer) Begin(parent context.Context, seq uint64, hasSeq bool, sreq s
 		c.lb = b.lbs[c.replica]
 		c.ep, c.conn, c.done = c.lb.PickOnce(sreq)
 	}
-	c.rt = &Route{Instance: c.ep, Key: sreq.Key, HasKey: sreq.HasKey}
+	c.route.Instance, c.route.Key, c.route.HasKey = c.ep, sreq.Key, sreq.HasKey
+	c.rt = &c.route
 	if hasSeq && !b.noRoutes {
 		b.routes.put(seq, c.rt)
 	}
