@@ -304,11 +304,8 @@ func (g *podGenerator) waitRunning() (*corev1.Pod, error) {
 // cannotStart says why pod's generator cannot start, or "" while it may.
 func cannotStart(pod *corev1.Pod) string {
 	for _, cs := range pod.Status.ContainerStatuses {
-		if w := cs.State.Waiting; w != nil {
-			switch w.Reason {
-			case "ErrImageNeverPull", "ErrImagePull", "ImagePullBackOff", "InvalidImageName", "CreateContainerConfigError", "CreateContainerError":
-				return w.Reason + ": " + w.Message
-			}
+		if w := cs.State.Waiting; fatalWaiting(w) {
+			return w.Reason + ": " + w.Message
 		}
 	}
 	return ""

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/rest"
 )
 
@@ -120,5 +121,29 @@ func TestConnectRefused(t *testing.T) {
 	}
 	if _, err := New(t.Context(), Options{Config: &rest.Config{Host: "http://127.0.0.1:1"}}); err == nil || !strings.Contains(err.Error(), "image") {
 		t.Errorf("New without an image: %v", err)
+	}
+}
+
+// A container that waits for a reason it will not get past is a start
+// failure at once; a kubelet whose secret cache is not synced yet tries
+// again, and so does the harness.
+func TestFatalWaiting(t *testing.T) {
+	for _, tc := range []struct {
+		reason, message string
+		want            bool
+	}{
+		{"ErrImageNeverPull", `Container image "x:1" is not present with pull policy of Never`, true},
+		{"CreateContainerConfigError", `secret "lbchaos-token" not found`, true},
+		{"CreateContainerConfigError", "failed to sync secret cache: timed out waiting for the condition", false},
+		{"CreateContainerConfigError", "failed to sync configmap cache: timed out waiting for the condition", false},
+		{"ContainerCreating", "", false},
+		{"CrashLoopBackOff", "back-off 10s restarting failed container", false},
+	} {
+		if got := fatalWaiting(&corev1.ContainerStateWaiting{Reason: tc.reason, Message: tc.message}); got != tc.want {
+			t.Errorf("%s: %q: fatal %v, want %v", tc.reason, tc.message, got, tc.want)
+		}
+	}
+	if fatalWaiting(nil) {
+		t.Error("not waiting: fatal")
 	}
 }

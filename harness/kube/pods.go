@@ -204,13 +204,26 @@ func (p *Provider) createPod(ctx context.Context, pod *corev1.Pod) error {
 // Waiting reasons after which a pod never starts by itself.
 var fatalReasons = []string{"ErrImageNeverPull", "ErrImagePull", "ImagePullBackOff", "InvalidImageName", "CreateContainerConfigError", "CreateContainerError", "RunContainerError"}
 
+// fatalWaiting reports whether a container waiting for w will not start by
+// itself: one of fatalReasons, except a configuration error that says the
+// kubelet's cache of the pod's secrets or config maps is not synced yet
+// ("failed to sync secret cache: timed out waiting for the condition", a
+// busy node's answer for a secret created just before the pod), which the
+// kubelet tries again.
+func fatalWaiting(w *corev1.ContainerStateWaiting) bool {
+	if w == nil || !slices.Contains(fatalReasons, w.Reason) {
+		return false
+	}
+	return w.Reason != "CreateContainerConfigError" || !strings.Contains(w.Message, "failed to sync")
+}
+
 // podProblem returns why pod will not start, or "".
 func podProblem(pod *corev1.Pod) string {
 	if pod.Status.Phase == corev1.PodFailed || pod.Status.Phase == corev1.PodSucceeded {
 		return fmt.Sprintf("the pod is %s", pod.Status.Phase)
 	}
 	for _, cs := range pod.Status.ContainerStatuses {
-		if w := cs.State.Waiting; w != nil && slices.Contains(fatalReasons, w.Reason) {
+		if w := cs.State.Waiting; fatalWaiting(w) {
 			return fmt.Sprintf("container %s: %s: %s", cs.Name, w.Reason, w.Message)
 		}
 		if t := cs.State.Terminated; t != nil {

@@ -22,6 +22,16 @@ func TestStartMatchStop(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { stopPIDs([]int{p.PID}, time.Second) }) // also when a check below fails
+	// The shell writes to the log once it runs: stopped before, on a busy
+	// machine, it has written nothing.
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if b, _ := os.ReadFile(logFile); string(b) == "started\n" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the process wrote nothing to its log within 5 s")
+		}
+	}
 	if !p.ours() {
 		t.Errorf("ours() = false for a running %s", p.Exe)
 	}
