@@ -83,19 +83,13 @@ func newRawEncoder(f io.WriteCloser, compress bool) *rawWriter {
 	if compress {
 		// One goroutine, so that every write to f happens in Flush or
 		// Close below and its error is known to lose the results since
-		// the last flush.
-		z, err := zstd.NewWriter(f, zstd.WithEncoderConcurrency(1), zstd.WithEncoderLevel(zstd.SpeedBestCompression))
-		if err != nil {
-			w.err = err
-			go func() {
-				defer close(w.done)
-				for range w.ch {
-				}
-				_ = f.Close()
-			}()
-			return w
+		// the last flush. An error (of the options; not expected)
+		// discards every result and the file, as a write error does.
+		if z, err := zstd.NewWriter(f, zstd.WithEncoderConcurrency(1), zstd.WithEncoderLevel(zstd.SpeedBestCompression)); err != nil {
+			w.err, w.failedAt = err, time.Now()
+		} else {
+			zw = z
 		}
-		zw = z
 	}
 	go func() {
 		defer close(w.done)

@@ -21,7 +21,6 @@ type Call struct {
 	// the request to (Slot -1: none).
 	replica int
 	conn    strategies.Conn
-	rt      *Route // &route
 	start   time.Time
 	ctx     context.Context
 	cancel  context.CancelFunc
@@ -51,9 +50,8 @@ func (b *Balancer) Begin(parent context.Context, seq uint64, hasSeq bool, sreq s
 		c.ep, c.conn, c.done = c.lb.PickOnce(sreq)
 	}
 	c.route.Instance, c.route.Key, c.route.HasKey = c.ep, sreq.Key, sreq.HasKey
-	c.rt = &c.route
 	if hasSeq && !b.noRoutes {
-		b.routes.put(seq, c.rt)
+		b.routes.put(seq, &c.route)
 	}
 	if c.ep == strategies.NoHost && b.proxy == nil {
 		c.report(strategies.Outcome{Err: ErrNoHost, Latency: time.Since(c.start)})
@@ -78,10 +76,9 @@ func (b *Balancer) Begin(parent context.Context, seq uint64, hasSeq bool, sreq s
 		c.ctx, c.cancel = context.WithCancel(parent)
 	}
 	if viaAbort {
-		c.stop = nil
 		return c, nil
 	}
-	rt, cancel := c.rt, c.cancel
+	rt, cancel := &c.route, c.cancel
 	c.stop = context.AfterFunc(b.abort, func() {
 		rt.Aborted.Store(true)
 		cancel()
@@ -111,7 +108,7 @@ func (c *Call) holdSlot() error {
 func (c *Call) Instance() int { return c.ep }
 
 // Route returns the call's route.
-func (c *Call) Route() *Route { return c.rt }
+func (c *Call) Route() *Route { return &c.route }
 
 // Context returns the call's context: the parent's, cut off at the request
 // timeout and when the run is interrupted.
@@ -125,7 +122,7 @@ func (c *Call) Finish(status int, load string, err error) {
 	if c.stop != nil {
 		c.stop()
 	} else if c.b.abort.Err() != nil {
-		c.rt.Aborted.Store(true) // the abort came before the end
+		c.route.Aborted.Store(true) // the abort came before the end
 	}
 	c.cancel()
 	if c.ep >= 0 {
@@ -134,8 +131,8 @@ func (c *Call) Finish(status int, load string, err error) {
 	if c.slot != nil {
 		<-c.slot
 	}
-	timeout := err != nil && !c.rt.Aborted.Load() && isTimeout(c.ctx, err)
-	c.rt.Timeout.Store(timeout)
+	timeout := err != nil && !c.route.Aborted.Load() && isTimeout(c.ctx, err)
+	c.route.Timeout.Store(timeout)
 	o := strategies.Outcome{Status: status, Err: err, Timeout: timeout, Latency: time.Since(c.start)}
 	if load != "" {
 		if v, perr := strconv.ParseFloat(load, 64); perr == nil {
