@@ -5,7 +5,7 @@ NAME    ?=
 ARGS    ?=
 PKGS    := ./...
 
-.PHONY: all build sim-vs-real image example-image experiment list test vet fmt-check fuzz bench bench-strategies bench-harness bench-calls bench-proxy bench-docker bench-peer deps clean clean-results kube-up kube-down kube-load kube-image kube-status
+.PHONY: all build sim-vs-real image example-image experiment list test vet fmt-check fuzz bench bench-strategies bench-harness bench-calls bench-proxy bench-sidecar bench-docker bench-peer deps clean clean-results kube-up kube-down kube-load kube-image kube-status
 
 all: build
 
@@ -95,6 +95,12 @@ bench-strategies:
 bench-proxy: build
 	LBCHAOS_BIN=$(CURDIR)/$(BIN) $(GO) test -run '^$$' -bench 'ProxyOverhead' -benchtime 1x -timeout 30m ./harness/real/
 	LBCHAOS_BIN=$(CURDIR)/$(BIN) $(GO) test -run '^$$' -bench 'ProxyHop' -benchtime 3000x -count 3 ./harness/proxies/
+
+# The fault sidecar's added latency at the baseline load: in this process
+# against a bare relay and nginx (bench-harness runs that part too), then as
+# a process per instance, as deployed, against one nginx per instance.
+bench-sidecar: build
+	LBCHAOS_BIN=$(CURDIR)/$(BIN) $(GO) test -run '^$$' -bench '^BenchmarkSidecar(AtBaseline|Processes)$$' -benchtime 1x -timeout 30m ./harness/real/
 
 # lbchaos against its peer, plain Vegeta attacking plain net/http servers,
 # in one process on the same load: CPU per request, p50/p99 and their

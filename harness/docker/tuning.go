@@ -31,6 +31,11 @@ var serveTuning = map[string]string{
 	"GODEBUG":    "schedtrace=2147483647",
 }
 
+// ServeTuning returns a copy of the environment every server and sidecar
+// container gets beside the token: serveTuning, for a benchmark that runs
+// lbchaos serve as a process the way a container does.
+func ServeTuning() map[string]string { return maps.Clone(serveTuning) }
+
 // serveEnv is the environment of a server or sidecar container: the
 // control token (tokenEnv), serveTuning and Options.Env, which wins.
 func (p *Provider) serveEnv() map[string]string {
