@@ -182,7 +182,7 @@ func hopRounds(b *testing.B, exp *experiments.Experiment, hops []hop) (added50, 
 	return added50, added99
 }
 
-// hop is one way of reaching the instances in BenchmarkSidecarAtBaseline.
+// hop is one way of reaching the instances in the sidecar benchmarks.
 type hop struct {
 	name string
 	p    fleet.Provider
