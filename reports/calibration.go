@@ -28,14 +28,14 @@ type Calibration struct {
 // RealFigures are one strategy's figures in the run a simulation was
 // calibrated from. A figure the run did not measure is absent.
 type RealFigures struct {
-	Name string `json:"name"`
+	Name string `json:"name"` // the strategy's name
 	// Key is the strategy's value of the calibrating run's key metric
 	// (KeyMetric, named there).
 	Key         *float64 `json:"key,omitempty"`
-	KeyMetric   string   `json:"key_metric"`
-	FaultyShare float64  `json:"faulty_share"`
-	ErrorRatio  float64  `json:"error_ratio"`
-	P99Ms       float64  `json:"p99_ms"`
+	KeyMetric   string   `json:"key_metric"`   // the calibrating run's key metric, whose value Key is
+	FaultyShare float64  `json:"faulty_share"` // the strategy's faulty_share in that run
+	ErrorRatio  float64  `json:"error_ratio"`  // its error_ratio
+	P99Ms       float64  `json:"p99_ms"`       // its latency_ms.p99
 }
 
 // NewCalibration records real, the summary of the run a simulation was

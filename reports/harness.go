@@ -62,7 +62,7 @@ type Harness struct {
 // HarnessSecond is the harness's health in second TS of an attack,
 // [TS, TS+1).
 type HarnessSecond struct {
-	TS int `json:"t_s"`
+	TS int `json:"t_s"` // the second's start, in seconds from the start of the attack
 	// CPUCores is the process's CPU use (user + system) in cores.
 	CPUCores float64 `json:"cpu_cores"`
 	// MachineCores is the whole machine's busy CPUs (/proc/stat), other
@@ -90,17 +90,17 @@ type HarnessSecond struct {
 // start of an attack. RSSBytes and OpenFDs are absent where the system
 // does not tell (they are read from /proc/self).
 type ResourceSample struct {
-	TS         float64 `json:"t_s"`
-	RSSBytes   *int64  `json:"rss_bytes,omitempty"`
-	OpenFDs    *int64  `json:"open_fds,omitempty"`
-	Goroutines int64   `json:"goroutines"`
+	TS         float64 `json:"t_s"`                 // seconds from the start of the attack
+	RSSBytes   *int64  `json:"rss_bytes,omitempty"` // resident memory
+	OpenFDs    *int64  `json:"open_fds,omitempty"`  // open file descriptors
+	Goroutines int64   `json:"goroutines"`          // the process's goroutines
 }
 
 // HarnessSaturation names a strategy whose numbers describe the load
 // generator rather than the strategy, from FromS seconds into its attack.
 type HarnessSaturation struct {
-	Strategy string  `json:"strategy"`
-	FromS    float64 `json:"from_s"`
+	Strategy string  `json:"strategy"` // the strategy's name
+	FromS    float64 `json:"from_s"`   // its harness's saturated_from_s
 	// Summary says it in a sentence, as the reports' first lines do.
 	Summary string `json:"summary"`
 }

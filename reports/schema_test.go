@@ -58,16 +58,49 @@ func fieldDocs(t *testing.T) map[string]string {
 			if !ok {
 				return true
 			}
+			var texts []string
 			for _, fld := range st.Fields.List {
 				text := strings.TrimSpace(strings.Join(strings.Fields(fld.Doc.Text()+" "+fld.Comment.Text()), " "))
+				texts = append(texts, text)
 				for _, id := range fld.Names {
 					docs[ts.Name.Name+"."+id.Name] = text
+				}
+			}
+			// A comment that opens with several fields' names ("CPUCoresP50
+			// and CPUCoresMax are ...") documents each of them.
+			for _, text := range texts {
+				for _, name := range leadNames(text) {
+					if k := ts.Name.Name + "." + name; docs[k] == "" {
+						if _, ok := docs[k]; ok {
+							docs[k] = text
+						}
+					}
 				}
 			}
 			return false
 		})
 	}
 	return docs
+}
+
+// leadNames returns the names a field comment's clauses open with:
+// "A and B are ..." gives A and B, and "X counts ...; Y and Z are ..."
+// gives X, Y and Z.
+func leadNames(doc string) []string {
+	var names []string
+	for _, clause := range strings.FieldsFunc(doc, func(r rune) bool { return r == ';' || r == '.' }) {
+		for _, w := range strings.Fields(clause) {
+			w = strings.TrimSuffix(w, ",")
+			if w == "and" {
+				continue
+			}
+			if !token.IsExported(w) || !token.IsIdentifier(w) {
+				break
+			}
+			names = append(names, w)
+		}
+	}
+	return names
 }
 
 // schemaGen builds a JSON Schema (draft 2020-12) from Go types as

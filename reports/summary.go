@@ -41,14 +41,14 @@ type Summary struct {
 
 	// Fields beyond the v1 core.
 
-	Description string        `json:"description,omitempty"` // the experiment's description
-	Arrival     string        `json:"arrival,omitempty"`     // "poisson" or "constant"
-	RateProfile *RateProfile  `json:"rate_profile,omitempty"`
-	TimeoutMs   float64       `json:"timeout_ms,omitempty"` // the client's request timeout
-	Instances   int           `json:"instances,omitempty"`  // instance count
-	Workers     int           `json:"workers"`              // workers per instance (0 = unlimited)
-	Service     string        `json:"service,omitempty"`    // service-time distribution, human readable
-	Faults      []FaultWindow `json:"faults,omitempty"`     // the fault schedule (see FaultWindow)
+	Description string        `json:"description,omitempty"`  // the experiment's description
+	Arrival     string        `json:"arrival,omitempty"`      // "poisson" or "constant"
+	RateProfile *RateProfile  `json:"rate_profile,omitempty"` // the rate stages when the rate ramps (rate: {start, stages}); absent for one rate
+	TimeoutMs   float64       `json:"timeout_ms,omitempty"`   // the client's request timeout
+	Instances   int           `json:"instances,omitempty"`    // instance count
+	Workers     int           `json:"workers"`                // workers per instance (0 = unlimited)
+	Service     string        `json:"service,omitempty"`      // service-time distribution, human readable
+	Faults      []FaultWindow `json:"faults,omitempty"`       // the fault schedule (see FaultWindow)
 	// Generators is how many load generators shared the load (generators:
 	// N), each with its own client-side balancers; absent means one.
 	Generators int `json:"generators,omitempty"`
@@ -113,9 +113,9 @@ type Strategy struct {
 	// schedule (0 when the generator kept up).
 	SendLagMs    LagStats  `json:"send_lag_ms"`
 	Unattributed int64     `json:"unattributed,omitempty"` // requests that never reached a backend pick
-	Partial      bool      `json:"partial,omitempty"`
-	Events       []Event   `json:"events,omitempty"`   // ejections, re-admissions, crashes (see Event)
-	Timeline     *Timeline `json:"timeline,omitempty"` // per-instance counts and latency, one bucket a second (see Timeline)
+	Partial      bool      `json:"partial,omitempty"`      // the run was interrupted during this strategy's attack: its numbers cover what was measured before
+	Events       []Event   `json:"events,omitempty"`       // ejections, re-admissions, crashes (see Event)
+	Timeline     *Timeline `json:"timeline,omitempty"`     // per-instance counts and latency, one bucket a second (see Timeline)
 	// Percentiles is the latency-by-percentile curve of every request,
 	// at percentiles from 50 to 99.99 and the maximum (100).
 	Percentiles []PercentilePoint `json:"percentiles,omitempty"`
@@ -169,7 +169,7 @@ type Strategy struct {
 // Term is one line of Summary.Glossary.
 type Term struct {
 	Name string `json:"name"` // e.g. "least-inflight", "eject", "nginx"
-	Text string `json:"text"`
+	Text string `json:"text"` // what it does, in a line
 }
 
 // EjectionsSeen reports whether st's Ejections counts its ejections (see
@@ -239,26 +239,26 @@ type Instance struct {
 // covers every request, failed ones included; a timeout counts as its
 // timeout. latency_ok_ms and latency_failed_ms cover one outcome each.
 type Latency struct {
-	Mean float64 `json:"mean"`
+	Mean float64 `json:"mean"` // arithmetic mean
 	P50  float64 `json:"p50"`  // median
 	P90  float64 `json:"p90"`  // 90th percentile
 	P99  float64 `json:"p99"`  // 99th percentile
 	P999 float64 `json:"p999"` // 99.9th percentile
-	Max  float64 `json:"max"`
+	Max  float64 `json:"max"`  // the slowest request
 }
 
 // Overhead is a distribution in milliseconds, by percentiles from p1 to
 // p99.9, of Count requests.
 type Overhead struct {
 	Count int64   `json:"count"` // requests measured
-	Mean  float64 `json:"mean"`
-	P1    float64 `json:"p1"`
-	P10   float64 `json:"p10"`
-	P50   float64 `json:"p50"`
-	P90   float64 `json:"p90"`
-	P99   float64 `json:"p99"`
-	P999  float64 `json:"p999"`
-	Max   float64 `json:"max"`
+	Mean  float64 `json:"mean"`  // arithmetic mean
+	P1    float64 `json:"p1"`    // 1st percentile
+	P10   float64 `json:"p10"`   // 10th percentile
+	P50   float64 `json:"p50"`   // median
+	P90   float64 `json:"p90"`   // 90th percentile
+	P99   float64 `json:"p99"`   // 99th percentile
+	P999  float64 `json:"p999"`  // 99.9th percentile
+	Max   float64 `json:"max"`   // the largest
 	// Quantiles is the distribution at every percent, from p0 (the
 	// minimum) to p100 (the maximum): 101 values, what a calibrated
 	// simulation samples from (lbchaos run --engine sim --calibrate);
@@ -288,8 +288,8 @@ type FaultWindow struct {
 // Event is a change in a strategy's view of an instance, at TimeS seconds
 // from the start of the attack.
 type Event struct {
-	TimeS    float64 `json:"t_s"`
-	Instance int     `json:"instance"`
+	TimeS    float64 `json:"t_s"`      // seconds from the start of the attack
+	Instance int     `json:"instance"` // the instance id; -1 for a proxy-exit (the proxy in front of every instance)
 	// Kind is "eject" or "readmit"; "health" (a new health level, named by
 	// Detail); "probe" (an active health check's verdict, Detail "down" or
 	// "up"); "join" or "leave" (the instance entered or left the host set);
@@ -312,7 +312,7 @@ type Event struct {
 	// holds the last lines of the instance's or proxy's output, or of the
 	// panic's stack.
 	Kind   string `json:"kind"`
-	Detail string `json:"detail,omitempty"`
+	Detail string `json:"detail,omitempty"` // what the kind needs said beside it (see kind); absent when nothing
 	// Log is the end of the output of what crashed or exited (crash,
 	// panic, proxy-exit), oldest line first; absent for other kinds.
 	Log []string `json:"log,omitempty"`
@@ -332,8 +332,8 @@ const ProxyInstance = -1
 // Timeline holds per-instance series in fixed buckets of BucketS seconds,
 // by the time each request was sent. Index k covers [k*BucketS, (k+1)*BucketS).
 type Timeline struct {
-	BucketS   float64          `json:"bucket_s"`
-	Instances []InstanceSeries `json:"instances"`
+	BucketS   float64          `json:"bucket_s"`  // a bucket's width in seconds
+	Instances []InstanceSeries `json:"instances"` // one series per instance, in id order
 	// Unrouted counts per bucket the requests that reached no instance
 	// (the strategy allowed none); each one failed. Absent when there were
 	// none.
@@ -343,11 +343,11 @@ type Timeline struct {
 // InstanceSeries is one instance's per-bucket series. All slices have the
 // same length. Latency entries are 0 for buckets without requests.
 type InstanceSeries struct {
-	ID       int       `json:"id"`
-	Requests []int64   `json:"requests"`
-	Errors   []int64   `json:"errors"`
-	P50Ms    []float64 `json:"p50_ms"`
-	P99Ms    []float64 `json:"p99_ms"`
+	ID       int       `json:"id"`       // the instance id
+	Requests []int64   `json:"requests"` // requests sent to it in each bucket
+	Errors   []int64   `json:"errors"`   // those of them that did not get a 2xx answer
+	P50Ms    []float64 `json:"p50_ms"`   // the median latency of its requests in each bucket
+	P99Ms    []float64 `json:"p99_ms"`   // the 99th percentile latency of its requests in each bucket
 	// P50OkMs and P99OkMs are the same percentiles of the successful
 	// requests alone (0 for buckets without one); absent when not measured
 	// (a distributed run's generators stream only every request's).
