@@ -138,6 +138,11 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err := f.kube.check(f.backends); err != nil {
 		return &exitError{2, err}
 	}
+	if f.engine == "sim" {
+		if err := simIgnores(fs); err != nil {
+			return &exitError{2, err}
+		}
+	}
 	ov.HealthPath = f.health
 	if exp, err = exp.Apply(ov); err != nil {
 		return &exitError{2, err}
@@ -297,4 +302,24 @@ func pointLatest(link, target string) error {
 		return err
 	}
 	return os.Rename(tmp, link)
+}
+
+// simIgnores refuses the flags given to a simulation that only a real run
+// uses: a simulation has no backends to place, reach or send a token to,
+// and a flag that would silently do nothing is a mistake to point out.
+func simIgnores(fs *flag.FlagSet) error {
+	var names []string
+	fs.Visit(func(fl *flag.Flag) {
+		switch n := fl.Name; {
+		case n == "backends", n == "docker-network", n == "token", n == "kubeconfig", strings.HasPrefix(n, "kube-"):
+			names = append(names, "--"+n)
+		}
+	})
+	switch len(names) {
+	case 0:
+		return nil
+	case 1:
+		return fmt.Errorf("%s: applies to a real run's backends; a simulation (--engine sim) has none: leave it out, or run with --engine real", names[0])
+	}
+	return fmt.Errorf("%s: apply to a real run's backends; a simulation (--engine sim) has none: leave them out, or run with --engine real", strings.Join(names, ", "))
 }
