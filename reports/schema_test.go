@@ -298,6 +298,23 @@ func TestSummarySchemaFiles(t *testing.T) {
 	}
 }
 
+// TestSummaryFieldsDocumented fails for a field of summary.json whose
+// meaning docs/summary.md would leave blank: other tools read the file, so
+// every field says what it holds.
+func TestSummaryFieldsDocumented(t *testing.T) {
+	_, doc := summarySchema(t)
+	section := ""
+	for line := range strings.SplitSeq(string(doc), "\n") {
+		if name, ok := strings.CutPrefix(line, "## "); ok {
+			section = name
+			continue
+		}
+		if cells := strings.Split(line, " | "); len(cells) == 4 && strings.HasPrefix(line, "| `") && strings.TrimSpace(strings.TrimSuffix(cells[3], "|")) == "" {
+			t.Errorf("%s.%s has no comment: document the Go field (go test ./reports -run TestSummarySchemaFiles -update then writes it out)", section, strings.Trim(cells[0], "| `"))
+		}
+	}
+}
+
 // TestSummarySchemaCoversModel walks every JSON field of Summary, by
 // reflection, and finds it in the shipped schema file.
 func TestSummarySchemaCoversModel(t *testing.T) {
