@@ -29,6 +29,7 @@ func (f *kubeFleet) Kill(ctx context.Context, id int) error {
 }
 
 func (f *kubeFleet) kill(ctx context.Context, in *instance) error {
+	in.down.Store(true)
 	if err := f.p.cs.delete(ctx, f.p.ns, "pods", in.name, zeroGrace); err != nil && !isNotFound(err) {
 		return fmt.Errorf("kube backends: kill instance %d (delete pod %s/%s): %w", in.id, f.p.ns, in.name, err)
 	}
@@ -81,6 +82,7 @@ func (f *kubeFleet) restart(ctx context.Context, in *instance) error {
 		return fmt.Errorf("kube backends: restart instance %d: %w", in.id, err)
 	}
 	in.killed, in.signals = false, 0
+	in.down.Store(false)
 	f.Set(in.id, bs[0])
 	return nil
 }

@@ -9,7 +9,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -291,4 +295,76 @@ strategies: [round-robin]
 	if served := in.Requests - in.Errors; served < 250 {
 		t.Errorf("instance 0 served %d requests; want it back after until", served)
 	}
+}
+
+// TestClusterCrashIsReported: the server process of a pod killed from
+// outside (as the kernel's OOM killer would) is reported by Watch, with
+// its exit code and the server's last lines; a scheduled kill is not.
+func TestClusterCrashIsReported(t *testing.T) {
+	p := newClusterProvider(t, Options{Network: NetworkHost})
+	fl, err := p.Start(t.Context(), testSpec(t, 2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := fl.(*kubeFleet)
+	crashes := make(chan fleet.Crash, 4)
+	stop, err := f.Watch(func(c fleet.Crash) { crashes <- c })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	if err := faultyserver.Containers(f).Kill(t.Context(), 1); err != nil {
+		t.Fatal(err)
+	}
+	listen := "127.0.0.1:" + strconv.Itoa(f.insts[0].port)
+	pid := serverPID(t, listen)
+	killed := time.Now()
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatalf("kill pid %d: %v", pid, err)
+	}
+	select {
+	case c := <-crashes:
+		t.Logf("reported %v after the kill: %s", time.Since(killed).Round(time.Millisecond), c.Detail)
+		if c.Instance != 0 || !c.Fatal || !strings.HasPrefix(c.Detail, "container server exited with code 137") {
+			t.Errorf("crash %+v, want instance 0's server exiting with code 137", c)
+		}
+		if lines := c.Log(); len(lines) == 0 || !strings.Contains(strings.Join(lines, "\n"), "listening on "+listen) {
+			t.Errorf("log %q, want the server's start line", lines)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("no crash reported 30 s after the server was killed")
+	}
+	time.Sleep(4 * watchPeriod)
+	stop()
+	select {
+	case c := <-crashes:
+		t.Errorf("also reported %+v; the scheduled kill of instance 1 is no crash", c)
+	default:
+	}
+}
+
+// serverPID finds the host pid of the lbchaos serve process listening on
+// listen (host:port), which a hostNetwork pod runs on this machine.
+func serverPID(t *testing.T, listen string) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil {
+			continue
+		}
+		args := strings.Split(string(b), "\x00")
+		if len(args) > 1 && filepath.Base(args[0]) == "lbchaos" && args[1] == "serve" && slices.Contains(args, listen) {
+			return pid
+		}
+	}
+	t.Fatalf("no lbchaos serve process listening on %s", listen)
+	return 0
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -30,6 +31,11 @@ type instance struct {
 	// in NetworkHost mode; appPort the app's (instances.app).
 	port    int
 	appPort int
+
+	// down is set by a scheduled kill before it deletes the pod and
+	// cleared once a restart has it answering again: the pod's end is
+	// the harness's, not a crash (Watch).
+	down atomic.Bool
 
 	mu         sync.Mutex
 	paused     bool

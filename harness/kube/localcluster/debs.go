@@ -29,13 +29,22 @@ func FetchPackages(ctx context.Context, l Layout, log io.Writer) error {
 		if err != nil {
 			return err
 		}
-		tmp := p.dir + ".tmp"
-		os.RemoveAll(tmp)
+		// A directory of this call's own, so that two kube-ups sharing the
+		// cache do not unpack into each other's.
+		tmp, err := os.MkdirTemp(filepath.Dir(p.dir), filepath.Base(p.dir)+".tmp-")
+		if err == nil {
+			err = os.Chmod(tmp, 0o755) // MkdirTemp's 0700 would stay on the unpacked tree
+		}
+		if err != nil {
+			return err
+		}
 		if out, err := exec.CommandContext(ctx, "dpkg", "-x", deb, tmp).CombinedOutput(); err != nil {
+			os.RemoveAll(tmp)
 			return fmt.Errorf("dpkg -x %s: %v: %s", deb, err, out)
 		}
 		os.RemoveAll(p.dir)
 		if err := os.Rename(tmp, p.dir); err != nil {
+			os.RemoveAll(tmp)
 			return err
 		}
 		if _, err := os.Stat(p.probe); err != nil {
