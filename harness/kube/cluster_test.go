@@ -241,7 +241,7 @@ func TestClusterFastFail(t *testing.T) {
 		}
 		return sum
 	}
-	sum := run(`
+	const fastFail = `
 duration: 3s
 rate: 1000
 timeout: 2s
@@ -252,7 +252,12 @@ strategies:
   - round-robin
   - least-inflight
   - least-inflight+eject(consecutive=5,duration=5s)
-`)
+`
+	sum := run(fastFail)
+	if saturated(sum) {
+		t.Log("the harness saturated (the machine is busy): the fast-fail part once more")
+		sum = run(fastFail)
+	}
 	for _, st := range sum.Strategies {
 		runtest.CheckAccounting(t, st)
 		t.Logf("%s: requests %d, error ratio %.4f, faulty share %.4f, p99 %.1f ms", st.Name, st.Requests, st.ErrorRatio, st.FaultyShare, st.LatencyMs.P99)
@@ -264,8 +269,13 @@ strategies:
 		t.Errorf("round-robin: error ratio %.4f, want about a tenth", rr.ErrorRatio)
 	}
 	// A busy machine slows the healthy instances less than it keeps the
-	// failing one's answers quick: the black hole shrinks, but stays.
-	if li.ErrorRatio < 1.3*rr.ErrorRatio {
+	// failing one's answers quick: the black hole shrinks, but stays. A
+	// saturated harness queues every request in the generator, where
+	// least-inflight sees the queue, not the instances: its numbers then
+	// describe this machine, as the report says.
+	if saturated(sum) {
+		t.Logf("least-inflight: error ratio %.4f against round robin's %.4f, not compared: the harness saturated twice", li.ErrorRatio, rr.ErrorRatio)
+	} else if li.ErrorRatio < 1.3*rr.ErrorRatio {
 		t.Errorf("least-inflight: error ratio %.4f, want well above round robin's %.4f", li.ErrorRatio, rr.ErrorRatio)
 	}
 	if ej.ErrorRatio > 0.02 {
@@ -341,6 +351,17 @@ func TestClusterCrashIsReported(t *testing.T) {
 		t.Errorf("also reported %+v; the scheduled kill of instance 1 is no crash", c)
 	default:
 	}
+}
+
+// saturated reports whether the harness saturated during any strategy of
+// sum.
+func saturated(sum *reports.Summary) bool {
+	for _, st := range sum.Strategies {
+		if st.Harness != nil && st.Harness.Saturated {
+			return true
+		}
+	}
+	return false
 }
 
 // serverPID finds the host pid of the lbchaos serve process listening on

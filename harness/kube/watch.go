@@ -17,8 +17,10 @@ import (
 
 var _ fleet.Watcher = (*kubeFleet)(nil)
 
-// watchPeriod is how often Watch lists the fleet's pods.
-const watchPeriod = 250 * time.Millisecond
+// watchPeriod is how often Watch lists the fleet's pods: a crash's time
+// comes from the kubelet's report, not from when it is seen, so a second
+// costs the report nothing and the API server little.
+const watchPeriod = time.Second
 
 // logTimeout bounds the fetch of a crashed container's last lines.
 const logTimeout = 5 * time.Second
@@ -31,7 +33,8 @@ const logTimeout = 5 * time.Second
 // and reason and the container's last lines of output (fetched by
 // Crash.Log). What had ended before Watch began is not reported, and
 // neither is a pod being deleted (the harness closing its fleet). A
-// crash is seen within a period of the kubelet's report of it.
+// crash is seen within a period of the kubelet's report of it, and dated
+// by that report (a pod gone: by when it is seen).
 func (f *kubeFleet) Watch(report func(fleet.Crash)) (stop func(), err error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	sel := metav1.ListOptions{LabelSelector: labelFleet + "=" + strconv.Itoa(f.seq)}
