@@ -49,7 +49,7 @@ vet:
 	$(GO) vet $(PKGS)
 
 # Every test, with the race detector. One package at a time (-p 1): the
-# tests that put real load on real backends (harness, harness/real, the
+# tests that put real load on real backends (harness, harness/live, the
 # engines' parity test, cmd) measure latency and share the machine's cores
 # with the generator and the backends; another package's tests beside them
 # would measure the machine instead.
@@ -93,21 +93,21 @@ bench-strategies:
 # p99 at 4000 req/s, and the highest rate each holds at 99% success; then
 # the latency each adds to one request at a time (no queue).
 bench-proxy: build
-	LBCHAOS_BIN=$(CURDIR)/$(BIN) $(GO) test -run '^$$' -bench 'ProxyOverhead' -benchtime 1x -timeout 30m ./harness/real/
+	LBCHAOS_BIN=$(CURDIR)/$(BIN) $(GO) test -run '^$$' -bench 'ProxyOverhead' -benchtime 1x -timeout 30m ./harness/live/
 	LBCHAOS_BIN=$(CURDIR)/$(BIN) $(GO) test -run '^$$' -bench 'ProxyHop' -benchtime 3000x -count 3 ./harness/proxies/
 
 # The fault sidecar's added latency at the baseline load: in this process
 # against a bare relay and nginx (bench-harness runs that part too), then as
 # a process per instance, as deployed, against one nginx per instance.
 bench-sidecar: build
-	LBCHAOS_BIN=$(CURDIR)/$(BIN) $(GO) test -run '^$$' -bench '^BenchmarkSidecar(AtBaseline|Processes)$$' -benchtime 1x -timeout 30m ./harness/real/
+	LBCHAOS_BIN=$(CURDIR)/$(BIN) $(GO) test -run '^$$' -bench '^BenchmarkSidecar(AtBaseline|Processes)$$' -benchtime 1x -timeout 30m ./harness/live/
 
 # lbchaos against its peer, plain Vegeta attacking plain net/http servers,
 # in one process on the same load: CPU per request, p50/p99 and their
 # ratios (baseline, medians of alternating rounds), and the sustained rate
 # at 1 ms service (10k, 15k, 20k req/s).
 bench-peer:
-	$(GO) test -run '^$$' -bench '^BenchmarkPeer$$' -benchtime 1x -timeout 20m ./harness/real/
+	$(GO) test -run '^$$' -bench '^BenchmarkPeer$$' -benchtime 1x -timeout 20m ./harness/live/
 
 # The real proxies some strategies run (nginx:..., haproxy:..., caddy:...,
 # and nginx's stream module for nginx:...+stream), from Debian's packages.
@@ -124,16 +124,16 @@ deps:
 # One exchange at a time through the engine's client to a backend that
 # answers at once: HTTP/1.1 against gRPC (built-in and grpc-go balancers).
 bench-calls:
-	$(GO) test -run '^$$' -bench '^BenchmarkCallCost' -benchtime 2000x -count 3 ./harness/real/
+	$(GO) test -run '^$$' -bench '^BenchmarkCallCost' -benchtime 2000x -count 3 ./harness/live/
 
 # Real load (overhead, in-process and Docker) and the simulator (speed, memory).
 bench-harness:
-	$(GO) test -run '^$$' -bench '^Benchmark(Overhead|Sim|SidecarAtBaseline)' -benchtime 1x -timeout 20m ./harness/real/ ./harness/sim/
+	$(GO) test -run '^$$' -bench '^Benchmark(Overhead|Sim|SidecarAtBaseline)' -benchtime 1x -timeout 20m ./harness/live/ ./harness/sim/
 
 # CPU per request with the backends in containers (host network) against
 # in-process, and its ratio (cpu-ratio), in one run; bench-harness runs it too.
 bench-docker: build
-	LBCHAOS_BIN=$(CURDIR)/$(BIN) $(GO) test -run '^$$' -bench '^BenchmarkOverheadDockerCPU$$' -benchtime 1x -timeout 20m ./harness/real/
+	LBCHAOS_BIN=$(CURDIR)/$(BIN) $(GO) test -run '^$$' -bench '^BenchmarkOverheadDockerCPU$$' -benchtime 1x -timeout 20m ./harness/live/
 
 # The simulator against real runs, calibrated and not (lbchaos simcheck), on
 # the scenarios of SCENARIOS (default: fast-fail slow-instance crash freeze

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/lbchaos/lbchaos/experiments"
-	"github.com/lbchaos/lbchaos/harness/real"
+	"github.com/lbchaos/lbchaos/harness/live"
 )
 
 // generateFlags are the flags of lbchaos generate.
@@ -124,7 +124,7 @@ func cmdGenerate(ctx context.Context, args []string, stdin io.Reader, stdout, st
 	if exp, err = exp.Apply(ov); err != nil {
 		return err
 	}
-	return real.Generate(ctx, real.GenerateSpec{
+	return live.Generate(ctx, live.GenerateSpec{
 		Exp: exp, Strategy: f.strategy, Targets: urls, Proxy: proxyURL, Upstreams: f.ups,
 		Generator: f.gen, Start: at, Raw: f.raw, MaxConnsPerInstance: f.conns,
 	}, stdout, stderr)

@@ -17,7 +17,7 @@ import (
 	"github.com/lbchaos/lbchaos/faultyserver"
 	"github.com/lbchaos/lbchaos/harness"
 	"github.com/lbchaos/lbchaos/harness/kube"
-	"github.com/lbchaos/lbchaos/harness/real"
+	"github.com/lbchaos/lbchaos/harness/live"
 	"github.com/lbchaos/lbchaos/harness/sim"
 	"github.com/lbchaos/lbchaos/reports"
 )
@@ -199,7 +199,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		// Deferred, so containers and namespaces go on success, error,
 		// interrupt and panic.
 		defer closeProvider()
-		ropts := real.Options{Provider: provider}
+		ropts := live.Options{Provider: provider}
 		if self, err := os.Executable(); err == nil {
 			ropts.LbchaosBinary = self // for lbchaos:... proxy strategies
 		}
@@ -211,7 +211,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 				return &exitError{2, err}
 			}
 		}
-		opts.Engine = real.New(ropts)
+		opts.Engine = live.New(ropts)
 	default:
 		return &exitError{2, fmt.Errorf("--engine: unknown value %q (real or sim)", f.engine)}
 	}

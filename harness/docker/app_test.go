@@ -18,7 +18,7 @@ import (
 	"github.com/lbchaos/lbchaos/harness"
 	"github.com/lbchaos/lbchaos/harness/fleet"
 	"github.com/lbchaos/lbchaos/harness/internal/runtest"
-	"github.com/lbchaos/lbchaos/harness/real"
+	"github.com/lbchaos/lbchaos/harness/live"
 	"github.com/lbchaos/lbchaos/reports"
 )
 
@@ -91,7 +91,7 @@ func appSpec(image string, n int, extra string) string {
 
 func runApp(t *testing.T, p *Provider, exp *experiments.Experiment) *reports.Summary {
 	t.Helper()
-	e := real.New(real.Options{Provider: p})
+	e := live.New(live.Options{Provider: p})
 	if _, err := e.Check(exp); err != nil {
 		t.Fatal(err)
 	}

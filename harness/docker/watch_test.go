@@ -14,7 +14,7 @@ import (
 	"github.com/lbchaos/lbchaos/harness"
 	"github.com/lbchaos/lbchaos/harness/fleet"
 	"github.com/lbchaos/lbchaos/harness/internal/runtest"
-	"github.com/lbchaos/lbchaos/harness/real"
+	"github.com/lbchaos/lbchaos/harness/live"
 	"github.com/lbchaos/lbchaos/reports"
 )
 
@@ -116,7 +116,7 @@ strategies: [round-robin, p2c]
 		}
 		seen.Unlock()
 	}}
-	e := real.New(real.Options{Provider: k})
+	e := live.New(live.Options{Provider: k})
 	sum, err := harness.Run(t.Context(), exp, harness.Options{Engine: e, Log: logw})
 	if err != nil {
 		t.Fatal(err)

@@ -3,7 +3,7 @@
 // strategy, the summary and the notes every engine shares; an Engine
 // measures one strategy at a time and returns a Measurement.
 //
-// Two engines implement it, each in its own package: harness/real (Vegeta's
+// Two engines implement it, each in its own package: harness/live (Vegeta's
 // open-loop load through a balancing transport to real backends of a
 // fleet.Provider) and harness/sim (the same model in virtual time). What
 // both need is here too: the result collector, the arrival schedule, the

@@ -18,7 +18,7 @@ import (
 	"github.com/lbchaos/lbchaos/harness/fleet"
 	"github.com/lbchaos/lbchaos/harness/internal/runtest"
 	"github.com/lbchaos/lbchaos/harness/process"
-	"github.com/lbchaos/lbchaos/harness/real"
+	"github.com/lbchaos/lbchaos/harness/live"
 	"github.com/lbchaos/lbchaos/reports"
 )
 
@@ -61,7 +61,7 @@ func externalList(bs []fleet.Backend, sidecars bool) string {
 }
 
 func run(exp *experiments.Experiment) (*reports.Summary, error) {
-	return harness.Run(context.Background(), exp, harness.Options{Engine: real.New(real.Options{Provider: external.Provider{Token: byHandToken}})})
+	return harness.Run(context.Background(), exp, harness.Options{Engine: live.New(live.Options{Provider: external.Provider{Token: byHandToken}})})
 }
 
 // served returns how many requests each instance answered, by its own

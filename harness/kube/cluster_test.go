@@ -26,7 +26,7 @@ import (
 	"github.com/lbchaos/lbchaos/harness/fleet"
 	"github.com/lbchaos/lbchaos/harness/internal/runtest"
 	"github.com/lbchaos/lbchaos/harness/kube/localcluster"
-	"github.com/lbchaos/lbchaos/harness/real"
+	"github.com/lbchaos/lbchaos/harness/live"
 	"github.com/lbchaos/lbchaos/reports"
 )
 
@@ -229,7 +229,7 @@ func testClusterFaults(t *testing.T, network Network) {
 // the instance back, the balancer following it.
 func TestClusterFastFail(t *testing.T) {
 	p := newClusterProvider(t, Options{Reuse: true})
-	e := real.New(real.Options{Provider: p})
+	e := live.New(live.Options{Provider: p})
 	run := func(exp string) *reports.Summary {
 		x := runtest.MustExperiment(t, "kube-e2e", exp)
 		sum, err := harness.Run(t.Context(), x, harness.Options{Engine: e, Log: testLog{t}})

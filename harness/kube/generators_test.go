@@ -14,7 +14,7 @@ import (
 	"github.com/lbchaos/lbchaos/harness"
 	"github.com/lbchaos/lbchaos/harness/engine"
 	"github.com/lbchaos/lbchaos/harness/internal/runtest"
-	"github.com/lbchaos/lbchaos/harness/real"
+	"github.com/lbchaos/lbchaos/harness/live"
 	"github.com/lbchaos/lbchaos/reports"
 )
 
@@ -125,9 +125,9 @@ faults:
   - {instance: 0, at: 0s, fault: {mode: fail, status: 503, delay: 1ms}}
 strategies: [round-robin]
 `
-	measure := func(gens string, opts real.Options) reports.Strategy {
+	measure := func(gens string, opts live.Options) reports.Strategy {
 		x := runtest.MustExperiment(t, "kube-generators", exp+gens)
-		sum, err := harness.Run(t.Context(), x, harness.Options{Engine: real.New(opts), Log: testLog{t}})
+		sum, err := harness.Run(t.Context(), x, harness.Options{Engine: live.New(opts), Log: testLog{t}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -137,8 +137,8 @@ strategies: [round-robin]
 			gens, st.Requests, st.ErrorRatio, st.LatencyMs.P50, st.SendLagMs.P99, sum.Generators)
 		return st
 	}
-	one := measure("generators: 1", real.Options{Provider: p})
-	two := measure("generators: 2", real.Options{Provider: p, Launcher: p.Launcher(3 * time.Second)})
+	one := measure("generators: 1", live.Options{Provider: p})
+	two := measure("generators: 2", live.Options{Provider: p, Launcher: p.Launcher(3 * time.Second)})
 	// The same arrival schedule: the same requests, to the one request.
 	if one.Requests != two.Requests {
 		t.Errorf("requests: one generator %d, two %d", one.Requests, two.Requests)

@@ -13,7 +13,7 @@ import (
 	"github.com/lbchaos/lbchaos/harness/fleet"
 	"github.com/lbchaos/lbchaos/harness/internal/runtest"
 	"github.com/lbchaos/lbchaos/harness/process"
-	"github.com/lbchaos/lbchaos/harness/real"
+	"github.com/lbchaos/lbchaos/harness/live"
 	"github.com/lbchaos/lbchaos/reports"
 )
 
@@ -90,7 +90,7 @@ faults:
 strategies: [round-robin]
 `)
 	p := panicking{id: 1, served: 150, value: "index out of range in a test"}
-	sum, err := harness.Run(t.Context(), exp, harness.Options{Engine: real.New(real.Options{Provider: p})})
+	sum, err := harness.Run(t.Context(), exp, harness.Options{Engine: live.New(live.Options{Provider: p})})
 	if err != nil {
 		t.Fatal(err)
 	}

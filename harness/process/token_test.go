@@ -12,7 +12,7 @@ import (
 	"github.com/lbchaos/lbchaos/harness/fleet"
 	"github.com/lbchaos/lbchaos/harness/internal/runtest"
 	"github.com/lbchaos/lbchaos/harness/process"
-	"github.com/lbchaos/lbchaos/harness/real"
+	"github.com/lbchaos/lbchaos/harness/live"
 )
 
 // refusedWithoutToken reports whether b's control API refuses a fault
@@ -130,7 +130,7 @@ faults: [{instance: 1, at: 0s, fault: {mode: fail, status: 503}}]
 strategies: [round-robin]
 `)
 	p := &probing{Provider: process.Provider{Token: faultyserver.NewToken()}}
-	sum, err := harness.Run(t.Context(), exp, harness.Options{Engine: real.New(real.Options{Provider: p})})
+	sum, err := harness.Run(t.Context(), exp, harness.Options{Engine: live.New(live.Options{Provider: p})})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -82,7 +82,7 @@ func proxyBinary(kind, lbchaos string) (string, error) {
 	switch kind {
 	case strategies.ProxyLbchaos:
 		if lbchaos == "" {
-			return "", errors.New("lbchaos proxy strategies need the lbchaos binary (real.Options.LbchaosBinary); run them from the lbchaos command")
+			return "", errors.New("lbchaos proxy strategies need the lbchaos binary (live.Options.LbchaosBinary); run them from the lbchaos command")
 		}
 		return lbchaos, nil
 	case strategies.ProxyNginx, strategies.ProxyHAProxy, strategies.ProxyCaddy:

@@ -1,0 +1,169 @@
+package live
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/url"
+	"sync"
+	"time"
+
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/lbchaos/lbchaos/experiments"
+	"github.com/lbchaos/lbchaos/harness/engine"
+	"github.com/lbchaos/lbchaos/harness/proxies"
+	"github.com/lbchaos/lbchaos/harness/transport"
+	"github.com/lbchaos/lbchaos/strategies"
+)
+
+// GenerateSpec is one load generator's part of a distributed run
+// (`generators: N`): the coordinator runs the fleet and the faults, and
+// each of its generators (`lbchaos generate`) sends its share of the load.
+type GenerateSpec struct {
+	// Exp is the resolved experiment; Strategy the one strategy to run.
+	Exp      *experiments.Experiment
+	Strategy string
+	// Targets are the instances' base URLs, in id order.
+	Targets []*url.URL
+	// Proxy, for a proxy strategy, is where the coordinator's proxy under
+	// test listens: every request goes there. Upstreams maps how the
+	// proxy names its upstreams to instance ids (proxies.Proxy.Upstreams).
+	Proxy     *url.URL
+	Upstreams map[string]int
+	// Generator is this generator's index among Exp.Generators: it sends
+	// request k of the one arrival schedule when k mod Exp.Generators ==
+	// Generator, through its Exp.Replicas balancers.
+	Generator int
+	// Start is the shared start of the attack, on the wall clock.
+	Start time.Time
+	// Raw adds every result, in Vegeta's encoding, to the stream.
+	Raw bool
+	// MaxConnsPerInstance bounds the connections to one instance; 0
+	// derives it from the open-file limit.
+	MaxConnsPerInstance int
+}
+
+// Generate runs one generator's share of the load from spec.Start and
+// writes its results to out as a generator's stream (engine.StreamPrefix),
+// for the coordinator to merge; progress goes to log. When ctx is
+// cancelled the attack stops, the requests in flight are left out as
+// aborted, and the stream ends with what was measured, marked
+// interrupted. An error means the stream is incomplete.
+func Generate(ctx context.Context, spec GenerateSpec, out, log io.Writer) error {
+	exp, name := spec.Exp, spec.Strategy
+	gens, gen := max(1, exp.Generators), spec.Generator
+	n := exp.Instances.Count
+	switch {
+	case gen < 0 || gen >= gens:
+		return fmt.Errorf("generator %d: not one of the experiment's %d (0 to %d)", gen, gens, gens-1)
+	case len(spec.Targets) != n:
+		return fmt.Errorf("%d targets for %d instances", len(spec.Targets), n)
+	case strategies.IsProxy(name) != (spec.Proxy != nil):
+		return fmt.Errorf("strategy %s: a proxy strategy needs the proxy's URL, and only a proxy strategy takes one", name)
+	}
+	conns := spec.MaxConnsPerInstance
+	if conns == 0 {
+		conns = connsPerInstance(RaiseFileLimit(), n, nil)
+	}
+	start := spec.Start
+	events := engine.NewEventLog(start)
+	var (
+		lbs []*strategies.Balancer
+		bal *transport.Balancer
+	)
+	if spec.Proxy != nil {
+		ids := spec.Upstreams
+		upstream := func(u string) (int, bool) { return proxies.InstanceIn(ids, u) }
+		bal = transport.NewProxyClient(spec.Proxy, upstream, n, exp.Timeout, proxyClientConns(exp, conns, n), ctx, protocolOptions(exp)...)
+		bal.SetGenerator(gen, gens)
+	} else {
+		var err error
+		if lbs, err = engine.GeneratorBalancers(exp, name, strategies.SystemClock{}, gen, gens, events); err != nil {
+			return fmt.Errorf("strategy %s: %w", name, err)
+		}
+		bal = transport.NewBalancer(lbs, spec.Targets, exp.Timeout, conns, ctx, protocolOptions(exp)...)
+	}
+	defer bal.CloseIdleConnections()
+	attacker := newAttacker(bal, exp.PeakRate()/float64(gens))
+	targeter := newTargeter(exp, &start, gen, gens)
+	sched := engine.Stride(engine.ExperimentSchedule(exp), gen, gens)
+	coll := engine.NewCollector(n, exp.Duration, exp.Timeout, exp.SlowThreshold)
+
+	// Wait for the shared start; being late is recorded, not an error.
+	late := time.Since(start)
+	if late < 0 {
+		timer := time.NewTimer(-late)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return fmt.Errorf("interrupted before the start: %w", ctx.Err())
+		case <-timer.C:
+		}
+		late = 0
+	}
+	sw := engine.NewStreamWriter(out, engine.StreamHeader{
+		Generator: gen, Generators: gens, Replicas: max(1, exp.Replicas), Strategy: name,
+		Instances: n, Buckets: coll.Buckets(), Start: start.UnixNano(), Late: late,
+	})
+	// A write error sticks in the writer and is returned by End.
+	coll.EmitBuckets(func(b int, hists, ok []*hdrhistogram.PackedHistogram) { _ = sw.Bucket(b, hists, ok) })
+	var raw *rawWriter
+	if spec.Raw {
+		raw = newRawEncoder(&streamRaw{sw}, false)
+	}
+
+	bgCtx, stopBg := context.WithCancel(ctx)
+	var bg sync.WaitGroup
+	bg.Go(func() { runJoins(bgCtx, start, exp, lbs, nil) })
+	startProbes(bgCtx, &bg, lbs, bal, n)
+	one := *exp
+	one.Strategies = []string{name}
+	job := engine.Job{Exp: &one, Log: log}
+	loop := resultLoop{job: job, every: 5 * time.Second, start: start, sched: sched, bal: bal, coll: coll, attacker: attacker,
+		proxy: spec.Proxy != nil, tick: func(p engine.GeneratorProgress) { _ = sw.Progress(p) }}
+	if raw != nil {
+		loop.raw = raw.add
+	}
+	res := loop.run(ctx, attacker.Attack(targeter, engine.Until(sched, exp.Duration), exp.Duration+engine.EndGrace, name))
+	stopBg()
+	bg.Wait()
+	coll.Finish()
+	var rerr error
+	if raw != nil {
+		rerr = raw.close()
+	}
+	elapsed := attackTime(exp.Duration, res.interrupted)
+	scheduled := sched.Count(elapsed)
+	result := engine.GeneratorResult{
+		Sent:        res.sent,
+		Scheduled:   scheduled,
+		Behind:      float64(res.sent) < 0.99*float64(scheduled),
+		Elapsed:     elapsed,
+		Interrupted: res.interrupted >= 0,
+		Ejections:   engine.Ejections(lbs),
+		CapHits:     bal.CapHits(),
+		ConnBound:   conns,
+		Unnamed:     res.unnamed,
+	}
+	// The proxy logged the whole run's sequence numbers.
+	for i := range result.Unnamed {
+		result.Unnamed[i].Seq = result.Unnamed[i].Seq*uint64(gens) + uint64(gen)
+	}
+	if rerr != nil {
+		result.Notes = append(result.Notes, fmt.Sprintf("%s: generator %d: raw results incomplete: %v", name, gen, rerr))
+	}
+	return sw.End(coll, events, result)
+}
+
+// streamRaw writes raw results into a generator's stream.
+type streamRaw struct{ sw *engine.StreamWriter }
+
+func (s *streamRaw) Write(p []byte) (int, error) {
+	if err := s.sw.Raw(p); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+func (s *streamRaw) Close() error { return nil }

@@ -1,0 +1,16 @@
+package live
+
+import (
+	"github.com/lbchaos/lbchaos/experiments"
+	"github.com/lbchaos/lbchaos/harness/transport"
+)
+
+// protocolOptions are the client options of exp's protocol: with h2c,
+// exp.Connections HTTP/2 connections per balancer replica and instance, or
+// to a proxy under test (transport.H2C); none for HTTP/1.1.
+func protocolOptions(exp *experiments.Experiment) []transport.Option {
+	if exp.Protocol == experiments.ProtocolH2C {
+		return []transport.Option{transport.H2C(exp.Connections)}
+	}
+	return nil
+}

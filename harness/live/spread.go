@@ -1,0 +1,375 @@
+package live
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"net/url"
+	"os"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	vegeta "github.com/tsenart/vegeta/v12/lib"
+
+	"github.com/lbchaos/lbchaos/experiments"
+	"github.com/lbchaos/lbchaos/faultyserver"
+	"github.com/lbchaos/lbchaos/harness/engine"
+	"github.com/lbchaos/lbchaos/harness/fleet"
+	"github.com/lbchaos/lbchaos/harness/proxies"
+	"github.com/lbchaos/lbchaos/strategies"
+)
+
+// DefaultGeneratorLead is how long after launching its generators a
+// distributed run's shared start is: time for each to start and get ready.
+const DefaultGeneratorLead = time.Second
+
+// checkGenerators rejects, before anything starts, what a distributed run
+// (generators > 1) cannot do: the generators need the lbchaos executable;
+// each sends to the instances' addresses as they were at the start, so an
+// instance that moves (a killed container's new port) would not be
+// followed.
+func checkGenerators(exp *experiments.Experiment, l engine.Launcher) error {
+	if exp.Generators <= 1 {
+		return nil
+	}
+	if l == nil {
+		return fmt.Errorf("generators (%d): the generators are lbchaos processes (lbchaos generate), and the engine was given no lbchaos executable (live.Options.LbchaosBinary)", exp.Generators)
+	}
+	for _, f := range exp.Faults {
+		if c, ok := f.Spec.(faultyserver.ContainerFault); ok && c.Relocates() {
+			return fmt.Errorf("generators (%d): mode %q brings the instance back on a new address, which the generators do not follow; run it with one generator", exp.Generators, f.Spec.Mode())
+		}
+	}
+	return nil
+}
+
+// measureSpread measures strategy job with exp.Generators generator
+// processes (`lbchaos generate`), on the fleet fl whose instances are at
+// targets: the coordinator applies the fault schedule from the shared
+// start, as a single process does, and merges the generators' streams
+// into one measurement. A generator that fails or whose stream is cut
+// short fails the strategy with an error naming it; when ctx is cancelled
+// the generators are interrupted, and they end their streams with what
+// they measured, which is merged as a partial measurement.
+func (e *Engine) measureSpread(ctx context.Context, job engine.Job, fl fleet.Fleet, targets []*url.URL, conns int, inc *incidents) (m *engine.Measurement, err error) {
+	exp, name, opts := job.Exp, job.Name(), e.opts
+	gens := exp.Generators
+	coll := engine.NewCollector(len(targets), exp.Duration, exp.Timeout, exp.SlowThreshold)
+	merger := engine.NewMerger(coll, gens)
+
+	var raw *rawWriter // nil: no raw results kept
+	if raw, err = openRaw(opts.RawDir, job); err != nil {
+		return nil, err
+	}
+	defer closeRaw(raw)
+	// A proxy strategy: one proxy, which every generator sends to.
+	var proxy *proxies.Proxy
+	if strategies.IsProxy(name) {
+		if proxy, err = proxies.Start(ctx, name, exp.ProxyFiles[name], targets, exp.Timeout, opts.LbchaosBinary, exp.Seed); err != nil {
+			return nil, err
+		}
+		defer proxy.Close()
+		inc.watchProxy(proxy)
+	}
+	faults := newFaultRunner(fl, exp.Faults, exp.Duration, func(int, *url.URL) {})
+	faults.dead = inc
+	if err := faults.applyInitial(ctx); err != nil {
+		return nil, err
+	}
+
+	launcher := e.launcher()
+	start := time.Now().Add(launcher.Lead())
+	inc.begin(start)
+	// runCtx interrupts every generator: on the caller's cancel, on the
+	// first generator that fails, on a fault that cannot be applied.
+	runCtx, interrupt := context.WithCancel(ctx)
+	defer interrupt()
+	fmt.Fprintf(job.Log, "      %d generators (lbchaos generate, %s), from %s\n", gens, launcher.Name(), start.Format("15:04:05.000"))
+
+	// The connection bound holds for the run: the generators share it.
+	conns = max(1, conns/gens)
+	generators, err := launcher.Launch(runCtx, engine.LaunchSpec{
+		N:          gens,
+		Args:       generateArgs(exp, name, targets, proxy, start, conns, raw != nil),
+		Experiment: exp.Raw,
+		Grace:      exp.Timeout + 10*time.Second,
+		Log:        job.Log,
+	})
+	if err != nil {
+		return nil, err
+	}
+	var (
+		wg      sync.WaitGroup
+		errs    = make([]error, gens)
+		rawErrs = make([]error, gens)
+	)
+	for g, gen := range generators {
+		wg.Go(func() {
+			var sink io.Writer
+			var decoded chan error
+			if raw != nil {
+				pr, pw := io.Pipe()
+				sink, decoded = pw, make(chan error, 1)
+				go func() { decoded <- decodeRaw(pr, raw) }()
+				defer func() { _ = pw.Close(); rawErrs[g] = <-decoded }()
+			}
+			stream := gen.Stream()
+			rerr := merger.Read(g, stream, sink)
+			if rerr != nil {
+				// Stop it: its results cannot be merged.
+				interrupt()
+				_, _ = io.Copy(io.Discard, stream)
+			}
+			if err := gen.Wait(rerr); err != nil {
+				errs[g] = err
+				interrupt()
+			}
+		})
+	}
+
+	faultCtx, stopFaults := context.WithCancel(runCtx)
+	defer stopFaults()
+	var faultWG sync.WaitGroup
+	var faultStop atomic.Bool
+	faultWG.Go(func() {
+		faults.run(faultCtx, start, func(error) {
+			faultStop.Store(true)
+			interrupt()
+		})
+	})
+	progressDone := make(chan struct{})
+	faultWG.Go(func() { spreadProgress(progressDone, job, start, merger) })
+	wg.Wait()
+	close(progressDone)
+	span := time.Since(start) // until the last request ended
+	stopFaults()
+	faultWG.Wait()
+
+	if err := errors.Join(errs...); err != nil {
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("interrupted: %w", ctx.Err())
+		}
+		return nil, err
+	}
+	var proxyNotes []string
+	var attempts map[int]int64
+	if proxy != nil {
+		proxyNotes, attempts = attributeProxy(proxy, name, merger.Unnamed(), nil, coll)
+	}
+	if m, err = merger.Measurement(name, exp.FaultyInstances()); err != nil {
+		return nil, err
+	}
+	setAttempts(&m.Strategy, attempts)
+	m.Notes = append(m.Notes, proxyNotes...)
+	inc.addTo(m)
+	m.Interrupted = m.Interrupted || faultStop.Load()
+	for g, err := range rawErrs {
+		if err != nil {
+			m.Notes = append(m.Notes, fmt.Sprintf("%s: generator %d's raw results could not be decoded (%v); the strategy's results.bin.zst lacks some of them.", name, g, err))
+		}
+	}
+	if note := raw.note(name, start); note != "" {
+		m.Notes = append(m.Notes, note)
+	}
+	for g, late := range merger.Late() {
+		if late > 0 {
+			m.Notes = append(m.Notes, fmt.Sprintf("%s: generator %d was ready %v after the shared start; its first requests left late.", name, g, late.Round(time.Millisecond)))
+		}
+	}
+	if opts.RawDir != "" {
+		if err := writeHDRLog(opts.RawDir, job, coll, start, start.Add(m.Elapsed)); err != nil {
+			m.Notes = append(m.Notes, fmt.Sprintf("%s: histogram log not written: %v", name, err))
+		}
+	}
+	if !m.Interrupted {
+		setUtilization(ctx, fl, exp, m, span)
+	}
+	return m, faults.error()
+}
+
+// spreadProgress reports a distributed attack's progress, the generators'
+// summed, every second until done.
+func spreadProgress(done <-chan struct{}, job engine.Job, start time.Time, merger *engine.Merger) {
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case <-done:
+			return
+		case now := <-tick.C:
+			if job.Progress != nil && now.After(start) {
+				p := merger.Progress()
+				pos, of := job.Position()
+				job.Progress(engine.Progress{Strategy: job.Name(), Index: pos, Total: of,
+					Elapsed: now.Sub(start), Duration: job.Exp.Duration, Results: p.Results, Errors: p.Errors, InFlight: p.InFlight})
+			}
+		}
+	}
+}
+
+// decodeRaw decodes a generator's raw results and adds them to w.
+func decodeRaw(r io.Reader, w *rawWriter) error {
+	dec := vegeta.NewDecoder(r)
+	for {
+		var res vegeta.Result
+		if err := dec.Decode(&res); err != nil {
+			_, _ = io.Copy(io.Discard, r)
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			return err
+		}
+		w.add(&res)
+	}
+}
+
+// generateArgs are the arguments every generator of strategy name runs
+// with, after "generate" and but for --generator and --experiment (see
+// engine.LaunchSpec).
+func generateArgs(exp *experiments.Experiment, name string, targets []*url.URL, proxy *proxies.Proxy, start time.Time, conns int, raw bool) []string {
+	args := []string{
+		"--source", exp.Source,
+		"--strategy", name,
+		"--generators", strconv.Itoa(exp.Generators),
+		"--duration", exp.Duration.String(),
+		"--rate", strconv.FormatFloat(exp.Rate, 'g', -1, 64),
+		"--seed", strconv.FormatUint(exp.Seed, 10),
+		"--start", start.Format(time.RFC3339Nano),
+		"--max-conns", strconv.Itoa(conns),
+	}
+	for _, t := range targets {
+		args = append(args, "--target", t.String())
+	}
+	if proxy != nil {
+		args = append(args, "--proxy", proxy.URL().String())
+		ups := proxy.Upstreams()
+		for _, u := range slices.Sorted(maps.Keys(ups)) {
+			args = append(args, "--upstream", u+"="+strconv.Itoa(ups[u]))
+		}
+	}
+	if raw {
+		args = append(args, "--raw")
+	}
+	return args
+}
+
+// launcher returns what starts a distributed run's generators: the
+// Launcher option, else local processes of the lbchaos executable; nil
+// when the engine has neither.
+func (e *Engine) launcher() engine.Launcher {
+	switch {
+	case e.opts.Launcher != nil:
+		return e.opts.Launcher
+	case e.opts.LbchaosBinary != "":
+		return LocalLauncher{Binary: e.opts.LbchaosBinary, LeadTime: e.opts.GeneratorLead}
+	}
+	return nil
+}
+
+// LocalLauncher runs the generators as processes of this machine: Binary
+// (the lbchaos executable) `generate`, the experiment on its standard
+// input.
+type LocalLauncher struct {
+	Binary string
+	// LeadTime is the time between launch and the shared start (default
+	// DefaultGeneratorLead).
+	LeadTime time.Duration
+}
+
+// Name implements engine.Launcher.
+func (LocalLauncher) Name() string { return "local processes" }
+
+// Lead implements engine.Launcher.
+func (l LocalLauncher) Lead() time.Duration {
+	if l.LeadTime <= 0 {
+		return DefaultGeneratorLead
+	}
+	return l.LeadTime
+}
+
+// Launch implements engine.Launcher: generator g's progress goes to
+// spec.Log prefixed with its index. When ctx is done each is interrupted,
+// and killed if it has not ended spec.Grace later.
+func (l LocalLauncher) Launch(ctx context.Context, spec engine.LaunchSpec) ([]engine.Generator, error) {
+	gens := make([]engine.Generator, 0, spec.N)
+	for g := range spec.N {
+		p, err := l.start(ctx, spec, g)
+		if err != nil {
+			for _, started := range gens {
+				started.(*generatorProc).kill()
+			}
+			return nil, fmt.Errorf("generator %d: %w", g, err)
+		}
+		gens = append(gens, p)
+	}
+	return gens, nil
+}
+
+func (l LocalLauncher) start(ctx context.Context, spec engine.LaunchSpec, g int) (*generatorProc, error) {
+	args := append([]string{"generate", "--generator", strconv.Itoa(g), "--experiment", "-"}, spec.Args...)
+	cmd := exec.CommandContext(ctx, l.Binary, args...)
+	cmd.Stdin = bytes.NewReader(spec.Experiment)
+	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
+	cmd.WaitDelay = spec.Grace
+	stderr := engine.NewGeneratorLog(spec.Log, g)
+	cmd.Stderr = stderr
+	endWithParent(cmd)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	return &generatorProc{index: g, cmd: cmd, stdout: stdout, stderr: stderr}, nil
+}
+
+// generatorProc is a running generator process.
+type generatorProc struct {
+	index  int
+	cmd    *exec.Cmd
+	stdout io.ReadCloser
+	stderr *engine.GeneratorLog
+}
+
+// Stream implements engine.Generator.
+func (p *generatorProc) Stream() io.Reader { return p.stdout }
+
+// kill ends a generator whose run never started.
+func (p *generatorProc) kill() {
+	_ = p.cmd.Process.Kill()
+	_ = p.cmd.Wait()
+}
+
+// Wait implements engine.Generator.
+func (p *generatorProc) Wait(rerr error) error {
+	werr := p.cmd.Wait()
+	if werr != nil && p.cmd.ProcessState != nil && p.cmd.ProcessState.Success() {
+		// Interrupted (Wait then returns the context's error), it ended
+		// its stream and exited cleanly.
+		werr = nil
+	}
+	if rerr == nil && werr == nil {
+		return nil
+	}
+	var why []string
+	if werr != nil {
+		why = append(why, fmt.Sprintf("exited: %v", werr))
+	}
+	if rerr != nil {
+		why = append(why, fmt.Sprintf("its results: %v", rerr))
+	}
+	msg := fmt.Sprintf("generator %d (pid %d): %s", p.index, p.cmd.Process.Pid, strings.Join(why, "; "))
+	if last := p.stderr.Last(); last != "" {
+		msg += "; its last words: " + last
+	}
+	return errors.New(msg)
+}

@@ -1,9 +1,0 @@
-//go:build !linux
-
-package real
-
-import "os/exec"
-
-// endWithParent does nothing where the kernel cannot signal a child when
-// its parent dies; a generator still ends after its attack.
-func endWithParent(*exec.Cmd) {}
