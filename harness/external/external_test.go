@@ -17,8 +17,8 @@ import (
 	"github.com/lbchaos/lbchaos/harness/external"
 	"github.com/lbchaos/lbchaos/harness/fleet"
 	"github.com/lbchaos/lbchaos/harness/internal/runtest"
-	"github.com/lbchaos/lbchaos/harness/process"
 	"github.com/lbchaos/lbchaos/harness/live"
+	"github.com/lbchaos/lbchaos/harness/process"
 	"github.com/lbchaos/lbchaos/reports"
 )
 

@@ -11,8 +11,8 @@ import (
 	"github.com/lbchaos/lbchaos/harness"
 	"github.com/lbchaos/lbchaos/harness/fleet"
 	"github.com/lbchaos/lbchaos/harness/internal/runtest"
-	"github.com/lbchaos/lbchaos/harness/process"
 	"github.com/lbchaos/lbchaos/harness/live"
+	"github.com/lbchaos/lbchaos/harness/process"
 )
 
 // refusedWithoutToken reports whether b's control API refuses a fault
