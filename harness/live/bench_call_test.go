@@ -34,12 +34,12 @@ func BenchmarkCallCost(b *testing.B) {
 		u, _ := url.Parse(srv.URL)
 		httpURLs = append(httpURLs, u)
 	}
-	newBal := func(urls []*url.URL) *transport.Balancer {
+	newBal := func(urls []*url.URL) *transport.Client {
 		lb, err := strategies.New("round-robin", strategies.Env{N: n, Rand: engine.StrategySeed(1, "bench")})
 		if err != nil {
 			b.Fatal(err)
 		}
-		return transport.NewBalancer([]*strategies.Balancer{lb}, urls, 5*time.Second, 0, context.Background())
+		return transport.NewClient([]*strategies.Balancer{lb}, urls, 5*time.Second, 0)
 	}
 
 	b.Run("http1/round-robin", func(b *testing.B) {
@@ -69,7 +69,7 @@ func BenchmarkCallCost(b *testing.B) {
 	})
 	b.Run("grpc/grpc:round_robin", func(b *testing.B) {
 		var armed atomic.Bool // no events
-		c, err := newGRPCPolicyClient("grpc:round_robin", 1, grpcURLs, []int{0, 1, 2}, 5*time.Second, context.Background(), engine.NewEventLog(time.Now()), &armed)
+		c, err := newGRPCPolicyClient("grpc:round_robin", 1, grpcURLs, []int{0, 1, 2}, 5*time.Second, engine.NewEventLog(time.Now()), &armed)
 		if err != nil {
 			b.Fatal(err)
 		}

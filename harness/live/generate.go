@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"net/url"
-	"sync"
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
@@ -66,32 +65,29 @@ func Generate(ctx context.Context, spec GenerateSpec, out, log io.Writer) error 
 	if conns == 0 {
 		conns = connsPerInstance(RaiseFileLimit(), n, nil)
 	}
-	start := spec.Start
-	events := engine.NewEventLog(start)
-	var (
-		lbs []*strategies.Balancer
-		bal *transport.Balancer
-	)
+	one := *exp
+	one.Strategies = []string{name}
+	a := &attack{job: engine.Job{Exp: &one, Log: log}, events: engine.NewEventLog(spec.Start), start: spec.Start, every: 5 * time.Second, proxied: spec.Proxy != nil}
+	var c *transport.Client
 	if spec.Proxy != nil {
 		ids := spec.Upstreams
 		upstream := func(u string) (int, bool) { return proxies.InstanceIn(ids, u) }
-		bal = transport.NewProxyClient(spec.Proxy, upstream, n, exp.Timeout, proxyClientConns(exp, conns, n), ctx, protocolOptions(exp)...)
-		bal.SetGenerator(gen, gens)
+		c = transport.NewProxyClient(spec.Proxy, upstream, n, exp.Timeout, proxyClientConns(exp, conns, n), protocolOptions(exp)...)
+		c.SetGenerator(gen, gens)
 	} else {
 		var err error
-		if lbs, err = engine.GeneratorBalancers(exp, name, strategies.SystemClock{}, gen, gens, events); err != nil {
+		if a.lbs, err = engine.GeneratorBalancers(exp, name, strategies.SystemClock{}, gen, gens, a.events); err != nil {
 			return fmt.Errorf("strategy %s: %w", name, err)
 		}
-		bal = transport.NewBalancer(lbs, spec.Targets, exp.Timeout, conns, ctx, protocolOptions(exp)...)
+		c = transport.NewClient(a.lbs, spec.Targets, exp.Timeout, conns, protocolOptions(exp)...)
 	}
-	defer bal.CloseIdleConnections()
-	attacker := newAttacker(bal, exp.PeakRate()/float64(gens))
-	targeter := newTargeter(exp, &start, gen, gens)
-	sched := engine.Stride(engine.ExperimentSchedule(exp), gen, gens)
-	coll := engine.NewCollector(n, exp.Duration, exp.Timeout, exp.SlowThreshold)
+	a.load = newHTTPLoad(exp, name, c, &a.start, gen, gens)
+	defer a.load.close()
+	a.sched = engine.Stride(engine.ExperimentSchedule(exp), gen, gens)
+	a.coll = engine.NewCollector(n, exp.Duration, exp.Timeout, exp.SlowThreshold)
 
 	// Wait for the shared start; being late is recorded, not an error.
-	late := time.Since(start)
+	late := time.Since(a.start)
 	if late < 0 {
 		timer := time.NewTimer(-late)
 		select {
@@ -104,45 +100,33 @@ func Generate(ctx context.Context, spec GenerateSpec, out, log io.Writer) error 
 	}
 	sw := engine.NewStreamWriter(out, engine.StreamHeader{
 		Generator: gen, Generators: gens, Replicas: max(1, exp.Replicas), Strategy: name,
-		Instances: n, Buckets: coll.Buckets(), Start: start.UnixNano(), Late: late,
+		Instances: n, Buckets: a.coll.Buckets(), Start: a.start.UnixNano(), Late: late,
 	})
 	// A write error sticks in the writer and is returned by End.
-	coll.EmitBuckets(func(b int, hists, ok []*hdrhistogram.PackedHistogram) { _ = sw.Bucket(b, hists, ok) })
-	var raw *rawWriter
+	a.coll.EmitBuckets(func(b int, hists, ok []*hdrhistogram.PackedHistogram) { _ = sw.Bucket(b, hists, ok) })
 	if spec.Raw {
-		raw = newRawEncoder(&streamRaw{sw}, false)
+		a.raw = newRawEncoder(&streamRaw{sw}, false)
 	}
-
-	bgCtx, stopBg := context.WithCancel(ctx)
-	var bg sync.WaitGroup
-	bg.Go(func() { runJoins(bgCtx, start, exp, lbs, nil) })
-	startProbes(bgCtx, &bg, lbs, bal, n)
-	one := *exp
-	one.Strategies = []string{name}
-	job := engine.Job{Exp: &one, Log: log}
-	loop := resultLoop{job: job, every: 5 * time.Second, start: start, sched: sched, bal: bal, coll: coll, attacker: attacker,
-		proxy: spec.Proxy != nil, tick: func(p engine.GeneratorProgress) { _ = sw.Progress(p) }}
-	if raw != nil {
-		loop.raw = raw.add
+	a.tick = func(p engine.GeneratorProgress) { _ = sw.Progress(p) }
+	res, err := a.run(ctx) // without a fleet: no faults, no load polling
+	if err != nil {
+		return err
 	}
-	res := loop.run(ctx, attacker.Attack(targeter, engine.Until(sched, exp.Duration), exp.Duration+engine.EndGrace, name))
-	stopBg()
-	bg.Wait()
-	coll.Finish()
+	a.coll.Finish()
 	var rerr error
-	if raw != nil {
-		rerr = raw.close()
+	if a.raw != nil {
+		rerr = a.raw.close()
 	}
 	elapsed := attackTime(exp.Duration, res.interrupted)
-	scheduled := sched.Count(elapsed)
+	scheduled := a.sched.Count(elapsed)
 	result := engine.GeneratorResult{
 		Sent:        res.sent,
 		Scheduled:   scheduled,
 		Behind:      float64(res.sent) < 0.99*float64(scheduled),
 		Elapsed:     elapsed,
 		Interrupted: res.interrupted >= 0,
-		Ejections:   engine.Ejections(lbs),
-		CapHits:     bal.CapHits(),
+		Ejections:   engine.Ejections(a.lbs),
+		CapHits:     c.CapHits(),
 		ConnBound:   conns,
 		Unnamed:     res.unnamed,
 	}
@@ -153,7 +137,7 @@ func Generate(ctx context.Context, spec GenerateSpec, out, log io.Writer) error 
 	if rerr != nil {
 		result.Notes = append(result.Notes, fmt.Sprintf("%s: generator %d: raw results incomplete: %v", name, gen, rerr))
 	}
-	return sw.End(coll, events, result)
+	return sw.End(a.coll, a.events, result)
 }
 
 // streamRaw writes raw results into a generator's stream.

@@ -177,7 +177,7 @@ func (a grpcAnswer) result(name string, seq uint64, ts time.Time, code int) *veg
 type grpcBuiltinClient struct {
 	// Immutable after construction.
 	name      string
-	bal       *transport.Balancer
+	bal       *transport.Client
 	conns     []atomic.Pointer[connSet] // by replica*instances + instance id
 	perInst   int
 	replicas  int
@@ -217,7 +217,7 @@ func (s *connSet) close() {
 // newGRPCBuiltinClient routes with bal, whose strategy has replicas
 // replicas, to targets (by instance id) over connections connections per
 // replica and instance.
-func newGRPCBuiltinClient(name string, bal *transport.Balancer, replicas int, targets []*url.URL, connections int) (*grpcBuiltinClient, error) {
+func newGRPCBuiltinClient(name string, bal *transport.Client, replicas int, targets []*url.URL, connections int) (*grpcBuiltinClient, error) {
 	replicas = max(1, replicas)
 	c := &grpcBuiltinClient{name: name, bal: bal, conns: make([]atomic.Pointer[connSet], replicas*len(targets)),
 		perInst: max(1, connections), replicas: replicas, instances: len(targets)}
@@ -236,6 +236,7 @@ func newGRPCBuiltinClient(name string, bal *transport.Balancer, replicas int, ta
 
 func (c *grpcBuiltinClient) Take(seq uint64) (*transport.Route, bool) { return c.bal.Take(seq) }
 func (c *grpcBuiltinClient) InFlight() int64                          { return c.bal.InFlight() }
+func (c *grpcBuiltinClient) Abort()                                   { c.bal.Abort() }
 
 func (c *grpcBuiltinClient) call(seq uint64, path string, sreq strategies.Request) *vegeta.Result {
 	ts := time.Now()

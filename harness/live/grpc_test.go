@@ -99,12 +99,12 @@ func startGRPCBackends(t testing.TB, n int, setup func(b *testBackend)) ([]*test
 	return bs, urls
 }
 
-func newTestPolicyClient(t *testing.T, name string, replicas int, urls []*url.URL, hosts []int, timeout time.Duration, abort context.Context) (*grpcPolicyClient, *engine.EventLog) {
+func newTestPolicyClient(t *testing.T, name string, replicas int, urls []*url.URL, hosts []int, timeout time.Duration) (*grpcPolicyClient, *engine.EventLog) {
 	t.Helper()
 	events := engine.NewEventLog(time.Now())
 	var armed atomic.Bool
 	armed.Store(true)
-	c, err := newGRPCPolicyClient(name, replicas, urls, hosts, timeout, abort, events, &armed)
+	c, err := newGRPCPolicyClient(name, replicas, urls, hosts, timeout, events, &armed)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,7 +151,7 @@ func TestGRPCPolicyRoundRobin(t *testing.T) {
 			b.code = codes.Unavailable
 		}
 	})
-	c, events := newTestPolicyClient(t, "grpc:round_robin", 1, urls, []int{0, 1, 2}, 5*time.Second, context.Background())
+	c, events := newTestPolicyClient(t, "grpc:round_robin", 1, urls, []int{0, 1, 2}, 5*time.Second)
 	// The ClientConn is ready with its first subchannel; wait for all.
 	ready := map[int]bool{}
 	for deadline := time.Now().Add(5 * time.Second); len(ready) < 3 && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
@@ -198,7 +198,7 @@ func TestGRPCPolicyPickFirstAndJoin(t *testing.T) {
 	checkLeaks(t)
 	bs, urls := startGRPCBackends(t, 3, nil)
 	// Instance 1 is first in the host set; 0 joins later, in front.
-	c, _ := newTestPolicyClient(t, "grpc:pick_first", 2, urls, []int{1, 2}, 5*time.Second, context.Background())
+	c, _ := newTestPolicyClient(t, "grpc:pick_first", 2, urls, []int{1, 2}, 5*time.Second)
 	got := calls(t, c, 0, 20, false)
 	if len(got[1]) != 20 {
 		t.Fatalf("pick_first: calls per instance %v, want all 20 on instance 1 (the first address)", counts(got))
@@ -233,7 +233,7 @@ func TestGRPCPolicies(t *testing.T) {
 	} {
 		t.Run(spec, func(t *testing.T) {
 			before := bs[0].keys.Load() + bs[1].keys.Load() + bs[2].keys.Load()
-			c, _ := newTestPolicyClient(t, spec, 1, urls, []int{0, 1, 2}, 5*time.Second, context.Background())
+			c, _ := newTestPolicyClient(t, spec, 1, urls, []int{0, 1, 2}, 5*time.Second)
 			got := calls(t, c, 0, 30, true)
 			ok := 0
 			for _, rs := range got {
@@ -257,7 +257,7 @@ func TestGRPCPolicies(t *testing.T) {
 func TestGRPCRingHashAffinity(t *testing.T) {
 	checkLeaks(t)
 	_, urls := startGRPCBackends(t, 3, nil)
-	c, _ := newTestPolicyClient(t, "grpc:ring_hash_experimental", 1, urls, []int{0, 1, 2}, 5*time.Second, context.Background())
+	c, _ := newTestPolicyClient(t, "grpc:ring_hash_experimental", 1, urls, []int{0, 1, 2}, 5*time.Second)
 	home := map[uint64]int{}
 	used := map[int]bool{}
 	// ring_hash connects lazily: the first calls of a key may land on
@@ -288,23 +288,22 @@ func TestGRPCRingHashAffinity(t *testing.T) {
 func TestGRPCPolicyAttribution(t *testing.T) {
 	checkLeaks(t)
 	_, urls := startGRPCBackends(t, 1, func(b *testBackend) { b.anonymous = true })
-	c, _ := newTestPolicyClient(t, "grpc:round_robin", 1, urls, []int{0}, 5*time.Second, context.Background())
+	c, _ := newTestPolicyClient(t, "grpc:round_robin", 1, urls, []int{0}, 5*time.Second)
 	got := calls(t, c, 0, 3, false)
 	if len(got[0]) != 3 {
 		t.Errorf("anonymous answers per instance %v, want all 3 on instance 0 (by peer address)", counts(got))
 	}
 
 	_, hung := startGRPCBackends(t, 1, func(b *testBackend) { b.hang = true })
-	c, _ = newTestPolicyClient(t, "grpc:pick_first", 1, hung, []int{0}, 100*time.Millisecond, context.Background())
+	c, _ = newTestPolicyClient(t, "grpc:pick_first", 1, hung, []int{0}, 100*time.Millisecond)
 	res := c.call(7, "/", strategies.Request{})
 	rt, _ := c.Take(7)
 	if res.Code != 0 || !strings.Contains(res.Error, "DeadlineExceeded") || !rt.Timeout.Load() || rt.Aborted.Load() {
 		t.Errorf("timed out call: code %d, error %q, timeout %v, aborted %v", res.Code, res.Error, rt.Timeout.Load(), rt.Aborted.Load())
 	}
 
-	abort, cancel := context.WithCancel(context.Background())
-	c, _ = newTestPolicyClient(t, "grpc:pick_first", 1, hung, []int{0}, time.Minute, abort)
-	time.AfterFunc(50*time.Millisecond, cancel)
+	c, _ = newTestPolicyClient(t, "grpc:pick_first", 1, hung, []int{0}, time.Minute)
+	time.AfterFunc(50*time.Millisecond, c.Abort)
 	c.call(8, "/", strategies.Request{})
 	rt, _ = c.Take(8)
 	if !rt.Aborted.Load() || rt.Timeout.Load() {
@@ -327,7 +326,7 @@ func TestGRPCBuiltinEject(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bal := transport.NewBalancer([]*strategies.Balancer{lbs}, urls, 5*time.Second, 0, context.Background())
+	bal := transport.NewClient([]*strategies.Balancer{lbs}, urls, 5*time.Second, 0)
 	defer bal.CloseIdleConnections()
 	c, err := newGRPCBuiltinClient(name, bal, 1, urls, 2)
 	if err != nil {
@@ -438,7 +437,7 @@ func TestGRPCSubchannelEventsOnLoss(t *testing.T) {
 	srv.RegisterService(&testServiceDesc, gone)
 	go func() { _ = srv.Serve(lis) }()
 	urls = append(urls, &url.URL{Scheme: "http", Host: lis.Addr().String()})
-	c, events := newTestPolicyClient(t, "grpc:round_robin", 1, urls, []int{0, 1, 2}, 5*time.Second, context.Background())
+	c, events := newTestPolicyClient(t, "grpc:round_robin", 1, urls, []int{0, 1, 2}, 5*time.Second)
 	calls(t, c, 0, 30, false)
 	srv.Stop()
 	var kinds map[string]bool

@@ -5,28 +5,9 @@ import (
 	"time"
 
 	vegeta "github.com/tsenart/vegeta/v12/lib"
-
-	"github.com/lbchaos/lbchaos/harness/transport"
 )
 
-// router is what the result loop asks of the client that routed the
-// requests: an HTTP balancing transport, or the gRPC clients.
-type router interface {
-	// Take removes and returns the route of the result with sequence
-	// number seq; ok is false when the request never reached a balancer.
-	Take(seq uint64) (rt *transport.Route, ok bool)
-	// InFlight returns how many requests are under way.
-	InFlight() int64
-}
-
-// stopper stops an attack: no more requests are sent.
-type stopper interface{ Stop() bool }
-
-var (
-	_ router  = (*transport.Balancer)(nil)
-	_ stopper = (*vegeta.Attacker)(nil)
-	_ stopper = (*grpcAttacker)(nil)
-)
+var _ stopper = (*grpcAttacker)(nil)
 
 // grpcAttacker is Vegeta's open loop for calls Vegeta cannot make: the
 // pacer says when the next call is due, and each call runs in a goroutine

@@ -32,7 +32,6 @@ type grpcPolicyClient struct {
 	replicas  []*grpc.ClientConn
 	resolvers []*manual.Resolver
 	sinks     []*subchannelSink
-	abort     context.Context // cancelled when the run is interrupted
 	timeout   time.Duration
 	instances int
 
@@ -42,18 +41,23 @@ type grpcPolicyClient struct {
 
 	routes   sync.Map // seq -> *transport.Route
 	inflight atomic.Int64
+	// abort is the client's own cancellation, never a caller's context:
+	// Abort cancels it, and with it every call under way.
+	abort     context.Context
+	abortRoot context.CancelFunc
 }
 
 // newGRPCPolicyClient builds the replicas of gRPC strategy name over
 // targets (by instance id), of which hosts are in the host set at the
 // start. Subchannel state changes go to events, once armed is set.
-func newGRPCPolicyClient(name string, replicas int, targets []*url.URL, hosts []int, timeout time.Duration, abort context.Context,
+func newGRPCPolicyClient(name string, replicas int, targets []*url.URL, hosts []int, timeout time.Duration,
 	events *engine.EventLog, armed *atomic.Bool) (*grpcPolicyClient, error) {
 	spec, err := strategies.ParseGRPC(name)
 	if err != nil {
 		return nil, err
 	}
-	c := &grpcPolicyClient{name: name, policy: spec.Policy, abort: abort, timeout: timeout, instances: len(targets), hosts: hosts}
+	c := &grpcPolicyClient{name: name, policy: spec.Policy, timeout: timeout, instances: len(targets), hosts: hosts}
+	c.abort, c.abortRoot = context.WithCancel(context.Background())
 	for _, u := range targets {
 		c.addrs = append(c.addrs, u.Host)
 	}
@@ -106,6 +110,9 @@ func (c *grpcPolicyClient) Take(seq uint64) (*transport.Route, bool) {
 }
 
 func (c *grpcPolicyClient) InFlight() int64 { return c.inflight.Load() }
+
+// Abort cancels the calls under way, and every one made after it.
+func (c *grpcPolicyClient) Abort() { c.abortRoot() }
 
 func (c *grpcPolicyClient) call(seq uint64, path string, sreq strategies.Request) *vegeta.Result {
 	ts := time.Now()
@@ -175,6 +182,7 @@ func (c *grpcPolicyClient) connect(ctx context.Context) {
 }
 
 func (c *grpcPolicyClient) close() {
+	c.Abort()
 	for _, cc := range c.replicas {
 		_ = cc.Close()
 	}

@@ -14,7 +14,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	vegeta "github.com/tsenart/vegeta/v12/lib"
@@ -22,7 +21,6 @@ import (
 	"github.com/lbchaos/lbchaos/experiments"
 	"github.com/lbchaos/lbchaos/faultyserver"
 	"github.com/lbchaos/lbchaos/harness/engine"
-	"github.com/lbchaos/lbchaos/harness/fleet"
 	"github.com/lbchaos/lbchaos/harness/proxies"
 	"github.com/lbchaos/lbchaos/strategies"
 )
@@ -59,60 +57,122 @@ func checkGenerators(exp *experiments.Experiment, l engine.Launcher) error {
 // short fails the strategy with an error naming it; when ctx is cancelled
 // the generators are interrupted, and they end their streams with what
 // they measured, which is merged as a partial measurement.
-func (e *Engine) measureSpread(ctx context.Context, job engine.Job, fl fleet.Fleet, targets []*url.URL, conns int, inc *incidents) (m *engine.Measurement, err error) {
-	exp, name, opts := job.Exp, job.Name(), e.opts
+func (e *Engine) measureSpread(ctx context.Context, a *attack, targets []*url.URL, conns int) (m *engine.Measurement, err error) {
+	job, opts := a.job, e.opts
+	exp, name := job.Exp, job.Name()
 	gens := exp.Generators
-	coll := engine.NewCollector(len(targets), exp.Duration, exp.Timeout, exp.SlowThreshold)
-	merger := engine.NewMerger(coll, gens)
-
-	var raw *rawWriter // nil: no raw results kept
-	if raw, err = openRaw(opts.RawDir, job); err != nil {
+	a.coll = engine.NewCollector(len(targets), exp.Duration, exp.Timeout, exp.SlowThreshold)
+	merger := engine.NewMerger(a.coll, gens)
+	if a.raw, err = openRaw(opts.RawDir, job); err != nil {
 		return nil, err
 	}
-	defer closeRaw(raw)
 	// A proxy strategy: one proxy, which every generator sends to.
-	var proxy *proxies.Proxy
 	if strategies.IsProxy(name) {
-		if proxy, err = proxies.Start(ctx, name, exp.ProxyFiles[name], targets, exp.Timeout, opts.LbchaosBinary, exp.Seed); err != nil {
+		if a.proxy, err = proxies.Start(ctx, name, exp.ProxyFiles[name], targets, exp.Timeout, opts.LbchaosBinary, exp.Seed); err != nil {
 			return nil, err
 		}
-		defer proxy.Close()
-		inc.watchProxy(proxy)
+		a.inc.watchProxy(a.proxy)
 	}
-	faults := newFaultRunner(fl, exp.Faults, exp.Duration, func(int, *url.URL) {})
-	faults.dead = inc
-	if err := faults.applyInitial(ctx); err != nil {
+	if err := a.arm(ctx); err != nil {
 		return nil, err
 	}
 
 	launcher := e.launcher()
-	start := time.Now().Add(launcher.Lead())
-	inc.begin(start)
+	a.start = time.Now().Add(launcher.Lead())
 	// runCtx interrupts every generator: on the caller's cancel, on the
 	// first generator that fails, on a fault that cannot be applied.
 	runCtx, interrupt := context.WithCancel(ctx)
 	defer interrupt()
-	fmt.Fprintf(job.Log, "      %d generators (lbchaos generate, %s), from %s\n", gens, launcher.Name(), start.Format("15:04:05.000"))
+	bg, err := a.begin(runCtx, interrupt)
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(job.Log, "      %d generators (lbchaos generate, %s), from %s\n", gens, launcher.Name(), a.start.Format("15:04:05.000"))
 
 	// The connection bound holds for the run: the generators share it.
 	conns = max(1, conns/gens)
 	generators, err := launcher.Launch(runCtx, engine.LaunchSpec{
 		N:          gens,
-		Args:       generateArgs(exp, name, targets, proxy, start, conns, raw != nil),
+		Args:       generateArgs(exp, name, targets, a.proxy, a.start, conns, a.raw != nil),
 		Experiment: exp.Raw,
 		Grace:      exp.Timeout + 10*time.Second,
 		Log:        job.Log,
 	})
 	if err != nil {
+		bg.end()
 		return nil, err
 	}
-	var (
-		wg      sync.WaitGroup
-		errs    = make([]error, gens)
-		rawErrs = make([]error, gens)
-	)
+	errs, rawErrs := readGenerators(generators, merger, a.raw, interrupt)
+	progressDone := make(chan struct{})
+	var progress sync.WaitGroup
+	progress.Go(func() { spreadProgress(progressDone, job, a.start, merger) })
+	errs.Wait()
+	close(progressDone)
+	span := time.Since(a.start) // until the last request ended
+	stopped := bg.end()
+	progress.Wait()
+
+	if err := errors.Join(errs.errs...); err != nil {
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("interrupted: %w", ctx.Err())
+		}
+		return nil, err
+	}
+	var proxyNotes []string
+	var attempts map[int]int64
+	if a.proxy != nil {
+		proxyNotes, attempts = attributeProxy(a.proxy, name, merger.Unnamed(), nil, a.coll)
+	}
+	if m, err = merger.Measurement(name, exp.FaultyInstances()); err != nil {
+		return nil, err
+	}
+	setAttempts(&m.Strategy, attempts)
+	m.Notes = append(m.Notes, proxyNotes...)
+	a.inc.addTo(m)
+	m.Interrupted = m.Interrupted || stopped > 0
+	for g, err := range rawErrs {
+		if err != nil {
+			m.Notes = append(m.Notes, fmt.Sprintf("%s: generator %d's raw results could not be decoded (%v); the strategy's results.bin.zst lacks some of them.", name, g, err))
+		}
+	}
+	if note := a.raw.note(name, a.start); note != "" {
+		m.Notes = append(m.Notes, note)
+	}
+	for g, late := range merger.Late() {
+		if late > 0 {
+			m.Notes = append(m.Notes, fmt.Sprintf("%s: generator %d was ready %v after the shared start; its first requests left late.", name, g, late.Round(time.Millisecond)))
+		}
+	}
+	if opts.RawDir != "" {
+		if err := writeHDRLog(opts.RawDir, job, a.coll, a.start, a.start.Add(m.Elapsed)); err != nil {
+			m.Notes = append(m.Notes, fmt.Sprintf("%s: histogram log not written: %v", name, err))
+		}
+	}
+	if !m.Interrupted {
+		setUtilization(ctx, a.fl, exp, m, span)
+	}
+	return m, a.faults.error()
+}
+
+// generatorErrs are the generators' errors, by generator, once Wait has
+// returned.
+type generatorErrs struct {
+	wg   sync.WaitGroup
+	errs []error
+}
+
+func (g *generatorErrs) Wait() { g.wg.Wait() }
+
+// readGenerators merges each generator's stream into merger, its raw
+// results into raw (nil: none kept), and waits for it to end; a generator
+// that fails, or whose stream cannot be merged, interrupts the others. The
+// raw results' errors are the decoders', by generator, once the errors'
+// Wait has returned.
+func readGenerators(generators []engine.Generator, merger *engine.Merger, raw *rawWriter, interrupt func()) (*generatorErrs, []error) {
+	errs := &generatorErrs{errs: make([]error, len(generators))}
+	rawErrs := make([]error, len(generators))
 	for g, gen := range generators {
-		wg.Go(func() {
+		errs.wg.Go(func() {
 			var sink io.Writer
 			var decoded chan error
 			if raw != nil {
@@ -129,70 +189,12 @@ func (e *Engine) measureSpread(ctx context.Context, job engine.Job, fl fleet.Fle
 				_, _ = io.Copy(io.Discard, stream)
 			}
 			if err := gen.Wait(rerr); err != nil {
-				errs[g] = err
+				errs.errs[g] = err
 				interrupt()
 			}
 		})
 	}
-
-	faultCtx, stopFaults := context.WithCancel(runCtx)
-	defer stopFaults()
-	var faultWG sync.WaitGroup
-	var faultStop atomic.Bool
-	faultWG.Go(func() {
-		faults.run(faultCtx, start, func(error) {
-			faultStop.Store(true)
-			interrupt()
-		})
-	})
-	progressDone := make(chan struct{})
-	faultWG.Go(func() { spreadProgress(progressDone, job, start, merger) })
-	wg.Wait()
-	close(progressDone)
-	span := time.Since(start) // until the last request ended
-	stopFaults()
-	faultWG.Wait()
-
-	if err := errors.Join(errs...); err != nil {
-		if ctx.Err() != nil {
-			return nil, fmt.Errorf("interrupted: %w", ctx.Err())
-		}
-		return nil, err
-	}
-	var proxyNotes []string
-	var attempts map[int]int64
-	if proxy != nil {
-		proxyNotes, attempts = attributeProxy(proxy, name, merger.Unnamed(), nil, coll)
-	}
-	if m, err = merger.Measurement(name, exp.FaultyInstances()); err != nil {
-		return nil, err
-	}
-	setAttempts(&m.Strategy, attempts)
-	m.Notes = append(m.Notes, proxyNotes...)
-	inc.addTo(m)
-	m.Interrupted = m.Interrupted || faultStop.Load()
-	for g, err := range rawErrs {
-		if err != nil {
-			m.Notes = append(m.Notes, fmt.Sprintf("%s: generator %d's raw results could not be decoded (%v); the strategy's results.bin.zst lacks some of them.", name, g, err))
-		}
-	}
-	if note := raw.note(name, start); note != "" {
-		m.Notes = append(m.Notes, note)
-	}
-	for g, late := range merger.Late() {
-		if late > 0 {
-			m.Notes = append(m.Notes, fmt.Sprintf("%s: generator %d was ready %v after the shared start; its first requests left late.", name, g, late.Round(time.Millisecond)))
-		}
-	}
-	if opts.RawDir != "" {
-		if err := writeHDRLog(opts.RawDir, job, coll, start, start.Add(m.Elapsed)); err != nil {
-			m.Notes = append(m.Notes, fmt.Sprintf("%s: histogram log not written: %v", name, err))
-		}
-	}
-	if !m.Interrupted {
-		setUtilization(ctx, fl, exp, m, span)
-	}
-	return m, faults.error()
+	return errs, rawErrs
 }
 
 // spreadProgress reports a distributed attack's progress, the generators'

@@ -15,7 +15,7 @@ import (
 // abort, and the outcome reported to the strategy exactly once by Finish.
 type Call struct {
 	// Immutable after Begin.
-	b  *Balancer
+	b  *Client
 	ep int // the instance picked; -1 for a proxy client
 	// replica is the balancer that picked, conn the connection it pinned
 	// the request to (Slot -1: none).
@@ -40,7 +40,7 @@ type Call struct {
 // replicas, replica seq mod K picks. When the strategy allows no instance
 // the outcome is already reported and Begin returns ErrNoHost (the route
 // is kept, naming no instance); otherwise the caller must call Finish.
-func (b *Balancer) Begin(parent context.Context, seq uint64, hasSeq bool, sreq strategies.Request) (*Call, error) {
+func (b *Client) Begin(parent context.Context, seq uint64, hasSeq bool, sreq strategies.Request) (*Call, error) {
 	c := &Call{b: b, ep: -1, start: time.Now(), conn: strategies.Conn{Slot: -1}}
 	if b.proxy == nil {
 		if len(b.lbs) > 1 && hasSeq {

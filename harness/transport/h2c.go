@@ -12,7 +12,7 @@ import (
 	"github.com/lbchaos/lbchaos/strategies"
 )
 
-// Option configures a Balancer or a proxy client beyond its defaults.
+// Option configures a Client or a proxy client beyond its defaults.
 type Option func(*config)
 
 type config struct {
@@ -226,7 +226,7 @@ func (p *h2cPool) roundTrip(req *http.Request, replica, row int, conn strategies
 	return cc.RoundTrip(req)
 }
 
-// closeIdle closes every connection: the Balancer's requests have ended.
+// closeIdle closes every connection: the Client's requests have ended.
 func (p *h2cPool) closeIdle() {
 	p.stopOnce.Do(func() { close(p.stop) })
 	p.retiring.Wait()
@@ -245,8 +245,8 @@ func (p *h2cPool) closeIdle() {
 	}
 }
 
-// configure applies opts to a new Balancer.
-func (b *Balancer) configure(opts []Option) {
+// configure applies opts to a new Client.
+func (b *Client) configure(opts []Option) {
 	var c config
 	for _, o := range opts {
 		o(&c)
@@ -269,7 +269,7 @@ func (b *Balancer) configure(opts []Option) {
 // which hands every request to a writer goroutine and every answer back
 // from a reader goroutine: two more goroutine switches per request, each
 // waiting for a free processor on a busy machine (BenchmarkPeer).
-func (b *Balancer) roundTrip(req *http.Request, replica, ep int, conn strategies.Conn) (*http.Response, error) {
+func (b *Client) roundTrip(req *http.Request, replica, ep int, conn strategies.Conn) (*http.Response, error) {
 	switch {
 	case b.h2c == nil && b.proxy == nil:
 		return b.client(ep, req.URL.Host).RoundTrip(req)

@@ -82,7 +82,7 @@ func (cs *connServer) counts() (opened, closed int, protos map[string]int, per [
 
 // sendAll sends requests seq from..to-1 through b, 16 at a time, and
 // fails the test on any error or non-2xx answer.
-func sendAll(t *testing.T, b *Balancer, from, to int) {
+func sendAll(t *testing.T, b *Client, from, to int) {
 	t.Helper()
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 16)
@@ -117,7 +117,7 @@ func TestH2CConnections(t *testing.T) {
 			servers := []*connServer{newConnServer(t, 0), newConnServer(t, 1), newConnServer(t, 2)}
 			targets := []*url.URL{servers[0].url, servers[1].url, servers[2].url}
 			lbs := []*strategies.Balancer{newRoundRobin(t, 3), newRoundRobin(t, 3)}
-			b := NewBalancer(lbs, targets, 5*time.Second, 0, context.Background(), tc.opts...)
+			b := NewClient(lbs, targets, 5*time.Second, 0, tc.opts...)
 			defer b.CloseIdleConnections()
 			sendAll(t, b, 0, 600)
 			for id, s := range servers {
@@ -149,7 +149,7 @@ func TestH2CConnections(t *testing.T) {
 func TestH2CProxyClient(t *testing.T) {
 	proxy := newConnServer(t, 1)
 	upstream := func(string) (int, bool) { return 0, false }
-	b := NewProxyClient(proxy.url, upstream, 2, 5*time.Second, 0, context.Background(), H2C(4))
+	b := NewProxyClient(proxy.url, upstream, 2, 5*time.Second, 0, H2C(4))
 	defer b.CloseIdleConnections()
 	sendAll(t, b, 0, 200)
 	opened, _, protos, per := proxy.counts()
@@ -193,7 +193,7 @@ func TestH2CPinnedSockets(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := NewBalancer([]*strategies.Balancer{lb}, targets, 5*time.Second, 0, context.Background(), H2C(2))
+	b := NewClient([]*strategies.Balancer{lb}, targets, 5*time.Second, 0, H2C(2))
 	defer b.CloseIdleConnections()
 
 	// Two connections, pinned to instances 0 and 1; instance 2 gets none.

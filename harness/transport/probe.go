@@ -12,7 +12,7 @@ import (
 // Probe actively checks instance id as pc says, every interval, and
 // reports each result to every balancer, until ctx is done. A probe is
 // healthy when it answers 2xx within the timeout.
-func Probe(ctx context.Context, pc strategies.ProbeConfig, id int, bal *Balancer, lbs []*strategies.Balancer) {
+func Probe(ctx context.Context, pc strategies.ProbeConfig, id int, bal *Client, lbs []*strategies.Balancer) {
 	client := &http.Client{Timeout: pc.Timeout, Transport: &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 1, DisableCompression: true}}
 	defer client.CloseIdleConnections()
 	tick := time.NewTicker(pc.Interval)

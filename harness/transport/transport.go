@@ -1,6 +1,6 @@
-// Package transport is the balancing http.RoundTripper both the real engine
-// and `lbchaos proxy` send requests through, and the active health probes
-// that feed its strategies.
+// Package transport is the load generator's client, the balancing
+// http.RoundTripper both the real engine and `lbchaos proxy` send requests
+// through, and the active health probes that feed its strategies.
 package transport
 
 import (
@@ -25,8 +25,8 @@ import (
 // balancer sent it to.
 const SeqHeader = "X-Vegeta-Seq"
 
-// Balancer is the client-side load balancer under test: an http.RoundTripper
-// that asks the strategy for an instance, sends the request there (over
+// Client is the load generator's client: an http.RoundTripper that asks
+// the strategy under test (the client-side balancer) for an instance, sends the request there (over
 // HTTP/1.1 with a faultyserver.Upstream per instance, which writes the
 // request and reads the answer on the caller's goroutine; see
 // roundTrip), and reports the outcome through the strategy's done
@@ -37,13 +37,18 @@ const SeqHeader = "X-Vegeta-Seq"
 // With several replicas of the strategy (an experiment's replicas), request
 // seq goes to replica seq mod K: the load is split evenly, and each replica
 // sees only its own requests in flight.
-type Balancer struct {
+type Client struct {
 	// Immutable after construction.
 	lbs     []*strategies.Balancer
 	targets []atomic.Pointer[url.URL] // an instance's address changes when its container restarts
 	base    *http.Transport           // to a proxy under test
-	abort   context.Context           // cancelled when the run is interrupted
 	timeout time.Duration             // per request, body included; 0 = none
+	// abort is the client's own cancellation, never a caller's context:
+	// the parent of every call whose request brings none of its own
+	// (Vegeta's never do), so that no AfterFunc is registered per call;
+	// Abort cancels it.
+	abort     context.Context
+	abortRoot context.CancelFunc
 
 	routes routes
 	// proxy, when set, is a proxy under test that every request goes to
@@ -73,24 +78,22 @@ type Balancer struct {
 	h2c *h2cPool
 }
 
-var _ http.RoundTripper = (*Balancer)(nil)
+var _ http.RoundTripper = (*Client)(nil)
 
-// NewBalancer routes requests across targets (base URLs, one per instance,
+// NewClient routes requests across targets (base URLs, one per instance,
 // indexed by instance id) with lbs, the replicas of one strategy (at least
-// one). Each request, body included, is cut off
-// after timeout (0 = never); maxConns bounds connections per instance
-// (0 = unbounded). Requests still running when abort is cancelled are
-// cancelled and reported as aborted. opts (H2C) change the protocol.
-func NewBalancer(lbs []*strategies.Balancer, targets []*url.URL, timeout time.Duration, maxConns int, abort context.Context, opts ...Option) *Balancer {
+// one). Each request, body included, is cut off after timeout (0 =
+// never); maxConns bounds connections per instance (0 = unbounded). opts
+// (H2C) change the protocol. Abort cancels the requests under way.
+func NewClient(lbs []*strategies.Balancer, targets []*url.URL, timeout time.Duration, maxConns int, opts ...Option) *Client {
 	dialer := &net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}
 	idle := maxConns
 	if idle == 0 || idle > 4096 {
 		idle = 4096
 	}
-	b := &Balancer{
+	b := &Client{
 		lbs:     lbs,
 		targets: make([]atomic.Pointer[url.URL], len(targets)),
-		abort:   abort,
 		timeout: timeout,
 		connCap: maxConns,
 		base: &http.Transport{
@@ -117,6 +120,7 @@ func NewBalancer(lbs []*strategies.Balancer, targets []*url.URL, timeout time.Du
 			b.slots[i] = make(chan struct{}, maxConns)
 		}
 	}
+	b.abort, b.abortRoot = context.WithCancel(context.Background())
 	for i, u := range targets {
 		b.targets[i].Store(u)
 	}
@@ -130,12 +134,12 @@ func NewBalancer(lbs []*strategies.Balancer, targets []*url.URL, timeout time.Du
 // it); requests without either stay unattributed until the caller
 // resolves them. instances is the fleet's size. opts (H2C) change the
 // protocol.
-func NewProxyClient(proxy *url.URL, upstream func(string) (int, bool), instances int, timeout time.Duration, maxConns int, abort context.Context, opts ...Option) *Balancer {
+func NewProxyClient(proxy *url.URL, upstream func(string) (int, bool), instances int, timeout time.Duration, maxConns int, opts ...Option) *Client {
 	targets := make([]*url.URL, instances)
 	for i := range targets {
 		targets[i] = proxy
 	}
-	b := NewBalancer(nil, targets, timeout, maxConns, abort)
+	b := NewClient(nil, targets, timeout, maxConns)
 	b.proxy, b.upstream = proxy, upstream
 	b.configure(opts)
 	return b
@@ -144,11 +148,11 @@ func NewProxyClient(proxy *url.URL, upstream func(string) (int, bool), instances
 // SetGenerator makes a proxy client generator gen's of gens: the sequence
 // number the proxy sees and logs for request seq is seq*gens+gen, the
 // request's number in the whole run, unique across the generators.
-func (b *Balancer) SetGenerator(gen, gens int) { b.gen, b.gens = uint64(gen), uint64(gens) }
+func (b *Client) SetGenerator(gen, gens int) { b.gen, b.gens = uint64(gen), uint64(gens) }
 
 // SetTarget points instance id at a new base URL, for requests picked from
 // now on (a restarted container may publish a different port).
-func (b *Balancer) SetTarget(id int, u *url.URL) { b.targets[id].Store(u) }
+func (b *Client) SetTarget(id int, u *url.URL) { b.targets[id].Store(u) }
 
 // Route is what the balancer knows about one request beyond the client's
 // result.
@@ -194,14 +198,14 @@ func (r *routes) take(seq uint64) (*Route, bool) {
 
 // Take removes and returns the route recorded for Vegeta sequence number
 // seq; ok is false when the request never reached the balancer.
-func (b *Balancer) Take(seq uint64) (*Route, bool) { return b.routes.take(seq) }
+func (b *Client) Take(seq uint64) (*Route, bool) { return b.routes.take(seq) }
 
 // Target returns instance id's current base URL.
-func (b *Balancer) Target(id int) *url.URL { return b.targets[id].Load() }
+func (b *Client) Target(id int) *url.URL { return b.targets[id].Load() }
 
 // KeepNoRoutes stops recording routes: for a balancer whose caller never
 // takes them (lbchaos proxy).
-func (b *Balancer) KeepNoRoutes() { b.noRoutes = true }
+func (b *Client) KeepNoRoutes() { b.noRoutes = true }
 
 // ErrNoHost fails a request for which the strategy allowed no instance
 // (every one ejected); it is not sent.
@@ -219,7 +223,7 @@ const UpstreamHeader = "X-Lbchaos-Upstream"
 type PickedKey struct{}
 
 // RoundTrip implements http.RoundTripper.
-func (b *Balancer) RoundTrip(req *http.Request) (*http.Response, error) {
+func (b *Client) RoundTrip(req *http.Request) (*http.Response, error) {
 	seq, seqErr := strconv.ParseUint(req.Header.Get(SeqHeader), 10, 64)
 	var sreq strategies.Request
 	if v := req.Header.Get(strategies.KeyHeader); v != "" {
@@ -306,8 +310,19 @@ func isTimeout(ctx context.Context, err error) bool {
 	return errors.As(err, &ne) && ne.Timeout()
 }
 
-// CloseIdleConnections closes the balancer's idle connections.
-func (b *Balancer) CloseIdleConnections() {
+// Abort cancels every request under way, and every one sent after it:
+// they end as aborted (Route.Aborted), not as failures of their instance.
+// The run calls it when it is interrupted.
+func (b *Client) Abort() { b.abortRoot() }
+
+// Close aborts what is still under way and closes every connection.
+func (b *Client) Close() {
+	b.Abort()
+	b.CloseIdleConnections()
+}
+
+// CloseIdleConnections closes the client's idle connections.
+func (b *Client) CloseIdleConnections() {
 	b.base.CloseIdleConnections()
 	for i := range b.clients {
 		if ic := b.clients[i].Load(); ic != nil {
@@ -320,7 +335,7 @@ func (b *Balancer) CloseIdleConnections() {
 }
 
 // InFlight returns how many requests are between pick and done.
-func (b *Balancer) InFlight() int64 {
+func (b *Client) InFlight() int64 {
 	var n int64
 	for i := range b.inflight {
 		n += b.inflight[i].Load()
@@ -330,7 +345,7 @@ func (b *Balancer) InFlight() int64 {
 
 // CapHits returns how many requests found their instance at the connection
 // bound and had to wait in the client for a connection.
-func (b *Balancer) CapHits() int64 { return b.capHits.Load() }
+func (b *Client) CapHits() int64 { return b.capHits.Load() }
 
 // doneBody reports the end of a response exactly once: at EOF, at the first
 // read error, or at Close, whichever comes first: it ends call with the
@@ -375,7 +390,7 @@ type instClient struct {
 
 // client returns instance ep's client for host, replacing (and closing)
 // the one for an address the instance no longer has.
-func (b *Balancer) client(ep int, host string) *faultyserver.Upstream {
+func (b *Client) client(ep int, host string) *faultyserver.Upstream {
 	if ic := b.clients[ep].Load(); ic != nil && ic.host == host {
 		return ic.up
 	}

@@ -1,7 +1,6 @@
 package transport
 
 import (
-	"context"
 	"errors"
 	"io"
 	"math/rand/v2"
@@ -49,7 +48,7 @@ func newRoundRobin(t *testing.T, n int) *strategies.Balancer {
 	return lb
 }
 
-func send(t *testing.T, b *Balancer, seq int) (*http.Response, error) {
+func send(t *testing.T, b *Client, seq int) (*http.Response, error) {
 	t.Helper()
 	req, _ := http.NewRequest(http.MethodGet, "http://lbchaos-backend/", nil)
 	req.Header.Set(SeqHeader, strconv.Itoa(seq))
@@ -69,7 +68,7 @@ func TestAttribution(t *testing.T) {
 	failing := backend(t, 1, 503, 0)
 	slow := backend(t, 2, 200, time.Second)
 	lb := newRoundRobin(t, 3)
-	b := NewBalancer([]*strategies.Balancer{lb}, []*url.URL{ok, failing, slow}, 100*time.Millisecond, 0, context.Background())
+	b := NewClient([]*strategies.Balancer{lb}, []*url.URL{ok, failing, slow}, 100*time.Millisecond, 0)
 	defer b.CloseIdleConnections()
 
 	want := []struct {
@@ -108,7 +107,7 @@ func TestNoHost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := NewBalancer([]*strategies.Balancer{lb}, []*url.URL{u}, time.Second, 0, context.Background())
+	b := NewClient([]*strategies.Balancer{lb}, []*url.URL{u}, time.Second, 0)
 	defer b.CloseIdleConnections()
 	if _, err := send(t, b, 0); err != nil {
 		t.Fatal(err)
@@ -122,14 +121,13 @@ func TestNoHost(t *testing.T) {
 	}
 }
 
-// TestAbort: cancelling the run's context cancels the requests in flight,
-// which are marked aborted rather than timed out.
+// TestAbort: Abort cancels the requests in flight, which are marked
+// aborted rather than timed out.
 func TestAbort(t *testing.T) {
 	u := backend(t, 0, 200, 5*time.Second)
-	abort, cancel := context.WithCancel(context.Background())
-	b := NewBalancer([]*strategies.Balancer{newRoundRobin(t, 1)}, []*url.URL{u}, 10*time.Second, 0, abort)
-	defer b.CloseIdleConnections()
-	time.AfterFunc(50*time.Millisecond, cancel)
+	b := NewClient([]*strategies.Balancer{newRoundRobin(t, 1)}, []*url.URL{u}, 10*time.Second, 0)
+	defer b.Close()
+	time.AfterFunc(50*time.Millisecond, b.Abort)
 	if _, err := send(t, b, 0); err == nil {
 		t.Fatal("answered after the run was cancelled")
 	}

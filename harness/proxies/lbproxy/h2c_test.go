@@ -49,8 +49,8 @@ func TestServeTakesH2C(t *testing.T) {
 		t.Fatal("no address in the proxy's start line")
 	}
 	front, _ := url.Parse(m[1])
-	client := transport.NewProxyClient(front, func(string) (int, bool) { return -1, false }, 2, 5*time.Second, 0, ctx, transport.H2C(2))
-	defer client.CloseIdleConnections()
+	client := transport.NewProxyClient(front, func(string) (int, bool) { return -1, false }, 2, 5*time.Second, 0, transport.H2C(2))
+	defer client.Close()
 	per := map[int]int{}
 	for seq := range 20 {
 		req, _ := http.NewRequest(http.MethodGet, "http://lbchaos-backend/", nil)

@@ -48,7 +48,7 @@ type Config struct {
 type Server struct {
 	cfg Config
 	lb  *strategies.Balancer
-	bal *transport.Balancer
+	bal *transport.Client
 	// One upstream client per backend, with its URL and its
 	// UpstreamHeader value (shared by every answer, never modified).
 	targets   []*url.URL
@@ -87,7 +87,7 @@ func New(cfg Config) (*Server, error) {
 	p := &Server{
 		cfg:      cfg,
 		lb:       lb,
-		bal:      transport.NewBalancer([]*strategies.Balancer{lb}, cfg.Backends, cfg.Timeout, 0, ctx),
+		bal:      transport.NewClient([]*strategies.Balancer{lb}, cfg.Backends, cfg.Timeout, 0),
 		requests: make([]atomic.Int64, len(cfg.Backends)),
 		errors:   make([]atomic.Int64, len(cfg.Backends)),
 		stop:     stop,
@@ -271,7 +271,7 @@ func (p *Server) serveStats(w http.ResponseWriter) {
 func (p *Server) Close() error {
 	p.stop()
 	p.probes.Wait()
-	p.bal.CloseIdleConnections()
+	p.bal.Close()
 	for _, u := range p.upstreams {
 		u.Close()
 	}
