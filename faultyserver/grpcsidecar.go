@@ -14,6 +14,8 @@ import (
 	v3orcapb "github.com/cncf/xds/go/xds/data/orca/v3"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/lbchaos/lbchaos/faultyserver/upstream"
 )
 
 // The sidecar's gRPC face. A gRPC call to the sidecar, of any method, is
@@ -84,7 +86,7 @@ func (s *Sidecar) forwardGRPC(w http.ResponseWriter, r *http.Request, a Action) 
 		return
 	}
 	start := time.Now()
-	resp, err := s.h2c.RoundTrip(ProxyRequest(ctx, r, s.grpcUp))
+	resp, err := s.h2c.RoundTrip(upstream.ProxyRequest(ctx, r, s.grpcUp))
 	if err != nil {
 		s.forwardGRPCError(w, client, err)
 		return
@@ -118,7 +120,7 @@ func (s *Sidecar) forwardGRPC(w http.ResponseWriter, r *http.Request, a Action) 
 		w.WriteHeader(resp.StatusCode)
 		_ = rc.Flush()
 		tr := make(http.Header, len(resp.Header))
-		CopyEndToEnd(tr, resp.Header)
+		upstream.CopyEndToEnd(tr, resp.Header)
 		for k, vs := range tr {
 			if k != "Content-Type" && k != hdrORCA {
 				h[http.TrailerPrefix+k] = vs
@@ -127,28 +129,14 @@ func (s *Sidecar) forwardGRPC(w http.ResponseWriter, r *http.Request, a Action) 
 		h[http.TrailerPrefix+hdrORCA] = []string{s.orcaValue(load)}
 		return
 	}
-	CopyEndToEnd(h, resp.Header)
+	upstream.CopyEndToEnd(h, resp.Header)
 	delete(h, hdrORCA)
 	h[InstanceHeader] = s.idHeader
 	setLoad(h, int(s.inFlight.Load())-1)
 	w.WriteHeader(resp.StatusCode)
 	_ = rc.Flush() // the headers, for a stream whose first message is late
-	buf := copyBuffers.Get().(*[]byte)
-	defer copyBuffers.Put(buf)
-	for {
-		n, rerr := body.Read(*buf)
-		if n > 0 {
-			if _, err := w.Write((*buf)[:n]); err != nil {
-				s.cutShort(client)
-			}
-			_ = rc.Flush()
-		}
-		if rerr == io.EOF {
-			break
-		}
-		if rerr != nil {
-			s.cutShort(client)
-		}
+	if err := upstream.Relay(w, body, func(bool) { _ = rc.Flush() }); err != nil {
+		s.cutShort(client)
 	}
 	for k, vs := range resp.Trailer {
 		if k != hdrORCA {

@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"google.golang.org/grpc/codes"
+
+	"github.com/lbchaos/lbchaos/faultyserver/upstream"
 )
 
 // SidecarConfig configures a Sidecar.
@@ -104,7 +106,7 @@ type Sidecar struct {
 	upstream  *url.URL
 	grpcUp    *url.URL // where gRPC calls go: GRPCUpstream, else upstream
 	health    *url.URL
-	client    *Upstream // forwards requests; upgrades go through transport
+	client    *upstream.Client // forwards requests; upgrades go through transport
 	transport *http.Transport
 	h2c       *http.Transport // forwards gRPC calls (grpcsidecar.go)
 	errorLog  *log.Logger
@@ -150,7 +152,7 @@ func NewSidecar(cfg SidecarConfig) (*Sidecar, error) {
 		upstream: up,
 		grpcUp:   grpcUp,
 		health:   hp,
-		client:   NewUpstream(up.Host),
+		client:   upstream.New(up.Host),
 		transport: &http.Transport{
 			DialContext:         (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
 			MaxIdleConnsPerHost: 1024,
@@ -378,18 +380,18 @@ func (s *Sidecar) forward(w http.ResponseWriter, r *http.Request, a Action) {
 		s.forwardError(w, client, err)
 		return
 	}
-	if isUpgrade(r.Header) {
+	if upstream.IsUpgrade(r.Header) {
 		s.forwardUpgrade(w, r.WithContext(ctx), client)
 		return
 	}
 	start := time.Now()
-	resp, err := s.client.RoundTrip(ProxyRequest(ctx, r, s.upstream))
+	resp, err := s.client.RoundTrip(upstream.ProxyRequest(ctx, r, s.upstream))
 	if err != nil {
 		s.forwardError(w, client, err)
 		return
 	}
 	defer resp.Body.Close()
-	trailers := TrailerKeys(resp) // before the dilated body reads on
+	trailers := upstream.TrailerKeys(resp) // before the dilated body reads on
 	var body io.Reader
 	if a.Scale > 1 {
 		// The body's clock starts before the headers are held, so that
@@ -404,9 +406,9 @@ func (s *Sidecar) forward(w http.ResponseWriter, r *http.Request, a Action) {
 		}
 	}
 	h := w.Header()
-	CopyEndToEnd(h, resp.Header)
+	upstream.CopyEndToEnd(h, resp.Header)
 	s.count(h, resp.StatusCode)
-	if err := SendProxied(w, resp, body, trailers); err != nil {
+	if err := upstream.SendProxied(w, resp, body, trailers); err != nil {
 		panic(http.ErrAbortHandler) // cut short: the client must not see it complete
 	}
 }
@@ -499,7 +501,7 @@ func (s *Sidecar) serveHealth(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
-	out := ProxyRequest(r.Context(), r, s.upstream)
+	out := upstream.ProxyRequest(r.Context(), r, s.upstream)
 	out.URL.Path, out.URL.RawPath, out.URL.RawQuery = s.health.Path, s.health.RawPath, s.health.RawQuery
 	resp, err := s.client.RoundTrip(out)
 	if err != nil {
@@ -509,9 +511,9 @@ func (s *Sidecar) serveHealth(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer resp.Body.Close()
-	CopyEndToEnd(w.Header(), resp.Header)
+	upstream.CopyEndToEnd(w.Header(), resp.Header)
 	w.Header()[InstanceHeader] = s.idHeader
-	if err := SendProxied(w, resp, nil, TrailerKeys(resp)); err != nil {
+	if err := upstream.SendProxied(w, resp, nil, upstream.TrailerKeys(resp)); err != nil {
 		panic(http.ErrAbortHandler)
 	}
 }

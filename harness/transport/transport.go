@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/lbchaos/lbchaos/faultyserver"
+	"github.com/lbchaos/lbchaos/faultyserver/upstream"
 	"github.com/lbchaos/lbchaos/harness/engine"
 	"github.com/lbchaos/lbchaos/strategies"
 )
@@ -370,12 +371,12 @@ func (d *doneBody) Close() error {
 // instClient is the HTTP/1.1 client of one instance at one address.
 type instClient struct {
 	host string
-	up   *faultyserver.Upstream
+	up   *upstream.Client
 }
 
 // client returns instance ep's client for host, replacing (and closing)
 // the one for an address the instance no longer has.
-func (b *Balancer) client(ep int, host string) *faultyserver.Upstream {
+func (b *Balancer) client(ep int, host string) *upstream.Client {
 	if ic := b.clients[ep].Load(); ic != nil && ic.host == host {
 		return ic.up
 	}
@@ -385,7 +386,7 @@ func (b *Balancer) client(ep int, host string) *faultyserver.Upstream {
 	if old != nil && old.host == host {
 		return old.up
 	}
-	ic := &instClient{host: host, up: faultyserver.NewUpstream(host)}
+	ic := &instClient{host: host, up: upstream.New(host)}
 	ic.up.SetMaxIdle(b.idle)
 	b.clients[ep].Store(ic)
 	if old != nil {
