@@ -35,9 +35,6 @@ type controlled interface {
 
 func (s *Server) control(w http.ResponseWriter, r *http.Request) { serveControl(s, w, r) }
 
-func (s *Server) controlToken() string  { return s.cfg.Token }
-func (s *Sidecar) controlToken() string { return s.cfg.Token }
-
 // serveControl serves the control API of s to a request that carries its
 // token (authorize); any other gets 401 and changes nothing.
 func serveControl(s controlled, w http.ResponseWriter, r *http.Request) {

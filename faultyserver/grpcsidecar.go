@@ -3,7 +3,6 @@ package faultyserver
 import (
 	"context"
 	"encoding/base64"
-	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -14,6 +13,8 @@ import (
 	v3orcapb "github.com/cncf/xds/go/xds/data/orca/v3"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/lbchaos/lbchaos/faultyserver/upstream"
 )
 
 // The sidecar's gRPC face. A gRPC call to the sidecar, of any method, is
@@ -53,54 +54,13 @@ func newH2CTransport() *http.Transport {
 
 // serveGRPC carries out the current fault's plan for one gRPC call.
 func (s *Sidecar) serveGRPC(w http.ResponseWriter, r *http.Request) {
-	proxyHandle(s, r.Context(), sidecarGRPC{s, w, r})
+	s.handle(sidecarAnswer{s, w, r, true})
 }
 
-// sidecarGRPC answers a gRPC call.
-type sidecarGRPC struct {
-	s *Sidecar
-	w http.ResponseWriter
-	r *http.Request
-}
-
-func (a sidecarGRPC) fail(load, _ int, code codes.Code, msg string) {
-	a.s.grpcError(a.w, load, code, msg)
-}
-func (a sidecarGRPC) reset(wholeConn bool) { resetRequest(a.w, a.r, wholeConn) }
-func (a sidecarGRPC) forward(act Action)   { a.s.forwardGRPC(a.w, a.r, act) }
-
-// forwardGRPC waits a.Service, forwards the call and relays the upstream's
-// answer, held as forward holds an HTTP answer (a.Scale), with the
-// sidecar's metadata and load report.
-func (s *Sidecar) forwardGRPC(w http.ResponseWriter, r *http.Request, a Action) {
-	began, end := s.track()
-	defer end()
-	client := r.Context()
-	ctx, cancel := s.forwardContext(client)
-	defer cancel()
-
-	if err := sleepUntil(ctx, began.Add(a.Service), s.done); err != nil {
-		s.forwardGRPCError(w, client, err)
-		return
-	}
-	start := time.Now()
-	resp, err := s.h2c.RoundTrip(ProxyRequest(ctx, r, s.grpcUp))
-	if err != nil {
-		s.forwardGRPCError(w, client, err)
-		return
-	}
-	defer resp.Body.Close()
-	var body io.Reader = resp.Body
-	if a.Scale > 1 {
-		d := newDilatedBody(ctx, resp.Body, start, a.Scale, s.done)
-		defer d.Close()
-		body = d
-		at := start.Add(clampDuration(float64(time.Since(start)) * a.Scale))
-		if err := sleepUntil(ctx, at, s.done); err != nil {
-			s.forwardGRPCError(w, client, err)
-			return
-		}
-	}
+// relayGRPC relays the upstream's answer to a forwarded call, resp with
+// its body read from body, with the sidecar's metadata and load report;
+// client is the call's context.
+func (s *Sidecar) relayGRPC(w http.ResponseWriter, resp *http.Response, body io.Reader, client context.Context) {
 	h := w.Header()
 	rc := http.NewResponseController(w)
 	if st, ok := resp.Header[hdrGRPCStatus]; ok {
@@ -118,7 +78,7 @@ func (s *Sidecar) forwardGRPC(w http.ResponseWriter, r *http.Request, a Action) 
 		w.WriteHeader(resp.StatusCode)
 		_ = rc.Flush()
 		tr := make(http.Header, len(resp.Header))
-		CopyEndToEnd(tr, resp.Header)
+		upstream.CopyEndToEnd(tr, resp.Header)
 		for k, vs := range tr {
 			if k != "Content-Type" && k != hdrORCA {
 				h[http.TrailerPrefix+k] = vs
@@ -127,28 +87,14 @@ func (s *Sidecar) forwardGRPC(w http.ResponseWriter, r *http.Request, a Action) 
 		h[http.TrailerPrefix+hdrORCA] = []string{s.orcaValue(load)}
 		return
 	}
-	CopyEndToEnd(h, resp.Header)
+	upstream.CopyEndToEnd(h, resp.Header)
 	delete(h, hdrORCA)
 	h[InstanceHeader] = s.idHeader
 	setLoad(h, int(s.inFlight.Load())-1)
 	w.WriteHeader(resp.StatusCode)
 	_ = rc.Flush() // the headers, for a stream whose first message is late
-	buf := copyBuffers.Get().(*[]byte)
-	defer copyBuffers.Put(buf)
-	for {
-		n, rerr := body.Read(*buf)
-		if n > 0 {
-			if _, err := w.Write((*buf)[:n]); err != nil {
-				s.cutShort(client)
-			}
-			_ = rc.Flush()
-		}
-		if rerr == io.EOF {
-			break
-		}
-		if rerr != nil {
-			s.cutShort(client)
-		}
+	if err := upstream.Relay(w, body, func(bool) { _ = rc.Flush() }); err != nil {
+		s.cutShort(client)
 	}
 	for k, vs := range resp.Trailer {
 		if k != hdrORCA {
@@ -166,8 +112,7 @@ func (s *Sidecar) cutShort(client context.Context) {
 	if client.Err() != nil {
 		s.dropped.Add(1)
 	} else {
-		s.failed.Add(1)
-		s.window.answer(true)
+		s.countAnswer(true)
 	}
 	panic(http.ErrAbortHandler)
 }
@@ -176,42 +121,17 @@ func (s *Sidecar) cutShort(client context.Context) {
 // and its grpc-status 0, else failed, and returns the load to report
 // with it (the forwarded calls but this one).
 func (s *Sidecar) countGRPC(httpStatus int, grpcStatus []string) (load int) {
-	failed := httpStatus != http.StatusOK || len(grpcStatus) != 1 || grpcStatus[0] != "0"
-	if failed {
-		s.failed.Add(1)
-	} else {
-		s.served.Add(1)
-	}
-	s.window.answer(failed)
+	s.countAnswer(httpStatus != http.StatusOK || len(grpcStatus) != 1 || grpcStatus[0] != "0")
 	return int(s.inFlight.Load()) - 1
-}
-
-// forwardGRPCError answers a call whose forwarding failed before an
-// answer began: dropped when its client went away, UNAVAILABLE when the
-// sidecar closed or the upstream could not be reached (as HTTP's 502 maps
-// to UNAVAILABLE in gRPC's HTTP status mapping).
-func (s *Sidecar) forwardGRPCError(w http.ResponseWriter, client context.Context, err error) {
-	load := int(s.inFlight.Load()) - 1
-	switch {
-	case client.Err() != nil:
-		s.dropped.Add(1)
-	case errors.Is(err, errClosed) || s.doneCtx.Err() != nil:
-		s.grpcError(w, load, codes.Unavailable, "instance closed")
-	default:
-		s.grpcError(w, load, codes.Unavailable, "upstream: "+err.Error())
-	}
 }
 
 // grpcError answers a gRPC call with status code (OK meaning UNAVAILABLE),
 // the instance and load in its headers and the status and a load report
-// in its trailers, as grpc-go's server answers a failed call, and counts
-// it as failed.
+// in its trailers, as grpc-go's server answers a failed call.
 func (s *Sidecar) grpcError(w http.ResponseWriter, load int, code codes.Code, msg string) {
 	if code == codes.OK {
 		code = codes.Unavailable
 	}
-	s.failed.Add(1)
-	s.window.answer(true)
 	h := w.Header()
 	h["Content-Type"] = grpcProtoCT
 	h[InstanceHeader] = s.idHeader

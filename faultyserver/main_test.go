@@ -91,6 +91,18 @@ func waitStats(t testing.TB, s *Server, what string, cond func(Stats) bool) Stat
 	}
 }
 
+// waitUntil polls cond until it holds, failing the test after 5 s.
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
 func mustSetFault(t testing.TB, s *Server, f Fault) {
 	t.Helper()
 	if err := s.SetFault(f); err != nil {

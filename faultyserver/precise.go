@@ -1,6 +1,7 @@
 package faultyserver
 
 import (
+	"context"
 	"runtime/debug"
 	"sync"
 	"time"
@@ -172,4 +173,42 @@ func (p *precise) fail(x Panic) {
 	p.h, p.running, p.until = nil, false, time.Time{}
 	p.mu.Unlock()
 	reportShared(x)
+}
+
+// coarseFrom is the shortest sleep whose start sleepUntil leaves to a
+// runtime timer: a shorter one is the precise sleeper's alone, which wakes
+// the process once at its end instead of twice (the timer, then the
+// sleeper's alarm). A process that serves little load, such as one
+// instance in its own container, sleeps between the two, and each wake-up
+// costs it a trip through the scheduler; longer sleeps, which a client may
+// well abandon, stay off the sleeper's heap until their last preciseSpan.
+const coarseFrom = 100 * time.Millisecond
+
+// sleepUntil waits until deadline, accurately (see preciseSpan). It returns
+// early with ctx.Err() when ctx is done and with errClosed when closed is.
+func sleepUntil(ctx context.Context, deadline time.Time, closed <-chan struct{}) error {
+	d := time.Until(deadline)
+	if d <= 0 {
+		return nil
+	}
+	if coarse := d - preciseSpan; d > coarseFrom {
+		t := time.NewTimer(coarse)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-closed:
+			t.Stop()
+			return errClosed
+		}
+	}
+	select {
+	case <-sleeper.at(deadline):
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-closed:
+		return errClosed
+	}
 }

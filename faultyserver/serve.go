@@ -71,11 +71,9 @@ type instanceHandler interface {
 	Close()
 }
 
-func (s *Server) instanceID() int { return s.cfg.ID }
 func (s *Server) describe() string {
 	return fmt.Sprintf("workers %d, service %s", s.cfg.Workers, s.cfg.Service)
 }
-func (s *Sidecar) instanceID() int { return s.cfg.ID }
 func (s *Sidecar) describe() string {
 	if s.grpcUp != s.upstream {
 		return "sidecar of " + s.upstream.String() + ", gRPC to " + s.grpcUp.String()

@@ -3,15 +3,10 @@ package faultyserver
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"math/rand/v2"
-	"net"
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc"
@@ -112,26 +107,11 @@ type Stats struct {
 // Server is one fake service instance; it is an http.Handler. Create it with
 // New. All methods are safe for concurrent use.
 type Server struct {
+	instanceState // fault, random source, counters, load window, drain
+
 	// Immutable after New.
 	cfg  Config
-	id   string // cfg.ID formatted for InstanceHeader
-	pool *pool
-
-	randMu  sync.Mutex // guards rng and sampler
-	src     *rand.PCG  // rng's source, reseeded by Reset
-	rng     *rand.Rand
-	sampler *Sampler
-
-	faultSlot // the current fault
-
-	served, failed, dropped atomic.Int64
-	busy                    atomic.Int64 // nanoseconds of worker time
-	window                  *loadWindow  // recent rates and utilization, for load reports
-
-	grpc *grpc.Server // the gRPC face (grpcserver.go); immutable after New
-
-	drainOnce sync.Once
-	drain     chan struct{} // closed when Serve begins shutting down
+	grpc *grpc.Server // the gRPC face (grpcserver.go)
 
 	// handlerHook, set only by tests (export_test.go) before the first
 	// request, runs at the start of every HTTP request and gRPC call, with
@@ -139,71 +119,21 @@ type Server struct {
 	handlerHook func(path string)
 }
 
-// faultSlot holds an instance's current fault, for the fake server and the
-// sidecar alike; safe for concurrent use.
-type faultSlot struct {
-	fault atomic.Pointer[faultBox] // nil when none
-}
-
-type faultBox struct{ f Fault }
-
-// SetFault validates f and makes it the current fault; container faults are
-// refused. It applies to requests that arrive after it; requests already
-// in the instance keep the plan they arrived with.
-func (s *faultSlot) SetFault(f Fault) error {
-	if f == nil {
-		return errors.New("faultyserver: nil fault; use ClearFault")
-	}
-	if err := checkFault(f); err != nil {
-		return err
-	}
-	s.fault.Store(&faultBox{f})
-	return nil
-}
-
-// ClearFault removes the current fault, if any.
-func (s *faultSlot) ClearFault() { s.fault.Store(nil) }
-
-// Fault returns the current fault, or nil when there is none.
-func (s *faultSlot) Fault() Fault {
-	if b := s.fault.Load(); b != nil {
-		return b.f
-	}
-	return nil
-}
-
 var _ http.Handler = (*Server)(nil)
-
-// pcgStream is the second PCG seed word; Config.Seed is the first.
-const pcgStream = 0x6c626368616f73 // "lbchaos"
-
-// NewSource returns a fresh random source seeded as a server with
-// Config.Seed seed seeds its own. A simulator that samples the service time
-// from it and then plans the current fault with it, request by request,
-// makes the same choices as that server.
-func NewSource(seed uint64) *rand.PCG { return rand.NewPCG(seed, pcgStream) }
 
 // New validates cfg and returns a Server for it.
 func New(cfg Config) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("faultyserver: config: %w", err)
 	}
-	src := NewSource(cfg.Seed)
-	rng := rand.New(src)
-	sampler, err := NewSampler(cfg.Service, rng)
+	s := &Server{cfg: cfg}
+	s.pool = newPool(cfg.Workers, cfg.QueueLimit)
+	s.init(cfg.ID, cfg.Seed, cfg.Token, cfg.Workers, s.pool.done)
+	sampler, err := NewSampler(cfg.Service, s.rng)
 	if err != nil {
 		return nil, fmt.Errorf("faultyserver: config: service: %w", err)
 	}
-	s := &Server{
-		cfg:     cfg,
-		id:      strconv.Itoa(cfg.ID),
-		pool:    newPool(cfg.Workers, cfg.QueueLimit),
-		src:     src,
-		rng:     rng,
-		sampler: sampler,
-		drain:   make(chan struct{}),
-		window:  newLoadWindow(nil, cfg.Workers),
-	}
+	s.sampler = sampler
 	if cfg.InitialFault != nil {
 		if err := s.SetFault(cfg.InitialFault); err != nil {
 			return nil, fmt.Errorf("faultyserver: config: initial fault: %w", err)
@@ -217,55 +147,6 @@ func New(cfg Config) (*Server, error) {
 // Config returns the configuration s was created with.
 func (s *Server) Config() Config { return s.cfg }
 
-// checkFault validates f and refuses container faults, which act on a
-// container rather than inside a server or sidecar.
-func checkFault(f Fault) error {
-	if err := f.Validate(); err != nil {
-		return err
-	}
-	if IsContainerFault(f) {
-		return errContainerFault(f)
-	}
-	return nil
-}
-
-// Stats returns a snapshot of the counters and the current fault.
-func (s *Server) Stats() Stats {
-	busy, queued := s.pool.counts()
-	st := Stats{
-		ID:       s.cfg.ID,
-		InFlight: int64(busy),
-		Queued:   int64(queued),
-		Served:   s.served.Load(),
-		Failed:   s.failed.Load(),
-		Dropped:  s.dropped.Load(),
-		BusyS:    time.Duration(s.busy.Load()).Seconds(),
-	}
-	if f := s.Fault(); f != nil {
-		if b, err := MarshalFault(f); err == nil {
-			st.Fault = b
-		}
-	}
-	return st
-}
-
-// Reset clears the fault, zeroes the served, failed and dropped counters and
-// reseeds the random source from Config.Seed. InFlight and Queued describe
-// requests still in the server and are kept.
-func (s *Server) Reset() {
-	s.ClearFault()
-	s.served.Store(0)
-	s.failed.Store(0)
-	s.dropped.Store(0)
-	s.busy.Store(0)
-	s.window.reset()
-	// Reseed, so that the same requests draw the same service times and
-	// fault decisions as on a new server with this configuration.
-	s.randMu.Lock()
-	s.src.Seed(s.cfg.Seed, pcgStream)
-	s.randMu.Unlock()
-}
-
 // Close answers every request waiting in the server 503 at once (queued,
 // being served, under a fail delay or hanging) and every later service
 // request too. It is idempotent and does not close any listener.
@@ -273,13 +154,6 @@ func (s *Server) Close() {
 	s.pool.close()
 	unshareReports(s)
 }
-
-// closed is done once Close has been called.
-func (s *Server) closed() <-chan struct{} { return s.pool.done }
-
-// beginDrain ends hanging requests with 503 so a graceful shutdown need not
-// wait for their clients to give up.
-func (s *Server) beginDrain() { s.drainOnce.Do(func() { close(s.drain) }) }
 
 // ServeHTTP serves gRPC calls (see GRPCMethod), the control API under
 // ControlPrefix, the health check at HealthPath and the service on every
@@ -306,29 +180,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// plan captures the current fault and samples the request's fate.
-func (s *Server) plan() Action {
-	f := s.Fault()
-	s.randMu.Lock()
-	defer s.randMu.Unlock()
-	base := s.sampler.Sample()
-	if f == nil {
-		return Action{Kind: ActionServe, Service: base}
-	}
-	return f.Plan(base, s.rng)
-}
-
-// answerer answers one service request in its protocol: HTTP (httpAnswer)
-// or gRPC (grpcAnswer). load is the LoadHeader number.
-type answerer interface {
-	// ok answers a served request.
+// serverAnswerer answers a service request of the Server's in its
+// protocol: HTTP (httpAnswer) or gRPC (grpcAnswer).
+type serverAnswerer interface {
+	answerer
+	// ok answers a served request; load is the LoadHeader number.
 	ok(load int)
-	// fail answers with an error: status for HTTP, code for gRPC (OK
-	// meaning UNAVAILABLE).
-	fail(load, status int, code codes.Code, msg string)
-	// reset ends the request without an answer: its stream, or with
-	// wholeConn its connection.
-	reset(wholeConn bool)
 }
 
 // ServerTimeHeader is set on every HTTP answer to a service request that
@@ -372,63 +229,23 @@ func (s *Server) service(w http.ResponseWriter, r *http.Request) {
 }
 
 // handle answers a service request, whatever its protocol; ctx ends when
-// its client goes away. Every answer it gives, whatever its status, carries
-// the load (LoadHeader, see there); a reset carries nothing, and a request
-// whose client went away gets no answer. It is generic rather than taking
-// an interface so that the HTTP answerer is not boxed on every request.
-func handle[A answerer](s *Server, ctx context.Context, w A) {
-	select {
-	case <-s.closed():
-		s.answerError(w, s.pool.load(), http.StatusServiceUnavailable, "instance closed")
-		return
-	default:
-	}
-	a := s.plan()
-	switch a.Kind {
-	case ActionFail:
-		// A failing request holds no worker, so the load is the pool's as
-		// the delay ends. Its delay counts as work in the load report's
-		// utilization (not in Stats.BusyS), see loadReport.
-		began := time.Now()
-		s.window.begin(began)
-		err := s.sleep(ctx, a.Delay)
-		s.window.end(time.Now())
-		switch err {
-		case nil:
-			s.answerFault(w, s.pool.load(), a.Status, a.GRPCCode, "injected fault")
-		case errClosed:
-			s.answerError(w, s.pool.load(), http.StatusServiceUnavailable, "instance closed")
-		default:
-			s.dropped.Add(1)
-		}
-	case ActionHang:
-		select {
-		case <-ctx.Done():
-			s.dropped.Add(1)
-		case <-s.closed():
-			s.answerError(w, s.pool.load(), http.StatusServiceUnavailable, "instance closed")
-		case <-s.drain:
-			s.answerError(w, s.pool.load(), http.StatusServiceUnavailable, "instance shutting down")
-		}
-	case ActionReset:
-		s.failed.Add(1)
-		s.window.answer(true)
-		w.reset(a.WholeConn)
-	default:
+// its client goes away (see admit).
+func handle[A serverAnswerer](s *Server, ctx context.Context, w A) {
+	if a, ok := admit(&s.instanceState, ctx, w); ok {
 		serveOn(s, ctx, w, a.Service)
 	}
 }
 
 // serveOn runs a request on a worker for d.
-func serveOn[A answerer](s *Server, ctx context.Context, w A, d time.Duration) {
+func serveOn[A serverAnswerer](s *Server, ctx context.Context, w A, d time.Duration) {
 	keep := s.cfg.KeepAbandoned
 	switch load, err := s.pool.acquire(ctx, keep); err {
 	case nil:
 	case errQueueFull:
-		s.answerError(w, load, http.StatusServiceUnavailable, "queue full")
+		answerFault(&s.instanceState, w, load, http.StatusServiceUnavailable, codes.OK, "queue full")
 		return
 	case errClosed:
-		s.answerError(w, s.pool.load(), http.StatusServiceUnavailable, "instance closed")
+		answerFault(&s.instanceState, w, s.pool.load(), http.StatusServiceUnavailable, codes.OK, "instance closed")
 		return
 	default:
 		s.dropped.Add(1)
@@ -449,11 +266,10 @@ func serveOn[A answerer](s *Server, ctx context.Context, w A, d time.Duration) {
 	s.window.end(ended)
 	switch err {
 	case nil:
-		s.served.Add(1)
-		s.window.answer(false)
+		s.countAnswer(false)
 		w.ok(load)
 	case errClosed:
-		s.answerError(w, load, http.StatusServiceUnavailable, "instance closed")
+		answerFault(&s.instanceState, w, load, http.StatusServiceUnavailable, codes.OK, "instance closed")
 	default:
 		s.dropped.Add(1)
 	}
@@ -499,124 +315,23 @@ var (
 // sleep waits d, accurately (see precise.go). It returns early with ctx.Err() when ctx is done and with
 // errClosed when the server closes.
 func (s *Server) sleep(ctx context.Context, d time.Duration) error {
-	return sleepUntil(ctx, time.Now().Add(d), s.closed())
+	return sleepUntil(ctx, time.Now().Add(d), s.closed)
 }
 
-// coarseFrom is the shortest sleep whose start sleepUntil leaves to a
-// runtime timer: a shorter one is the precise sleeper's alone, which wakes
-// the process once at its end instead of twice (the timer, then the
-// sleeper's alarm). A process that serves little load, such as one
-// instance in its own container, sleeps between the two, and each wake-up
-// costs it a trip through the scheduler; longer sleeps, which a client may
-// well abandon, stay off the sleeper's heap until their last preciseSpan.
-const coarseFrom = 100 * time.Millisecond
-
-// sleepUntil waits until deadline, accurately (see precise.go). It returns
-// early with ctx.Err() when ctx is done and with errClosed when closed is.
-func sleepUntil(ctx context.Context, deadline time.Time, closed <-chan struct{}) error {
-	d := time.Until(deadline)
-	if d <= 0 {
-		return nil
-	}
-	if coarse := d - preciseSpan; d > coarseFrom {
-		t := time.NewTimer(coarse)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			return ctx.Err()
-		case <-closed:
-			t.Stop()
-			return errClosed
-		}
-	}
-	select {
-	case <-sleeper.at(deadline):
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-closed:
-		return errClosed
-	}
-}
-
-// answerError answers a service request with an error of the instance's
-// own (HTTP status, UNAVAILABLE for gRPC), carrying load, and counts it as
-// failed.
-func (s *Server) answerError(w answerer, load, status int, msg string) {
-	s.answerFault(w, load, status, codes.OK, msg)
-}
-
-// answerFault answers a service request with an error, status for HTTP
-// and code for gRPC, carrying load, and counts it as failed.
-func (s *Server) answerFault(w answerer, load, status int, code codes.Code, msg string) {
-	s.failed.Add(1)
-	s.window.answer(true)
-	w.fail(load, status, code, msg)
-}
-
-// resetRequest ends r without a response, abortively: SO_LINGER 0 on the
-// TCP connection, so the peer gets an RST rather than a FIN.
-//
-// On HTTP/1.1 it hijacks and closes the request's connection. Where that
-// is impossible (HTTP/2, recorders) the handler is aborted with
-// http.ErrAbortHandler, which net/http turns into a reset stream (HTTP/2)
-// or a closed connection — unless wholeConn asks for the connection of an
-// HTTP/2 request too: then the connection serve recorded in r's context
-// (connContext) is closed, and every stream on it fails.
-func resetRequest(w http.ResponseWriter, r *http.Request, wholeConn bool) {
-	if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
-		abortiveClose(conn)
-		return
-	}
-	if c, ok := r.Context().Value(connKey{}).(net.Conn); ok && wholeConn {
-		abortiveClose(c)
-	}
-	panic(http.ErrAbortHandler)
-}
-
-// abortiveClose closes conn with SO_LINGER 0 where it is (or wraps) a TCP
-// connection.
-func abortiveClose(conn net.Conn) {
-	raw := conn
-	if nc, ok := conn.(interface{ NetConn() net.Conn }); ok { // *tls.Conn
-		raw = nc.NetConn()
-	}
-	if tc, ok := raw.(*net.TCPConn); ok {
-		_ = tc.SetLinger(0)
-	}
-	_ = conn.Close()
-}
-
-// connKey keys the connection of a request in its context (connContext).
-type connKey struct{}
-
-// connContext is an http.Server's ConnContext: it records each request's
-// connection, which a connection-scope reset closes.
-func connContext(ctx context.Context, c net.Conn) context.Context {
-	return context.WithValue(ctx, connKey{}, c)
-}
-
+// health answers /healthz: 503 once closed, else the current fault's
+// HealthStatus, else 200.
 func (s *Server) health(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		w.Header().Set("Allow", "GET, HEAD")
-		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+	if !healthMethod(w, r) {
 		return
 	}
 	status := http.StatusOK
 	select {
-	case <-s.closed():
+	case <-s.closed:
 		status = http.StatusServiceUnavailable
 	default:
 		if f := s.Fault(); f != nil {
 			status = f.HealthStatus()
 		}
 	}
-	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	w.WriteHeader(status)
-	if status == http.StatusOK {
-		_, _ = w.Write(okBody)
-	} else {
-		_, _ = w.Write([]byte("unhealthy\n"))
-	}
+	writeHealth(w, status)
 }

@@ -6,18 +6,17 @@ import (
 	"fmt"
 	"io"
 	"log"
-	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
-	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc/codes"
+
+	"github.com/lbchaos/lbchaos/faultyserver/upstream"
 )
 
 // SidecarConfig configures a Sidecar.
@@ -97,35 +96,22 @@ func parseHealthPath(s string) (*url.URL, error) {
 // added wait and a held answer). It is an http.Handler; create it with
 // NewSidecar. All methods are safe for concurrent use.
 type Sidecar struct {
+	instanceState // fault, random source, counters, load window, drain
+
 	// Immutable after NewSidecar.
 	cfg       SidecarConfig
-	id        string
-	idHeader  []string // {id}, shared by every answer's header map; never modified
 	upstream  *url.URL
 	grpcUp    *url.URL // where gRPC calls go: GRPCUpstream, else upstream
 	health    *url.URL
-	client    *Upstream // forwards requests; upgrades go through transport
+	client    *upstream.Client // forwards requests; upgrades go through transport
 	transport *http.Transport
 	h2c       *http.Transport // forwards gRPC calls (grpcsidecar.go)
 	errorLog  *log.Logger
-
-	randMu sync.Mutex // guards rng
-	src    *rand.PCG
-	rng    *rand.Rand
-
-	faultSlot // the current fault
-
-	inFlight                atomic.Int64
-	served, failed, dropped atomic.Int64
-	busy                    atomic.Int64 // nanoseconds spent forwarding
-	window                  *loadWindow  // recent rates and utilization, for load reports
 
 	closeOnce sync.Once
 	done      chan struct{}   // closed by Close
 	doneCtx   context.Context // cancelled by Close; cancels forwarded requests
 	cancel    context.CancelFunc
-	drainOnce sync.Once
-	drain     chan struct{} // closed when a graceful shutdown begins
 }
 
 var _ http.Handler = (*Sidecar)(nil)
@@ -141,16 +127,13 @@ func NewSidecar(cfg SidecarConfig) (*Sidecar, error) {
 		grpcUp, _ = ParseUpstream(cfg.GRPCUpstream)
 	}
 	hp, _ := parseHealthPath(cfg.HealthPath)
-	src := NewSource(cfg.Seed)
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Sidecar{
 		cfg:      cfg,
-		id:       strconv.Itoa(cfg.ID),
-		idHeader: []string{strconv.Itoa(cfg.ID)},
 		upstream: up,
 		grpcUp:   grpcUp,
 		health:   hp,
-		client:   NewUpstream(up.Host),
+		client:   upstream.New(up.Host),
 		transport: &http.Transport{
 			DialContext:         (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
 			MaxIdleConnsPerHost: 1024,
@@ -160,14 +143,11 @@ func NewSidecar(cfg SidecarConfig) (*Sidecar, error) {
 		},
 		h2c:      newH2CTransport(),
 		errorLog: log.New(io.Discard, "", 0),
-		src:      src,
-		rng:      rand.New(src),
 		done:     make(chan struct{}),
 		doneCtx:  ctx,
 		cancel:   cancel,
-		drain:    make(chan struct{}),
-		window:   newLoadWindow(nil, 0),
 	}
+	s.init(cfg.ID, cfg.Seed, cfg.Token, 0, s.done)
 	if cfg.InitialFault != nil {
 		if err := s.SetFault(cfg.InitialFault); err != nil {
 			cancel()
@@ -179,49 +159,6 @@ func NewSidecar(cfg SidecarConfig) (*Sidecar, error) {
 
 // Config returns the configuration s was created with.
 func (s *Sidecar) Config() SidecarConfig { return s.cfg }
-
-// Stats returns a snapshot of the counters and the current fault. Served
-// counts answers below 400 (the upstream's own) and gRPC answers whose
-// grpc-status is 0, Failed every other answer: injected failures, resets,
-// the upstream's errors and a 502 (gRPC: UNAVAILABLE) for an unreachable
-// upstream.
-func (s *Sidecar) Stats() Stats {
-	return Stats{
-		ID:       s.cfg.ID,
-		InFlight: s.inFlight.Load(),
-		Served:   s.served.Load(),
-		Failed:   s.failed.Load(),
-		Dropped:  s.dropped.Load(),
-		BusyS:    time.Duration(s.busy.Load()).Seconds(),
-		Fault:    faultStatsJSON(s.Fault()),
-	}
-}
-
-// faultStatsJSON is f for Stats.Fault: as MarshalFault writes it, or nil.
-func faultStatsJSON(f Fault) []byte {
-	if f == nil {
-		return nil
-	}
-	b, err := MarshalFault(f)
-	if err != nil {
-		return nil
-	}
-	return b
-}
-
-// Reset clears the fault, zeroes the counters (InFlight excepted) and
-// reseeds the random source from SidecarConfig.Seed.
-func (s *Sidecar) Reset() {
-	s.ClearFault()
-	s.served.Store(0)
-	s.failed.Store(0)
-	s.dropped.Store(0)
-	s.busy.Store(0)
-	s.window.reset()
-	s.randMu.Lock()
-	s.src.Seed(s.cfg.Seed, pcgStream)
-	s.randMu.Unlock()
-}
 
 // Close cancels every forwarded request, answering 503 where no answer has
 // begun, ends failing and hanging requests with 503 and answers every later
@@ -235,10 +172,6 @@ func (s *Sidecar) Close() {
 		s.h2c.CloseIdleConnections()
 	})
 }
-
-// beginDrain ends hanging requests with 503 so a graceful shutdown need not
-// wait for their clients to give up.
-func (s *Sidecar) beginDrain() { s.drainOnce.Do(func() { close(s.drain) }) }
 
 // ServeHTTP serves the control API under ControlPrefix, the health check at
 // HealthPath and forwards every other path to the upstream: gRPC calls
@@ -255,92 +188,38 @@ func (s *Sidecar) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case p == HealthPath:
 		s.serveHealth(w, r)
 	default:
-		s.service(w, r)
+		s.handle(sidecarAnswer{s, w, r, false})
 	}
 }
 
-func (s *Sidecar) plan() Action {
-	f := s.Fault()
-	s.randMu.Lock()
-	defer s.randMu.Unlock()
-	return PlanProxy(f, s.rng)
+// handle carries out the current fault's plan for one request, HTTP or
+// gRPC (see admit). Every answer it gives carries InstanceHeader and
+// LoadHeader (the requests being forwarded at the moment of the answer,
+// itself not among them).
+func (s *Sidecar) handle(x sidecarAnswer) {
+	if a, ok := admit(&s.instanceState, x.r.Context(), x); ok {
+		s.forward(x, a)
+	}
 }
 
-// service carries out the current fault's plan for one service request.
-// Every answer it gives carries InstanceHeader and LoadHeader (the requests
-// being forwarded at the moment of the answer, itself not among them).
-func (s *Sidecar) service(w http.ResponseWriter, r *http.Request) {
-	proxyHandle(s, r.Context(), sidecarHTTP{s, w, r})
+// sidecarAnswer answers one request a Sidecar serves: an HTTP request,
+// or with grpc a gRPC call.
+type sidecarAnswer struct {
+	s    *Sidecar
+	w    http.ResponseWriter
+	r    *http.Request
+	grpc bool
 }
 
-// proxyAnswerer answers one request a Sidecar serves, in its protocol:
-// HTTP (sidecarHTTP) or gRPC (sidecarGRPC, grpcsidecar.go).
-type proxyAnswerer interface {
-	// fail answers with an error, counted as failed: status for HTTP,
-	// code for gRPC (OK meaning UNAVAILABLE).
-	fail(load, status int, code codes.Code, msg string)
-	// reset ends the request without an answer.
-	reset(wholeConn bool)
-	// forward carries out a, an ActionServe.
-	forward(a Action)
-}
-
-// proxyHandle carries out the current fault's plan for one request,
-// whatever its protocol; ctx ends when its client goes away. Generic, as
-// the Server's handle is, so that no answerer is boxed.
-func proxyHandle[A proxyAnswerer](s *Sidecar, ctx context.Context, w A) {
-	select {
-	case <-s.done:
-		w.fail(int(s.inFlight.Load()), http.StatusServiceUnavailable, codes.Unavailable, "instance closed")
+func (a sidecarAnswer) fail(load, status int, code codes.Code, msg string) {
+	if a.grpc {
+		a.s.grpcError(a.w, load, code, msg)
 		return
-	default:
 	}
-	a := s.plan()
-	switch a.Kind {
-	case ActionFail:
-		// The delay counts as work in the load report (see loadReport).
-		began := time.Now()
-		s.window.begin(began)
-		err := sleepUntil(ctx, began.Add(a.Delay), s.done)
-		s.window.end(time.Now())
-		switch err {
-		case nil:
-			w.fail(int(s.inFlight.Load()), a.Status, a.GRPCCode, "injected fault")
-		case errClosed:
-			w.fail(int(s.inFlight.Load()), http.StatusServiceUnavailable, codes.Unavailable, "instance closed")
-		default:
-			s.dropped.Add(1)
-		}
-	case ActionHang:
-		select {
-		case <-ctx.Done():
-			s.dropped.Add(1)
-		case <-s.done:
-			w.fail(int(s.inFlight.Load()), http.StatusServiceUnavailable, codes.Unavailable, "instance closed")
-		case <-s.drain:
-			w.fail(int(s.inFlight.Load()), http.StatusServiceUnavailable, codes.Unavailable, "instance shutting down")
-		}
-	case ActionReset:
-		s.failed.Add(1)
-		s.window.answer(true)
-		w.reset(a.WholeConn)
-	default:
-		w.forward(a)
-	}
+	a.s.httpError(a.w, load, status, msg)
 }
 
-// sidecarHTTP answers an HTTP request.
-type sidecarHTTP struct {
-	s *Sidecar
-	w http.ResponseWriter
-	r *http.Request
-}
-
-func (a sidecarHTTP) fail(load, status int, _ codes.Code, msg string) {
-	a.s.answerError(a.w, load, status, msg)
-}
-func (a sidecarHTTP) reset(wholeConn bool) { resetRequest(a.w, a.r, wholeConn) }
-func (a sidecarHTTP) forward(act Action)   { a.s.forward(a.w, a.r, act) }
+func (a sidecarAnswer) reset(wholeConn bool) { resetRequest(a.w, a.r, wholeConn) }
 
 // track counts a forwarded request, in flight and busy from now until end
 // is called.
@@ -364,33 +243,43 @@ func (s *Sidecar) forwardContext(client context.Context) (context.Context, conte
 	return ctx, func() { stop(); cancel() }
 }
 
-// forward waits a.Service, forwards r and answers with the upstream's
-// answer, held so that it ends no sooner than a.Scale times the upstream's
-// time (see dilatedBody).
-func (s *Sidecar) forward(w http.ResponseWriter, r *http.Request, a Action) {
+// forward waits a.Service, forwards the request and answers with the
+// upstream's answer, held so that it ends no sooner than a.Scale times the
+// upstream's time (see dilatedBody): over HTTP/1.1, or for a gRPC call
+// over h2c, relayed by relayGRPC.
+func (s *Sidecar) forward(x sidecarAnswer, a Action) {
 	began, end := s.track()
 	defer end()
-	client := r.Context()
+	client := x.r.Context()
 	ctx, cancel := s.forwardContext(client)
 	defer cancel()
 
 	if err := sleepUntil(ctx, began.Add(a.Service), s.done); err != nil {
-		s.forwardError(w, client, err)
+		s.forwardError(x, client, err)
 		return
 	}
-	if isUpgrade(r.Header) {
-		s.forwardUpgrade(w, r.WithContext(ctx), client)
+	if !x.grpc && upstream.IsUpgrade(x.r.Header) {
+		s.forwardUpgrade(x, x.r.WithContext(ctx), client)
 		return
 	}
 	start := time.Now()
-	resp, err := s.client.RoundTrip(ProxyRequest(ctx, r, s.upstream))
+	var resp *http.Response
+	var err error
+	if x.grpc {
+		resp, err = s.h2c.RoundTrip(upstream.ProxyRequest(ctx, x.r, s.grpcUp))
+	} else {
+		resp, err = s.client.RoundTrip(upstream.ProxyRequest(ctx, x.r, s.upstream))
+	}
 	if err != nil {
-		s.forwardError(w, client, err)
+		s.forwardError(x, client, err)
 		return
 	}
 	defer resp.Body.Close()
-	trailers := TrailerKeys(resp) // before the dilated body reads on
-	var body io.Reader
+	var trailers []string
+	if !x.grpc {
+		trailers = upstream.TrailerKeys(resp) // before the dilated body reads on
+	}
+	var body io.Reader = resp.Body
 	if a.Scale > 1 {
 		// The body's clock starts before the headers are held, so that
 		// chunks arriving meanwhile keep their own times.
@@ -399,14 +288,18 @@ func (s *Sidecar) forward(w http.ResponseWriter, r *http.Request, a Action) {
 		body = d
 		at := start.Add(clampDuration(float64(time.Since(start)) * a.Scale))
 		if err := sleepUntil(ctx, at, s.done); err != nil {
-			s.forwardError(w, client, err)
+			s.forwardError(x, client, err)
 			return
 		}
 	}
-	h := w.Header()
-	CopyEndToEnd(h, resp.Header)
+	if x.grpc {
+		s.relayGRPC(x.w, resp, body, client)
+		return
+	}
+	h := x.w.Header()
+	upstream.CopyEndToEnd(h, resp.Header)
 	s.count(h, resp.StatusCode)
-	if err := SendProxied(w, resp, body, trailers); err != nil {
+	if err := upstream.SendProxied(x.w, resp, body, trailers); err != nil {
 		panic(http.ErrAbortHandler) // cut short: the client must not see it complete
 	}
 }
@@ -416,18 +309,13 @@ func (s *Sidecar) forward(w http.ResponseWriter, r *http.Request, a Action) {
 func (s *Sidecar) count(h http.Header, status int) {
 	h[InstanceHeader] = s.idHeader
 	setLoad(h, int(s.inFlight.Load())-1)
-	if status >= 400 {
-		s.failed.Add(1)
-	} else {
-		s.served.Add(1)
-	}
-	s.window.answer(status >= 400)
+	s.countAnswer(status >= 400)
 }
 
 // forwardUpgrade forwards a request for a protocol upgrade (WebSocket,
 // h2c) through httputil.ReverseProxy, which carries the switched
 // connection both ways. Faults that hold answers do not apply to it.
-func (s *Sidecar) forwardUpgrade(w http.ResponseWriter, r *http.Request, client context.Context) {
+func (s *Sidecar) forwardUpgrade(x sidecarAnswer, r *http.Request, client context.Context) {
 	p := &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.SetURL(s.upstream)
@@ -440,35 +328,33 @@ func (s *Sidecar) forwardUpgrade(w http.ResponseWriter, r *http.Request, client 
 			s.count(resp.Header, resp.StatusCode)
 			return nil
 		},
-		ErrorHandler: func(w http.ResponseWriter, _ *http.Request, err error) {
-			s.forwardError(w, client, err)
+		ErrorHandler: func(_ http.ResponseWriter, _ *http.Request, err error) {
+			s.forwardError(x, client, err)
 		},
 	}
-	p.ServeHTTP(w, r)
+	p.ServeHTTP(x.w, r)
 }
 
 // forwardError answers a request whose forwarding failed before an answer
-// began: dropped when its client went away, 503 when the sidecar closed,
-// else 502 naming the upstream's error.
-func (s *Sidecar) forwardError(w http.ResponseWriter, client context.Context, err error) {
+// began: dropped when its client went away, 503 (gRPC: UNAVAILABLE) when
+// the sidecar closed, else 502 naming the upstream's error (gRPC:
+// UNAVAILABLE, as gRPC's HTTP status mapping reads a 502).
+func (s *Sidecar) forwardError(x sidecarAnswer, client context.Context, err error) {
 	load := int(s.inFlight.Load()) - 1
 	switch {
 	case client.Err() != nil:
 		s.dropped.Add(1)
 	case errors.Is(err, errClosed) || s.doneCtx.Err() != nil:
-		s.answerError(w, load, http.StatusServiceUnavailable, "instance closed")
+		answerFault(&s.instanceState, x, load, http.StatusServiceUnavailable, codes.Unavailable, "instance closed")
 	default:
-		s.answerError(w, load, http.StatusBadGateway, "upstream: "+err.Error())
+		answerFault(&s.instanceState, x, load, http.StatusBadGateway, codes.Unavailable, "upstream: "+err.Error())
 	}
 }
 
-// answerError writes a plain-text error answer to a service request and
-// counts it as failed.
-func (s *Sidecar) answerError(w http.ResponseWriter, load, status int, msg string) {
-	s.failed.Add(1)
-	s.window.answer(true)
+// httpError writes a plain-text error answer to a service request.
+func (s *Sidecar) httpError(w http.ResponseWriter, load, status int, msg string) {
 	h := w.Header()
-	h[InstanceHeader] = []string{s.id}
+	h[InstanceHeader] = s.idHeader
 	setLoad(h, load)
 	http.Error(w, msg, status)
 }
@@ -478,9 +364,7 @@ func (s *Sidecar) answerError(w http.ResponseWriter, load, status int, msg strin
 // path.
 func (s *Sidecar) serveHealth(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set(InstanceHeader, s.id)
-	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		w.Header().Set("Allow", "GET, HEAD")
-		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+	if !healthMethod(w, r) {
 		return
 	}
 	status, own := HealthOverride(s.Fault())
@@ -490,16 +374,10 @@ func (s *Sidecar) serveHealth(w http.ResponseWriter, r *http.Request) {
 	default:
 	}
 	if own {
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		w.WriteHeader(status)
-		if status == http.StatusOK {
-			_, _ = w.Write(okBody)
-		} else {
-			_, _ = w.Write([]byte("unhealthy\n"))
-		}
+		writeHealth(w, status)
 		return
 	}
-	out := ProxyRequest(r.Context(), r, s.upstream)
+	out := upstream.ProxyRequest(r.Context(), r, s.upstream)
 	out.URL.Path, out.URL.RawPath, out.URL.RawQuery = s.health.Path, s.health.RawPath, s.health.RawQuery
 	resp, err := s.client.RoundTrip(out)
 	if err != nil {
@@ -509,9 +387,9 @@ func (s *Sidecar) serveHealth(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer resp.Body.Close()
-	CopyEndToEnd(w.Header(), resp.Header)
+	upstream.CopyEndToEnd(w.Header(), resp.Header)
 	w.Header()[InstanceHeader] = s.idHeader
-	if err := SendProxied(w, resp, nil, TrailerKeys(resp)); err != nil {
+	if err := upstream.SendProxied(w, resp, nil, upstream.TrailerKeys(resp)); err != nil {
 		panic(http.ErrAbortHandler)
 	}
 }

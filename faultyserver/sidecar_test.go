@@ -19,16 +19,16 @@ import (
 	"time"
 )
 
-// upstream is a real HTTP service for a sidecar to forward to; it counts
+// upstreamServer is a real HTTP service for a sidecar to forward to; it counts
 // the requests that reach it.
-type upstream struct {
+type upstreamServer struct {
 	ts   *httptest.Server
 	hits atomic.Int64
 }
 
-func startUpstream(t testing.TB, h http.HandlerFunc) *upstream {
+func startUpstream(t testing.TB, h http.HandlerFunc) *upstreamServer {
 	t.Helper()
-	u := &upstream{}
+	u := &upstreamServer{}
 	u.ts = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		u.hits.Add(1)
 		h(w, r)
@@ -45,7 +45,7 @@ type sidecar struct {
 }
 
 // startSidecar runs a Sidecar for cfg in front of up until the test ends.
-func startSidecar(t testing.TB, cfg SidecarConfig, up *upstream) *sidecar {
+func startSidecar(t testing.TB, cfg SidecarConfig, up *upstreamServer) *sidecar {
 	t.Helper()
 	cfg.Upstream = up.ts.URL
 	s, err := NewSidecar(cfg)

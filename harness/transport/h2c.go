@@ -265,7 +265,7 @@ func (b *Client) configure(opts []Option) {
 
 // roundTrip sends req, replica's to instance ep (-1: the proxy) on conn,
 // over HTTP/1.1 or the h2c connections. To an instance, HTTP/1.1 goes
-// through its faultyserver.Upstream rather than net/http's Transport,
+// through its upstream.Client rather than net/http's Transport,
 // which hands every request to a writer goroutine and every answer back
 // from a reader goroutine: two more goroutine switches per request, each
 // waiting for a free processor on a busy machine (BenchmarkPeer).

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/lbchaos/lbchaos/faultyserver"
+	"github.com/lbchaos/lbchaos/faultyserver/upstream"
 	"github.com/lbchaos/lbchaos/harness/engine"
 	"github.com/lbchaos/lbchaos/strategies"
 )
@@ -27,7 +28,7 @@ const SeqHeader = "X-Vegeta-Seq"
 
 // Client is the load generator's client: an http.RoundTripper that asks
 // the strategy under test (the client-side balancer) for an instance, sends the request there (over
-// HTTP/1.1 with a faultyserver.Upstream per instance, which writes the
+// HTTP/1.1 with a upstream.Client per instance, which writes the
 // request and reads the answer on the caller's goroutine; see
 // roundTrip), and reports the outcome through the strategy's done
 // callback when the response body is fully read or closed, or the request
@@ -385,12 +386,12 @@ func (d *doneBody) Close() error {
 // instClient is the HTTP/1.1 client of one instance at one address.
 type instClient struct {
 	host string
-	up   *faultyserver.Upstream
+	up   *upstream.Client
 }
 
 // client returns instance ep's client for host, replacing (and closing)
 // the one for an address the instance no longer has.
-func (b *Client) client(ep int, host string) *faultyserver.Upstream {
+func (b *Client) client(ep int, host string) *upstream.Client {
 	if ic := b.clients[ep].Load(); ic != nil && ic.host == host {
 		return ic.up
 	}
@@ -400,7 +401,7 @@ func (b *Client) client(ep int, host string) *faultyserver.Upstream {
 	if old != nil && old.host == host {
 		return old.up
 	}
-	ic := &instClient{host: host, up: faultyserver.NewUpstream(host)}
+	ic := &instClient{host: host, up: upstream.New(host)}
 	ic.up.SetMaxIdle(b.idle)
 	b.clients[ep].Store(ic)
 	if old != nil {

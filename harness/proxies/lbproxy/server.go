@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/lbchaos/lbchaos/faultyserver"
+	"github.com/lbchaos/lbchaos/faultyserver/upstream"
 	"github.com/lbchaos/lbchaos/harness/transport"
 	"github.com/lbchaos/lbchaos/strategies"
 )
@@ -52,7 +53,7 @@ type Server struct {
 	// One upstream client per backend, with its URL and its
 	// UpstreamHeader value (shared by every answer, never modified).
 	targets   []*url.URL
-	upstreams []*faultyserver.Upstream
+	upstreams []*upstream.Client
 	epHeader  [][]string
 	requests  []atomic.Int64
 	errors    []atomic.Int64
@@ -95,7 +96,7 @@ func New(cfg Config) (*Server, error) {
 	p.bal.KeepNoRoutes()
 	for i, u := range cfg.Backends {
 		p.targets = append(p.targets, u)
-		p.upstreams = append(p.upstreams, faultyserver.NewUpstream(u.Host))
+		p.upstreams = append(p.upstreams, upstream.New(u.Host))
 		p.epHeader = append(p.epHeader, []string{strconv.Itoa(i)})
 	}
 	p.metrics, p.latency = newMetrics(p)
@@ -160,7 +161,7 @@ func (p *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // back: every chunk read from the backend is written and flushed to the
 // client at once. The backend request carries r's context, so a client that
 // goes away cancels it. The handler's goroutine writes the request and
-// reads the answer itself (faultyserver.Upstream): net/http's Transport
+// reads the answer itself (upstream.Client): net/http's Transport
 // would hand each to a goroutine of its own, two wake-ups more per request
 // on a busy machine. forward returns the instance picked (-1: none) and
 // whether an answer that had begun was cut short (the backend's body
@@ -176,7 +177,7 @@ func (p *Server) forward(w *statusWriter, r *http.Request) (ep int, cut bool) {
 	ep = c.Instance()
 	var resp *http.Response
 	if err == nil {
-		out := faultyserver.ProxyRequest(c.Context(), r, p.targets[ep])
+		out := upstream.ProxyRequest(c.Context(), r, p.targets[ep])
 		out.Host = p.targets[ep].Host
 		resp, err = p.upstreams[ep].RoundTrip(out)
 		if err != nil {
@@ -203,10 +204,10 @@ func (p *Server) forward(w *statusWriter, r *http.Request) (ep int, cut bool) {
 		c.Finish(resp.StatusCode, resp.Header.Get(faultyserver.LoadHeader), body.err)
 	}()
 	h := w.Header()
-	faultyserver.CopyEndToEnd(h, resp.Header)
+	upstream.CopyEndToEnd(h, resp.Header)
 	h[transport.UpstreamHeader] = p.epHeader[ep]
-	trailers := faultyserver.TrailerKeys(resp)
-	return ep, faultyserver.SendProxied(w, resp, &body, trailers) != nil
+	trailers := upstream.TrailerKeys(resp)
+	return ep, upstream.SendProxied(w, resp, &body, trailers) != nil
 }
 
 // finishBody reads a backend's answer and keeps the first error other than

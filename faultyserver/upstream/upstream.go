@@ -1,4 +1,9 @@
-package faultyserver
+// Package upstream is the HTTP/1.1 client and reverse-proxy step that the
+// fault sidecar, lbchaos proxy and the harness's balancing transport share:
+// a Client writes a request and reads its answer on the caller's goroutine,
+// and the helpers of proxyhttp.go turn an inbound request into the one sent
+// upstream and relay the answer back. It imports no package of this module.
+package upstream
 
 import (
 	"bufio"
@@ -12,7 +17,7 @@ import (
 	"time"
 )
 
-// Upstream sends HTTP/1.1 requests to one upstream over connections
+// Client sends HTTP/1.1 requests to one upstream over connections
 // it keeps alive, on the caller's goroutine. net/http's Transport hands
 // every request to a writer goroutine and every answer back from a reader
 // goroutine; under load each of those hand-offs waits for a free processor,
@@ -21,7 +26,7 @@ import (
 // request writes it and reads the answer itself; only a request with a
 // body is written from a second goroutine, so that an upstream that answers
 // before it has read the body is heard at once.
-type Upstream struct {
+type Client struct {
 	addr    string // host:port
 	dialer  net.Dialer
 	maxIdle int
@@ -51,6 +56,9 @@ func (pc *upConn) alive() bool {
 	return pc.br.Buffered() == 0 && connIdle(pc.c)
 }
 
+// errClosed is what RoundTrip returns once the Client is closed.
+var errClosed = errors.New("server closed")
+
 // errStale is a kept-alive connection that the upstream had closed before
 // the request reached it: nothing of the request was processed, so a
 // request without a body is sent again on another connection.
@@ -60,10 +68,11 @@ var errStale = errors.New("faultyserver: upstream closed a kept-alive connection
 // read and write on the connection return at once.
 var aLongTimeAgo = time.Unix(1, 0)
 
-// NewUpstream returns a client of the upstream at addr (host:port). The
-// sidecar forwards through one, lbchaos proxy through one per backend.
-func NewUpstream(addr string) *Upstream {
-	return &Upstream{
+// New returns a client of the upstream at addr (host:port). The sidecar
+// forwards through one; lbchaos proxy and the balancing transport through
+// one per backend.
+func New(addr string) *Client {
+	return &Client{
 		addr:      addr,
 		dialer:    net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second},
 		maxIdle:   1024,
@@ -75,7 +84,7 @@ func NewUpstream(addr string) *Upstream {
 // be read to its end (then the connection is kept for the next request) or
 // closed. req's context ends the exchange at any point: dial, write, head
 // or body.
-func (u *Upstream) RoundTrip(req *http.Request) (*http.Response, error) {
+func (u *Client) RoundTrip(req *http.Request) (*http.Response, error) {
 	ctx := req.Context()
 	for {
 		pc, reused, err := u.conn(ctx)
@@ -105,7 +114,7 @@ func hasBody(req *http.Request) bool {
 
 // SetMaxIdle sets how many idle connections u keeps (1024 unless set); set
 // it before the first request.
-func (u *Upstream) SetMaxIdle(n int) {
+func (u *Client) SetMaxIdle(n int) {
 	u.mu.Lock()
 	u.maxIdle = n
 	u.mu.Unlock()
@@ -113,7 +122,7 @@ func (u *Upstream) SetMaxIdle(n int) {
 
 // CloseIdle closes the connections kept idle; unlike Close, later requests
 // are sent as before, over new connections.
-func (u *Upstream) CloseIdle() {
+func (u *Client) CloseIdle() {
 	u.mu.Lock()
 	idle := u.idle
 	u.idle = nil
@@ -124,7 +133,7 @@ func (u *Upstream) CloseIdle() {
 }
 
 // conn returns an idle connection, or a new one.
-func (u *Upstream) conn(ctx context.Context) (*upConn, bool, error) {
+func (u *Client) conn(ctx context.Context) (*upConn, bool, error) {
 	u.mu.Lock()
 	if u.closed {
 		u.mu.Unlock()
@@ -150,7 +159,7 @@ func (u *Upstream) conn(ctx context.Context) (*upConn, bool, error) {
 }
 
 // put keeps pc for the next request, or closes it.
-func (u *Upstream) put(pc *upConn) {
+func (u *Client) put(pc *upConn) {
 	u.mu.Lock()
 	if !u.closed && len(u.idle) < u.maxIdle {
 		pc.since = time.Now()
@@ -164,7 +173,7 @@ func (u *Upstream) put(pc *upConn) {
 
 // Close closes the idle connections and every one returned later; requests
 // under way end when their contexts do.
-func (u *Upstream) Close() {
+func (u *Client) Close() {
 	u.mu.Lock()
 	idle := u.idle
 	u.idle, u.closed = nil, true
@@ -176,7 +185,7 @@ func (u *Upstream) Close() {
 
 // exchange writes req on pc and reads the answer's head, skipping
 // informational (1xx) answers.
-func (u *Upstream) exchange(ctx context.Context, pc *upConn, req *http.Request) (*http.Response, error) {
+func (u *Client) exchange(ctx context.Context, pc *upConn, req *http.Request) (*http.Response, error) {
 	stop := context.AfterFunc(ctx, func() { _ = pc.c.SetDeadline(aLongTimeAgo) })
 	var wrote chan error
 	if !hasBody(req) {
@@ -232,7 +241,7 @@ func (u *Upstream) exchange(ctx context.Context, pc *upConn, req *http.Request) 
 // read to the end, and closes it when closed early or failed.
 type upBody struct {
 	rc    io.ReadCloser
-	u     *Upstream
+	u     *Client
 	pc    *upConn
 	stop  func() bool
 	wrote chan error // nil when the request had no body

@@ -1,4 +1,4 @@
-package faultyserver
+package upstream
 
 import (
 	"bufio"
@@ -43,17 +43,26 @@ func startConnServer(t *testing.T, h http.HandlerFunc, configure func(*http.Serv
 	return s
 }
 
-// newTestUpstreamClient is an Upstream for addr, closed when the
-// test ends (before servers started earlier in the test close).
-func newTestUpstreamClient(t *testing.T, addr string) *Upstream {
-	u := NewUpstream(addr)
+// newTestClient is a Client for addr, closed when the test ends (before
+// servers started earlier in the test close).
+func newTestClient(t *testing.T, addr string) *Client {
+	u := New(addr)
 	t.Cleanup(u.Close)
 	return u
 }
 
+// result is one exchange's outcome, the whole body read.
+type result struct {
+	status int
+	header http.Header
+	body   string
+	err    error
+	took   time.Duration
+}
+
 // upDo sends method url (with body, if not nil) through u and reads the
 // whole answer.
-func upDo(ctx context.Context, u *Upstream, method, url string, body io.Reader) result {
+func upDo(ctx context.Context, u *Client, method, url string, body io.Reader) result {
 	begin := time.Now()
 	req, err := http.NewRequestWithContext(ctx, method, url, body)
 	if err != nil {
@@ -84,7 +93,7 @@ func TestUpstreamReusesConnections(t *testing.T) {
 	ts := startConnServer(t, func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.WriteString(w, r.Method+" "+r.URL.Path)
 	}, nil)
-	u := newTestUpstreamClient(t, ts.Listener.Addr().String())
+	u := newTestClient(t, ts.Listener.Addr().String())
 	for i := range 20 {
 		r := upDo(t.Context(), u, http.MethodGet, ts.URL+"/n", nil)
 		if r.err != nil || r.status != 200 || r.body != "GET /n" {
@@ -114,7 +123,7 @@ func TestUpstreamStaleConnection(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			var hits atomic.Int64
 			ts := startShortIdleEcho(t, &hits)
-			u := newTestUpstreamClient(t, ts.Listener.Addr().String())
+			u := newTestClient(t, ts.Listener.Addr().String())
 			if r := upDo(t.Context(), u, http.MethodGet, ts.URL+"/", nil); r.err != nil || r.body != "GET " {
 				t.Fatalf("first request: %q %v", r.body, r.err)
 			}
@@ -162,7 +171,7 @@ func startShortIdleEcho(t *testing.T, hits *atomic.Int64) *connServer {
 func TestUpstreamProbesIdleConnection(t *testing.T) {
 	var hits atomic.Int64
 	ts := startShortIdleEcho(t, &hits)
-	u := newTestUpstreamClient(t, ts.Listener.Addr().String())
+	u := newTestClient(t, ts.Listener.Addr().String())
 	u.probeIdle = time.Millisecond
 	if r := upDo(t.Context(), u, http.MethodGet, ts.URL+"/", nil); r.err != nil || r.body != "GET " {
 		t.Fatalf("first request: %q %v", r.body, r.err)
@@ -187,7 +196,7 @@ func TestUpstreamProbesIdleConnection(t *testing.T) {
 		b, _ := io.ReadAll(r.Body)
 		_, _ = io.WriteString(w, r.Method+" "+string(b))
 	}, nil)
-	lu := newTestUpstreamClient(t, live.Listener.Addr().String())
+	lu := newTestClient(t, live.Listener.Addr().String())
 	lu.probeIdle = time.Millisecond
 	for i, body := range []string{"once", "again"} {
 		if i > 0 {
@@ -199,33 +208,6 @@ func TestUpstreamProbesIdleConnection(t *testing.T) {
 	}
 	if n, h := live.opened.Load(), liveHits.Load(); n != 1 || h != 2 {
 		t.Errorf("%d connections, %d requests; want 1 and 2: the live idle connection used again", n, h)
-	}
-}
-
-// Through a sidecar, a request on a connection the upstream closed while
-// idle goes again on a new one: the client sees nothing of it.
-func TestSidecarStaleUpstreamConnection(t *testing.T) {
-	up := &upstream{ts: httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.WriteString(w, "ok")
-	}))}
-	var closed atomic.Int64
-	up.ts.Config.IdleTimeout = 20 * time.Millisecond
-	up.ts.Config.ConnState = func(_ net.Conn, st http.ConnState) {
-		if st == http.StateClosed {
-			closed.Add(1)
-		}
-	}
-	up.ts.Start()
-	t.Cleanup(up.ts.Close)
-	sc := startSidecar(t, SidecarConfig{}, up)
-	if r := sc.get(t.Context(), "/"); r.err != nil || r.status != 200 {
-		t.Fatalf("first request: %d %v", r.status, r.err)
-	}
-	waitUntil(t, "the upstream to close the idle connection", func() bool { return closed.Load() == 1 })
-	time.Sleep(5 * time.Millisecond) // let its FIN arrive
-	r := sc.get(t.Context(), "/")
-	if r.err != nil || r.status != 200 || r.body != "ok" {
-		t.Errorf("second request: %d %q %v, want 200 \"ok\"", r.status, r.body, r.err)
 	}
 }
 
@@ -247,7 +229,7 @@ func TestUpstreamCancel(t *testing.T) {
 		}
 	}, nil)
 	t.Cleanup(func() { close(release) }) // before the server closes
-	u := newTestUpstreamClient(t, ts.Listener.Addr().String())
+	u := newTestClient(t, ts.Listener.Addr().String())
 	const after = 50 * time.Millisecond
 
 	t.Run("head", func(t *testing.T) {
@@ -316,7 +298,7 @@ func TestUpstreamBodyEndDecidesReuse(t *testing.T) {
 				}
 				_, _ = io.WriteString(w, "world")
 			}, nil)
-			u := newTestUpstreamClient(t, ts.Listener.Addr().String())
+			u := newTestClient(t, ts.Listener.Addr().String())
 			req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, ts.URL+tt.path, nil)
 			resp, err := u.RoundTrip(req)
 			if err != nil {
@@ -352,7 +334,7 @@ func TestUpstreamAnswersBeforeBody(t *testing.T) {
 			w.(http.Flusher).Flush()
 		}
 	}, nil)
-	u := newTestUpstreamClient(t, ts.Listener.Addr().String())
+	u := newTestClient(t, ts.Listener.Addr().String())
 
 	pr, pw := io.Pipe()
 	fed := make(chan struct{})
@@ -455,7 +437,7 @@ func TestUpstreamSkipsInformational(t *testing.T) {
 					}
 				}
 			})
-			u := newTestUpstreamClient(t, srv.ln.Addr().String())
+			u := newTestClient(t, srv.ln.Addr().String())
 			for i := range 2 {
 				r := upDo(t.Context(), u, http.MethodGet, "http://"+srv.ln.Addr().String()+"/", nil)
 				if r.err != nil || r.status != 200 || r.body != "hello" || r.header.Get("X-Final") != "yes" {
@@ -475,7 +457,7 @@ func TestUpstreamClose(t *testing.T) {
 	ts := startConnServer(t, func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.WriteString(w, "ok")
 	}, nil)
-	u := newTestUpstreamClient(t, ts.Listener.Addr().String())
+	u := newTestClient(t, ts.Listener.Addr().String())
 	if r := upDo(t.Context(), u, http.MethodGet, ts.URL+"/", nil); r.err != nil || r.body != "ok" {
 		t.Fatalf("%q %v", r.body, r.err)
 	}
@@ -504,69 +486,4 @@ func TestUpstreamClose(t *testing.T) {
 		t.Errorf("%d connections, want 2", n)
 	}
 	u.Close() // idempotent
-}
-
-// A protocol upgrade goes through the sidecar, and the switched connection
-// carries bytes both ways.
-func TestSidecarUpgrade(t *testing.T) {
-	seen := make(chan http.Header, 1)
-	ended := make(chan struct{})
-	up := startUpstream(t, func(w http.ResponseWriter, r *http.Request) {
-		seen <- r.Header.Clone()
-		if !isUpgrade(r.Header) || r.Header.Get("Upgrade") != "lbchaos-echo" {
-			http.Error(w, "want an upgrade to lbchaos-echo", http.StatusBadRequest)
-			return
-		}
-		defer close(ended)
-		c, brw, err := http.NewResponseController(w).Hijack()
-		if err != nil {
-			t.Errorf("hijack: %v", err)
-			return
-		}
-		defer c.Close()
-		_ = c.SetDeadline(time.Now().Add(5 * time.Second))
-		_, _ = io.WriteString(c, "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: lbchaos-echo\r\n\r\n")
-		_, _ = io.Copy(c, brw) // echo until the client closes
-	})
-	sc := startSidecar(t, SidecarConfig{ID: 7}, up)
-
-	c, err := (&net.Dialer{}).DialContext(t.Context(), "tcp", sc.ts.Listener.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
-	if _, err := io.WriteString(c, "GET /chat HTTP/1.1\r\nHost: front.example\r\nConnection: Upgrade\r\nUpgrade: lbchaos-echo\r\n\r\n"); err != nil {
-		t.Fatal(err)
-	}
-	br := bufio.NewReader(c)
-	resp, err := http.ReadResponse(br, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if resp.StatusCode != http.StatusSwitchingProtocols || resp.Header.Get(InstanceHeader) != "7" || resp.Header.Get("Upgrade") != "lbchaos-echo" {
-		t.Fatalf("%s %v, want 101 to lbchaos-echo from instance 7", resp.Status, resp.Header)
-	}
-	if h := <-seen; h.Get("X-Forwarded-For") != "127.0.0.1" || h.Get("X-Forwarded-Host") != "front.example" {
-		t.Errorf("upstream saw %v, want X-Forwarded-For and X-Forwarded-Host set", h)
-	}
-	for _, msg := range []string{"ping\n", "a longer second message\n"} {
-		if _, err := io.WriteString(c, msg); err != nil {
-			t.Fatal(err)
-		}
-		got, err := br.ReadString('\n')
-		if err != nil || got != msg {
-			t.Fatalf("echo %q %v, want %q", got, err, msg)
-		}
-	}
-	c.Close()
-	select {
-	case <-ended:
-	case <-time.After(5 * time.Second):
-		t.Fatal("the upstream's side of the upgraded connection did not end after the client closed")
-	}
-	st := waitSidecar(t, sc.s, "the upgrade to end", func(st Stats) bool { return st.InFlight == 0 })
-	if st.Served != 1 || st.Failed != 0 {
-		t.Errorf("stats %+v, want the upgrade served once", st)
-	}
 }

@@ -1,6 +1,6 @@
 //go:build unix
 
-package faultyserver
+package upstream
 
 import (
 	"errors"

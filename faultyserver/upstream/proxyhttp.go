@@ -1,4 +1,4 @@
-package faultyserver
+package upstream
 
 import (
 	"context"
@@ -140,6 +140,28 @@ func SendProxied(w http.ResponseWriter, resp *http.Response, body io.Reader, tra
 	}
 	w.WriteHeader(resp.StatusCode)
 	f, _ := w.(http.Flusher)
+	err := Relay(w, body, func(more bool) {
+		if more && f != nil {
+			// More may follow, later: let the client have this now (a
+			// failed flush shows at the next write). At the end the
+			// server flushes anyway, with the last chunk.
+			f.Flush()
+		}
+	})
+	if err != nil {
+		return err
+	}
+	for k, vs := range resp.Trailer {
+		h[http.TrailerPrefix+k] = vs
+	}
+	return nil
+}
+
+// Relay writes body to w as it arrives, chunk by chunk, through a pooled
+// buffer. After writing each chunk it calls flush, with more false when
+// body ended with that chunk. It returns nil once body ends, else the
+// first error of a read or a write: the answer was cut short.
+func Relay(w io.Writer, body io.Reader, flush func(more bool)) error {
 	buf := copyBuffers.Get().(*[]byte)
 	defer copyBuffers.Put(buf)
 	for {
@@ -148,29 +170,20 @@ func SendProxied(w http.ResponseWriter, resp *http.Response, body io.Reader, tra
 			if _, err := w.Write((*buf)[:n]); err != nil {
 				return err
 			}
-			if rerr == nil && f != nil {
-				// More may follow, later: let the client have this now (a
-				// failed flush shows at the next write). At the end the
-				// server flushes anyway, with the last chunk.
-				f.Flush()
-			}
+			flush(rerr == nil)
 		}
 		if rerr == io.EOF {
-			break
+			return nil
 		}
 		if rerr != nil {
 			return rerr
 		}
 	}
-	for k, vs := range resp.Trailer {
-		h[http.TrailerPrefix+k] = vs
-	}
-	return nil
 }
 
-// isUpgrade reports whether h asks for a protocol upgrade (WebSocket,
+// IsUpgrade reports whether h asks for a protocol upgrade (WebSocket,
 // h2c): a Connection header naming "upgrade" and an Upgrade header.
-func isUpgrade(h http.Header) bool {
+func IsUpgrade(h http.Header) bool {
 	if h.Get("Upgrade") == "" {
 		return false
 	}
