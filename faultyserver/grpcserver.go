@@ -153,7 +153,7 @@ func (s *Server) grpcCall(ctx context.Context, _ *wrapperspb.StringValue) (*wrap
 		s.handlerHook(GRPCMethod)
 	}
 	a := &grpcAnswer{ctx: ctx, id: s.id, window: s.window}
-	handle(s, ctx, a)
+	handle(ctx, s, a)
 	if a.resp == nil && a.err == nil { // the client went away: no answer
 		return nil, status.FromContextError(ctx.Err()).Err()
 	}

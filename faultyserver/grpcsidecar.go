@@ -60,7 +60,7 @@ func (s *Sidecar) serveGRPC(w http.ResponseWriter, r *http.Request) {
 // relayGRPC relays the upstream's answer to a forwarded call, resp with
 // its body read from body, with the sidecar's metadata and load report;
 // client is the call's context.
-func (s *Sidecar) relayGRPC(w http.ResponseWriter, resp *http.Response, body io.Reader, client context.Context) {
+func (s *Sidecar) relayGRPC(client context.Context, w http.ResponseWriter, resp *http.Response, body io.Reader) {
 	h := w.Header()
 	rc := http.NewResponseController(w)
 	if st, ok := resp.Header[hdrGRPCStatus]; ok {

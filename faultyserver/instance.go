@@ -232,7 +232,7 @@ func answerFault[A answerer](s *instanceState, w A, load, status int, code codes
 // LoadHeader), a reset carries nothing, and a request whose client went
 // away gets no answer. It is generic rather than taking an interface so
 // that no answerer is boxed.
-func admit[A answerer](s *instanceState, ctx context.Context, w A) (Action, bool) {
+func admit[A answerer](ctx context.Context, s *instanceState, w A) (Action, bool) {
 	select {
 	case <-s.closed:
 		answerFault(s, w, s.load(), http.StatusServiceUnavailable, codes.OK, "instance closed")

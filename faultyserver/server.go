@@ -225,19 +225,19 @@ func (a httpAnswer) reset(wholeConn bool) { resetRequest(a.w, a.r, wholeConn) }
 
 // service answers a service request over HTTP.
 func (s *Server) service(w http.ResponseWriter, r *http.Request) {
-	handle(s, r.Context(), httpAnswer{w, r, time.Now()})
+	handle(r.Context(), s, httpAnswer{w, r, time.Now()})
 }
 
 // handle answers a service request, whatever its protocol; ctx ends when
 // its client goes away (see admit).
-func handle[A serverAnswerer](s *Server, ctx context.Context, w A) {
-	if a, ok := admit(&s.instanceState, ctx, w); ok {
-		serveOn(s, ctx, w, a.Service)
+func handle[A serverAnswerer](ctx context.Context, s *Server, w A) {
+	if a, ok := admit(ctx, &s.instanceState, w); ok {
+		serveOn(ctx, s, w, a.Service)
 	}
 }
 
 // serveOn runs a request on a worker for d.
-func serveOn[A serverAnswerer](s *Server, ctx context.Context, w A, d time.Duration) {
+func serveOn[A serverAnswerer](ctx context.Context, s *Server, w A, d time.Duration) {
 	keep := s.cfg.KeepAbandoned
 	switch load, err := s.pool.acquire(ctx, keep); err {
 	case nil:

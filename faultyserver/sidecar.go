@@ -197,7 +197,7 @@ func (s *Sidecar) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // LoadHeader (the requests being forwarded at the moment of the answer,
 // itself not among them).
 func (s *Sidecar) handle(x sidecarAnswer) {
-	if a, ok := admit(&s.instanceState, x.r.Context(), x); ok {
+	if a, ok := admit(x.r.Context(), &s.instanceState, x); ok {
 		s.forward(x, a)
 	}
 }
@@ -255,11 +255,11 @@ func (s *Sidecar) forward(x sidecarAnswer, a Action) {
 	defer cancel()
 
 	if err := sleepUntil(ctx, began.Add(a.Service), s.done); err != nil {
-		s.forwardError(x, client, err)
+		s.forwardError(client, x, err)
 		return
 	}
 	if !x.grpc && upstream.IsUpgrade(x.r.Header) {
-		s.forwardUpgrade(x, x.r.WithContext(ctx), client)
+		s.forwardUpgrade(client, x, x.r.WithContext(ctx))
 		return
 	}
 	start := time.Now()
@@ -271,7 +271,7 @@ func (s *Sidecar) forward(x sidecarAnswer, a Action) {
 		resp, err = s.client.RoundTrip(upstream.ProxyRequest(ctx, x.r, s.upstream))
 	}
 	if err != nil {
-		s.forwardError(x, client, err)
+		s.forwardError(client, x, err)
 		return
 	}
 	defer resp.Body.Close()
@@ -288,12 +288,12 @@ func (s *Sidecar) forward(x sidecarAnswer, a Action) {
 		body = d
 		at := start.Add(clampDuration(float64(time.Since(start)) * a.Scale))
 		if err := sleepUntil(ctx, at, s.done); err != nil {
-			s.forwardError(x, client, err)
+			s.forwardError(client, x, err)
 			return
 		}
 	}
 	if x.grpc {
-		s.relayGRPC(x.w, resp, body, client)
+		s.relayGRPC(client, x.w, resp, body)
 		return
 	}
 	h := x.w.Header()
@@ -315,7 +315,7 @@ func (s *Sidecar) count(h http.Header, status int) {
 // forwardUpgrade forwards a request for a protocol upgrade (WebSocket,
 // h2c) through httputil.ReverseProxy, which carries the switched
 // connection both ways. Faults that hold answers do not apply to it.
-func (s *Sidecar) forwardUpgrade(x sidecarAnswer, r *http.Request, client context.Context) {
+func (s *Sidecar) forwardUpgrade(client context.Context, x sidecarAnswer, r *http.Request) {
 	p := &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.SetURL(s.upstream)
@@ -329,7 +329,7 @@ func (s *Sidecar) forwardUpgrade(x sidecarAnswer, r *http.Request, client contex
 			return nil
 		},
 		ErrorHandler: func(_ http.ResponseWriter, _ *http.Request, err error) {
-			s.forwardError(x, client, err)
+			s.forwardError(client, x, err)
 		},
 	}
 	p.ServeHTTP(x.w, r)
@@ -339,7 +339,7 @@ func (s *Sidecar) forwardUpgrade(x sidecarAnswer, r *http.Request, client contex
 // began: dropped when its client went away, 503 (gRPC: UNAVAILABLE) when
 // the sidecar closed, else 502 naming the upstream's error (gRPC:
 // UNAVAILABLE, as gRPC's HTTP status mapping reads a 502).
-func (s *Sidecar) forwardError(x sidecarAnswer, client context.Context, err error) {
+func (s *Sidecar) forwardError(client context.Context, x sidecarAnswer, err error) {
 	load := int(s.inFlight.Load()) - 1
 	switch {
 	case client.Err() != nil:

@@ -28,7 +28,7 @@ const SeqHeader = "X-Vegeta-Seq"
 
 // Client is the load generator's client: an http.RoundTripper that asks
 // the strategy under test (the client-side balancer) for an instance, sends the request there (over
-// HTTP/1.1 with a upstream.Client per instance, which writes the
+// HTTP/1.1 with an upstream.Client per instance, which writes the
 // request and reads the answer on the caller's goroutine; see
 // roundTrip), and reports the outcome through the strategy's done
 // callback when the response body is fully read or closed, or the request
