@@ -1,5 +1,5 @@
 // Package upstream is the HTTP/1.1 client and reverse-proxy step that the
-// fault sidecar, lbchaos proxy and the harness's balancing transport share:
+// fault sidecar, lbchaos proxy and the harness's transport client share:
 // a Client writes a request and reads its answer on the caller's goroutine,
 // and the helpers of proxyhttp.go turn an inbound request into the one sent
 // upstream and relay the answer back. It imports no package of this module.
@@ -69,7 +69,7 @@ var errStale = errors.New("faultyserver: upstream closed a kept-alive connection
 var aLongTimeAgo = time.Unix(1, 0)
 
 // New returns a client of the upstream at addr (host:port). The sidecar
-// forwards through one; lbchaos proxy and the balancing transport through
+// forwards through one; lbchaos proxy and the harness's transport client through
 // one per backend.
 func New(addr string) *Client {
 	return &Client{

@@ -4,7 +4,7 @@
 // measures one strategy at a time and returns a Measurement.
 //
 // Two engines implement it, each in its own package: harness/live (Vegeta's
-// open-loop load through a balancing transport to real backends of a
+// open-loop load through the transport client to real backends of a
 // fleet.Provider) and harness/sim (the same model in virtual time). What
 // both need is here too: the result collector, the arrival schedule, the
 // request keys, and the balancers built the same way for either; and, for

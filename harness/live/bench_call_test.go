@@ -17,7 +17,7 @@ import (
 
 // BenchmarkCallCost is the client side's cost of one exchange, one at a
 // time over kept-alive loopback connections to a backend that answers at
-// once: an HTTP/1.1 request through the balancing transport against a
+// once: an HTTP/1.1 request through the transport client against a
 // gRPC call through the same transport's pick and done (the built-in
 // round robin) and against grpc-go's own round_robin. ns/op is the whole
 // round trip, the backend included; run it with -benchtime 2000x.

@@ -33,7 +33,7 @@ import (
 // client route it:
 //   - a gRPC strategy (grpc-go's own policy): each balancer replica is one
 //     grpc.ClientConn running the policy (grpcPolicyClient);
-//   - a built-in strategy: the balancing transport picks per call and the
+//   - a built-in strategy: the transport client picks per call and the
 //     call goes over a grpc.ClientConn to that instance alone
 //     (grpcBuiltinClient).
 

@@ -311,7 +311,7 @@ func TestGRPCPolicyAttribution(t *testing.T) {
 	}
 }
 
-// With a built-in strategy the balancing transport picks per call: the
+// With a built-in strategy the transport client picks per call: the
 // failures eject the fast-failing instance, and the in-flight count returns
 // to zero.
 func TestGRPCBuiltinEject(t *testing.T) {

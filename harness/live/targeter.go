@@ -20,7 +20,7 @@ const backendBase = "http://lbchaos-backend"
 // newTargeter returns the targets of exp's load: request k (the k-th call)
 // is the experiment's request engine.RequestPicker chooses for k (GET /
 // without requests), carrying its key, if any, in strategies.KeyHeader —
-// the one header the balancing transport reads keys from. *start is the
+// the one header the transport client reads keys from. *start is the
 // attack's start, for keys that change over time (a hot key from some
 // point on). The targeter is generator gen's of gens: its k-th call is
 // request k*gens+gen of the whole load.

@@ -41,7 +41,7 @@ type config struct {
 // dialed again once broken (a reset connection, a killed instance), never
 // more than one at a time. A connection at the server's stream limit
 // (SETTINGS_MAX_CONCURRENT_STREAMS) makes further requests wait for a
-// stream rather than open another connection. maxConns of NewBalancer does
+// stream rather than open another connection. maxConns of NewClient does
 // not apply. Without H2C the client speaks HTTP/1.1 with keep-alive pools.
 func H2C(conns int) Option {
 	return func(c *config) { c.h2cConns = max(1, conns) }
