@@ -1,5 +1,5 @@
 // Package live is the real engine: Vegeta's open-loop load, through the
-// balancing transport and the strategy under test (or a real proxy), to
+// transport client and the strategy under test (or a real proxy), to
 // real HTTP backends that a fleet.Provider starts, with the fault schedule
 // played on them through their control API or their container runtime.
 package live
