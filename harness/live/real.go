@@ -24,6 +24,7 @@ import (
 	"github.com/lbchaos/lbchaos/harness/transport"
 	"github.com/lbchaos/lbchaos/reports"
 	"github.com/lbchaos/lbchaos/strategies"
+	"github.com/lbchaos/lbchaos/strategies/proxyspec"
 )
 
 // Options configure the real engine. The zero value runs in-process
@@ -135,10 +136,10 @@ func (e *Engine) Check(exp *experiments.Experiment) ([]string, error) {
 // (nginx:file, haproxy:file) is a section lbchaos can complete.
 func checkProxies(exp *experiments.Experiment, lbchaos string) error {
 	for i, name := range exp.Strategies {
-		if !strategies.IsProxy(name) {
+		if !proxyspec.IsProxy(name) {
 			continue
 		}
-		ps, err := strategies.ParseProxy(name)
+		ps, err := proxyspec.Parse(name)
 		if err != nil {
 			return fmt.Errorf("strategies[%d]: %w", i, err)
 		}
@@ -205,7 +206,7 @@ func (e *Engine) Measure(ctx context.Context, job engine.Job) (m *engine.Measure
 		bal   *transport.Balancer
 		proxy *proxies.Proxy
 	)
-	if strategies.IsProxy(name) {
+	if proxyspec.IsProxy(name) {
 		if proxy, err = proxies.Start(ctx, name, exp.ProxyFiles[name], targets, exp.Timeout, opts.LbchaosBinary, exp.Seed); err != nil {
 			return nil, err
 		}

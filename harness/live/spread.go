@@ -24,7 +24,7 @@ import (
 	"github.com/lbchaos/lbchaos/harness/engine"
 	"github.com/lbchaos/lbchaos/harness/fleet"
 	"github.com/lbchaos/lbchaos/harness/proxies"
-	"github.com/lbchaos/lbchaos/strategies"
+	"github.com/lbchaos/lbchaos/strategies/proxyspec"
 )
 
 // DefaultGeneratorLead is how long after launching its generators a
@@ -72,7 +72,7 @@ func (e *Engine) measureSpread(ctx context.Context, job engine.Job, fl fleet.Fle
 	defer closeRaw(raw)
 	// A proxy strategy: one proxy, which every generator sends to.
 	var proxy *proxies.Proxy
-	if strategies.IsProxy(name) {
+	if proxyspec.IsProxy(name) {
 		if proxy, err = proxies.Start(ctx, name, exp.ProxyFiles[name], targets, exp.Timeout, opts.LbchaosBinary, exp.Seed); err != nil {
 			return nil, err
 		}

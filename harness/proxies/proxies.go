@@ -3,7 +3,7 @@
 // configuration for the current backends, starts it in its own process
 // group on a free loopback port, waits until it answers, maps what it says
 // about upstreams back to instance ids, and stops it. The catalogue of
-// proxy specs (what each proxy offers) is strategies.ParseProxy.
+// proxy specs (what each proxy offers) is proxyspec.Parse.
 package proxies
 
 import (
@@ -27,7 +27,7 @@ import (
 
 	"github.com/lbchaos/lbchaos/harness/proxies/lbproxy"
 	"github.com/lbchaos/lbchaos/harness/transport"
-	"github.com/lbchaos/lbchaos/strategies"
+	"github.com/lbchaos/lbchaos/strategies/proxyspec"
 )
 
 // UpstreamHeader is set by a proxy under test on every response it sends,
@@ -47,13 +47,13 @@ func OwnTimeout(client time.Duration) time.Duration { return client + 5*time.Sec
 
 // proxyConfig is what a proxy's configuration is generated from.
 type proxyConfig struct {
-	spec     strategies.ProxySpec
+	spec     proxyspec.Spec
 	listen   string     // 127.0.0.1:port
 	backends []*url.URL // indexed by instance id
 	timeout  time.Duration
 	dir      string        // a private directory for the configuration, logs and pid
-	lbchaos  string        // the lbchaos binary, for ProxyLbchaos
-	seed     uint64        // ProxyLbchaos: of the strategy's random choices
+	lbchaos  string        // the lbchaos binary, for proxyspec.Lbchaos
+	seed     uint64        // proxyspec.Lbchaos: of the strategy's random choices
 	file     *fileTemplate // a file spec's balancing section; nil otherwise
 }
 
@@ -80,19 +80,19 @@ var sbinDir = "/usr/sbin"
 // says how to install it.
 func proxyBinary(kind, lbchaos string) (string, error) {
 	switch kind {
-	case strategies.ProxyLbchaos:
+	case proxyspec.Lbchaos:
 		if lbchaos == "" {
 			return "", errors.New("lbchaos proxy strategies need the lbchaos binary (live.Options.LbchaosBinary); run them from the lbchaos command")
 		}
 		return lbchaos, nil
-	case strategies.ProxyNginx, strategies.ProxyHAProxy, strategies.ProxyCaddy:
+	case proxyspec.Nginx, proxyspec.HAProxy, proxyspec.Caddy:
 		if p, err := exec.LookPath(kind); err == nil {
 			return p, nil
 		}
 		if p := filepath.Join(sbinDir, kind); fileExists(p) {
 			return p, nil
 		}
-		pkg := map[string]string{strategies.ProxyNginx: "nginx-light", strategies.ProxyHAProxy: "haproxy", strategies.ProxyCaddy: "caddy"}[kind]
+		pkg := map[string]string{proxyspec.Nginx: "nginx-light", proxyspec.HAProxy: "haproxy", proxyspec.Caddy: "caddy"}[kind]
 		return "", fmt.Errorf("%s is not installed: run `make deps` (it runs `apt-get install %s`), or install %s and put it on PATH", kind, pkg, kind)
 	}
 	return "", fmt.Errorf("unknown proxy kind %q", kind)
@@ -128,11 +128,11 @@ func startProxy(ctx context.Context, cfg proxyConfig) (*proxyProcess, error) {
 	}
 	for id, u := range cfg.backends {
 		switch cfg.spec.Kind {
-		case strategies.ProxyNginx, strategies.ProxyCaddy:
+		case proxyspec.Nginx, proxyspec.Caddy:
 			p.ids[u.Host] = id
-		case strategies.ProxyHAProxy:
+		case proxyspec.HAProxy:
 			p.ids["i"+strconv.Itoa(id)] = id
-		case strategies.ProxyLbchaos:
+		case proxyspec.Lbchaos:
 			p.ids[strconv.Itoa(id)] = id
 		}
 	}
@@ -143,12 +143,12 @@ func startProxy(ctx context.Context, cfg proxyConfig) (*proxyProcess, error) {
 	defer logFile.Close() // the child holds its own descriptor
 	p.cmd = exec.Command(bin, args...)
 	p.cmd.Dir = cfg.dir
-	if cfg.spec.Kind == strategies.ProxyCaddy {
+	if cfg.spec.Kind == proxyspec.Caddy {
 		p.cmd.Env = caddyEnv(cfg.dir)
 	}
 	p.cmd.Stderr = p.output
 	p.cmd.Stdout = p.output
-	if cfg.spec.Kind == strategies.ProxyHAProxy {
+	if cfg.spec.Kind == proxyspec.HAProxy {
 		p.cmd.Stdout = logFile // "log stdout": one line per request
 	}
 	p.cmd.SysProcAttr = proxySysProcAttr()
@@ -189,7 +189,7 @@ func configure(ctx context.Context, bin string, cfg proxyConfig, accessLog strin
 	var args, check []string
 	var text string // the generated configuration
 	switch cfg.spec.Kind {
-	case strategies.ProxyNginx:
+	case proxyspec.Nginx:
 		conf := filepath.Join(cfg.dir, "nginx.conf")
 		text = nginxConfig(cfg, accessLog)
 		if cfg.spec.ConnLevel() {
@@ -204,7 +204,7 @@ func configure(ctx context.Context, bin string, cfg proxyConfig, accessLog strin
 		}
 		args = []string{"-p", cfg.dir, "-c", conf, "-e", filepath.Join(cfg.dir, "error.log"), "-g", "daemon off;"}
 		check = []string{"-t", "-q", "-p", cfg.dir, "-c", conf, "-e", filepath.Join(cfg.dir, "error.log")}
-	case strategies.ProxyHAProxy:
+	case proxyspec.HAProxy:
 		conf := filepath.Join(cfg.dir, "haproxy.cfg")
 		text = haproxyConfig(cfg)
 		if cfg.spec.ConnLevel() {
@@ -215,9 +215,9 @@ func configure(ctx context.Context, bin string, cfg proxyConfig, accessLog strin
 		}
 		args = []string{"-db", "-f", conf}
 		check = []string{"-c", "-f", conf} // with -q it would not say why
-	case strategies.ProxyLbchaos:
+	case proxyspec.Lbchaos:
 		return lbchaosArgs(cfg, accessLog), nil
-	case strategies.ProxyCaddy:
+	case proxyspec.Caddy:
 		conf := filepath.Join(cfg.dir, "caddy.json")
 		b, err := caddyConfig(cfg, accessLog)
 		if err != nil {
@@ -231,7 +231,7 @@ func configure(ctx context.Context, bin string, cfg proxyConfig, accessLog strin
 		check = []string{"validate", "--config", conf}
 	}
 	chk := exec.CommandContext(ctx, bin, check...)
-	if cfg.spec.Kind == strategies.ProxyCaddy {
+	if cfg.spec.Kind == proxyspec.Caddy {
 		chk.Env = caddyEnv(cfg.dir)
 	}
 	out, err := chk.CombinedOutput()
@@ -312,9 +312,9 @@ func (p *proxyProcess) terminate() {
 	// requests and flush the log; lbchaos proxy flushes on SIGTERM.
 	sig := syscall.SIGTERM
 	switch p.cfg.spec.Kind {
-	case strategies.ProxyNginx:
+	case proxyspec.Nginx:
 		sig = syscall.SIGQUIT
-	case strategies.ProxyHAProxy:
+	case proxyspec.HAProxy:
 		sig = syscall.SIGUSR1
 	}
 	_ = p.cmd.Process.Signal(sig)
@@ -334,7 +334,7 @@ func (p *proxyProcess) attribution() (map[uint64]int, error) {
 	switch {
 	case p.cfg.spec.ConnLevel():
 		return nil, fmt.Errorf("%s balances connections: its log attributes client connections (ConnAttribution), not requests", generatedFor(p.cfg))
-	case p.cfg.spec.Kind == strategies.ProxyCaddy:
+	case p.cfg.spec.Kind == proxyspec.Caddy:
 		return p.caddyAttribution()
 	}
 	out := map[uint64]int{}
@@ -425,8 +425,8 @@ func Start(ctx context.Context, spec, file string, backends []*url.URL, timeout 
 // URL is where the proxy listens.
 func (x *Proxy) URL() *url.URL { return &url.URL{Scheme: "http", Host: x.p.cfg.listen} }
 
-// Kind is the proxy's kind: strategies.ProxyNginx, ProxyHAProxy or
-// ProxyLbchaos.
+// Kind is the proxy's kind: proxyspec.Nginx, HAProxy, Caddy or
+// Lbchaos.
 func (x *Proxy) Kind() string { return x.p.cfg.spec.Kind }
 
 // InstanceOf maps an upstream as the proxy names it (UpstreamHeader, its
@@ -475,7 +475,7 @@ func Check(spec, file, lbchaos string) error {
 	if err != nil {
 		return err
 	}
-	if ps.Kind == strategies.ProxyNginx && ps.ConnLevel() {
+	if ps.Kind == proxyspec.Nginx && ps.ConnLevel() {
 		if _, err := nginxStreamModule(); err != nil {
 			return err
 		}
@@ -496,9 +496,9 @@ func Check(spec, file, lbchaos string) error {
 }
 
 // parse parses spec and, for a file spec, reads and checks its file.
-func parse(spec, file string) (strategies.ProxySpec, *fileTemplate, error) {
-	ps, err := strategies.ParseProxy(spec)
-	if err != nil || ps.Algorithm != strategies.ProxyFile {
+func parse(spec, file string) (proxyspec.Spec, *fileTemplate, error) {
+	ps, err := proxyspec.Parse(spec)
+	if err != nil || ps.Algorithm != proxyspec.File {
 		return ps, nil, err
 	}
 	t, err := readTemplate(ps.Kind, file)
@@ -506,7 +506,7 @@ func parse(spec, file string) (strategies.ProxySpec, *fileTemplate, error) {
 }
 
 // Installed returns an error saying how to install proxy kind when it is
-// missing; lbchaos is the lbchaos binary, for strategies.ProxyLbchaos.
+// missing; lbchaos is the lbchaos binary, for proxyspec.Lbchaos.
 func Installed(kind, lbchaos string) error {
 	_, err := proxyBinary(kind, lbchaos)
 	return err
