@@ -16,13 +16,6 @@ import (
 // upstream-statuses", the upstreams every one tried (see logLine).
 func nginxConfig(cfg proxyConfig, accessLog string) string {
 	ps := cfg.spec
-	maxFails := proxyspec.Int(ps.Params, "max_fails", 1)
-	failTimeout := "10s"
-	if v, ok := ps.Params["fail_timeout"]; ok {
-		if d, err := time.ParseDuration(v); err == nil {
-			failTimeout = strconv.FormatInt(int64(d/time.Second), 10) + "s"
-		}
-	}
 	next := "error timeout"
 	if v, ok := ps.Params["next_upstream"]; ok {
 		next = strings.ReplaceAll(v, "|", " ")
@@ -67,7 +60,7 @@ http {
 	} else {
 		fmt.Fprintf(&b, "        %s\n", algo)
 		for _, u := range cfg.backends {
-			fmt.Fprintf(&b, "        server %s max_fails=%d fail_timeout=%s;\n", u.Host, maxFails, failTimeout)
+			fmt.Fprintf(&b, "        server %s %s;\n", u.Host, nginxServerHealth(ps))
 		}
 		b.WriteString("        keepalive 1024;\n")
 	}
@@ -92,6 +85,19 @@ http {
 	return b.String()
 }
 
+// nginxServerHealth is the passive health settings of an nginx spec's
+// servers, "max_fails=N fail_timeout=Ts", with nginx's defaults (1, 10s)
+// for those the spec does not give.
+func nginxServerHealth(ps proxyspec.Spec) string {
+	failTimeout := "10s"
+	if v, ok := ps.Params["fail_timeout"]; ok {
+		if d, err := time.ParseDuration(v); err == nil {
+			failTimeout = strconv.FormatInt(int64(d/time.Second), 10) + "s"
+		}
+	}
+	return fmt.Sprintf("max_fails=%d fail_timeout=%s", proxyspec.Int(ps.Params, "max_fails", 1), failTimeout)
+}
+
 // nginxDuration writes a Go duration in nginx's syntax (whole
 // milliseconds).
 func nginxDuration(s string) string {
@@ -108,21 +114,13 @@ func nginxDuration(s string) string {
 // request on stdout.
 func haproxyConfig(cfg proxyConfig) string {
 	ps := cfg.spec
-	balance := map[string]string{"roundrobin": "roundrobin", "leastconn": "leastconn"}[ps.Algorithm]
-	if ps.Algorithm == "random" {
-		balance = fmt.Sprintf("random(%d)", proxyspec.Int(ps.Params, "draws", 2))
-	}
 	long := strconv.FormatInt(OwnTimeout(cfg.timeout).Milliseconds(), 10) + "ms"
 	var server strings.Builder
 	observe, hasObserve := ps.Option("observe")
 	chk, hasCheck := ps.Option("check")
 	if hasObserve || hasCheck {
-		// observe needs check; HAProxy's defaults: inter 2s, fall 3, rise 2.
-		inter := "2s"
-		if v, ok := chk["inter"]; ok {
-			inter = nginxDuration(v)
-		}
-		fmt.Fprintf(&server, " check inter %s fall %d rise %d", inter, proxyspec.Int(chk, "fall", 3), proxyspec.Int(chk, "rise", 2))
+		// observe needs check.
+		server.WriteString(haproxyCheck(chk))
 	}
 	if hasObserve {
 		onError := "fail-check"
@@ -171,11 +169,30 @@ backend lbchaos_backends
 		b.WriteString(t.after)
 		return b.String()
 	}
-	fmt.Fprintf(&b, "    balance %s\n    option httpchk GET %s\n", balance, "/healthz")
+	fmt.Fprintf(&b, "    balance %s\n    option httpchk GET %s\n", haproxyBalance(ps), "/healthz")
 	for id, u := range cfg.backends {
 		fmt.Fprintf(&b, "    server i%d %s%s\n", id, u.Host, server.String())
 	}
 	return b.String()
+}
+
+// haproxyBalance is the balance algorithm of a haproxy spec.
+func haproxyBalance(ps proxyspec.Spec) string {
+	if ps.Algorithm == "random" {
+		return fmt.Sprintf("random(%d)", proxyspec.Int(ps.Params, "draws", 2))
+	}
+	return map[string]string{"roundrobin": "roundrobin", "leastconn": "leastconn"}[ps.Algorithm]
+}
+
+// haproxyCheck is the server options of +check's parameters chk (nil for
+// none), " check inter I fall F rise R", with HAProxy's defaults (inter
+// 2s, fall 3, rise 2) for those not given.
+func haproxyCheck(chk map[string]string) string {
+	inter := "2s"
+	if v, ok := chk["inter"]; ok {
+		inter = nginxDuration(v)
+	}
+	return fmt.Sprintf(" check inter %s fall %d rise %d", inter, proxyspec.Int(chk, "fall", 3), proxyspec.Int(chk, "rise", 2))
 }
 
 // generatedFor names what a configuration was generated for: the spec,
