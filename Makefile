@@ -66,6 +66,7 @@ FUZZTIME ?= 10s
 FUZZ     ?=
 FUZZ_TARGETS := \
 	./strategies/:FuzzParse \
+	./strategies/proxyspec/:FuzzParse \
 	./experiments/:FuzzParse \
 	./experiments/:FuzzTargets \
 	./faultyserver/:FuzzControlFault \

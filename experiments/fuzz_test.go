@@ -14,6 +14,7 @@ import (
 
 	"github.com/lbchaos/lbchaos/reports"
 	"github.com/lbchaos/lbchaos/strategies"
+	"github.com/lbchaos/lbchaos/strategies/proxyspec"
 )
 
 // fieldFirst matches what follows "SOURCE: " in a rejected file's error:
@@ -91,8 +92,8 @@ func FuzzParse(f *testing.F) {
 		for _, s := range e.Strategies {
 			var err error
 			switch {
-			case strategies.IsProxy(s):
-				_, err = strategies.ParseProxy(s)
+			case proxyspec.IsProxy(s):
+				_, err = proxyspec.Parse(s)
 			case strategies.IsGRPC(s):
 				_, err = strategies.ParseGRPC(s)
 			default:

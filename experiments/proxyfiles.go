@@ -7,7 +7,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/lbchaos/lbchaos/strategies"
+	"github.com/lbchaos/lbchaos/strategies/proxyspec"
 )
 
 // resolveProxyFiles returns known with, added, the absolute path of every
@@ -19,11 +19,11 @@ import (
 func resolveProxyFiles(specs []string, dir string, known map[string]string, field func(i int) string) (map[string]string, error) {
 	out := maps.Clone(known)
 	for i, s := range specs {
-		if _, ok := out[s]; ok || !strategies.IsProxy(s) {
+		if _, ok := out[s]; ok || !proxyspec.IsProxy(s) {
 			continue
 		}
-		ps, err := strategies.ParseProxy(s)
-		if err != nil || ps.Algorithm != strategies.ProxyFile {
+		ps, err := proxyspec.Parse(s)
+		if err != nil || ps.Algorithm != proxyspec.File {
 			continue
 		}
 		p := ps.Params["path"]
@@ -43,7 +43,7 @@ func resolveProxyFiles(specs []string, dir string, known map[string]string, fiel
 
 // checkProxyFile checks that the file of file strategy s exists and can
 // be read; what it holds is checked by the proxy's harness before the run.
-func (e *Experiment) checkProxyFile(field, s string, ps strategies.ProxySpec) error {
+func (e *Experiment) checkProxyFile(field, s string, ps proxyspec.Spec) error {
 	p, ok := e.ProxyFiles[s]
 	if !ok {
 		return fieldErr(field, "%s:file: path %q was not resolved (load the experiment with Parse, Load or Apply)", ps.Kind, ps.Params["path"])

@@ -14,6 +14,7 @@ import (
 	"github.com/lbchaos/lbchaos/faultyserver"
 	"github.com/lbchaos/lbchaos/reports"
 	"github.com/lbchaos/lbchaos/strategies"
+	"github.com/lbchaos/lbchaos/strategies/proxyspec"
 )
 
 // Validate checks every field's range and the cross-field rules, and fills
@@ -146,12 +147,12 @@ func (e *Experiment) Validate() error {
 	seen := map[string]int{}
 	for i, s := range e.Strategies {
 		name := fmt.Sprintf("strategies[%d]", i)
-		if strategies.IsProxy(s) {
-			ps, err := strategies.ParseProxy(s)
+		if proxyspec.IsProxy(s) {
+			ps, err := proxyspec.Parse(s)
 			if err != nil {
 				return fieldErr(name, "%v", err)
 			}
-			if ps.Algorithm == strategies.ProxyFile {
+			if ps.Algorithm == proxyspec.File {
 				if err := e.checkProxyFile(name, s, ps); err != nil {
 					return err
 				}

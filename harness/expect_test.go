@@ -14,6 +14,7 @@ import (
 	"github.com/lbchaos/lbchaos/harness/sim"
 	"github.com/lbchaos/lbchaos/reports"
 	"github.com/lbchaos/lbchaos/strategies"
+	"github.com/lbchaos/lbchaos/strategies/proxyspec"
 )
 
 // metricSample has a distinct value for every metric.
@@ -161,7 +162,7 @@ func TestShippedExpectationsHoldInSim(t *testing.T) {
 			for _, r := range results {
 				// A real proxy and grpc-go's balancers are left out of a
 				// simulation; nothing else is.
-				if r.Missing && !strategies.IsProxy(r.Strategy) && !strategies.IsGRPC(r.Strategy) {
+				if r.Missing && !proxyspec.IsProxy(r.Strategy) && !strategies.IsGRPC(r.Strategy) {
 					t.Errorf("%s %s: strategy missing from the run", r.Strategy, r.Metric)
 				}
 			}

@@ -24,6 +24,7 @@ import (
 	"github.com/lbchaos/lbchaos/harness/engine"
 	"github.com/lbchaos/lbchaos/reports"
 	"github.com/lbchaos/lbchaos/strategies"
+	"github.com/lbchaos/lbchaos/strategies/proxyspec"
 )
 
 // Version is the lbchaos version recorded in summaries.
@@ -216,7 +217,7 @@ func strategyOf(exp *experiments.Experiment, name string, m *engine.Measurement)
 	s.GeneratorBehind = float64(m.Sent) < 0.99*float64(m.Scheduled) || m.GeneratorBehind
 	s.Ejections = m.Ejections
 	// A proxy's or grpc-go's ejections happen where the harness cannot see.
-	observed := !strategies.IsProxy(name) && !strategies.IsGRPC(name)
+	observed := !proxyspec.IsProxy(name) && !strategies.IsGRPC(name)
 	s.EjectionsObserved = &observed
 	s.Events = m.Events
 	s.Partial = m.Interrupted

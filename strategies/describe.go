@@ -1,5 +1,7 @@
 package strategies
 
+import "github.com/lbchaos/lbchaos/strategies/proxyspec"
+
 // descriptions say in one line what each base strategy, wrapper and proxy
 // kind does, for a report's glossary. Every name Names and WrapperNames
 // return has one (describe_test.go); the doc comment of each strategy's
@@ -34,11 +36,11 @@ var descriptions = map[string]string{
 	"slowstart":   "Envoy's slow start: a host that joins gets a share of traffic that grows over a window",
 
 	// Proxies and grpc-go, named by their kind.
-	ProxyNginx:   "a real nginx in front of the instances (upstream module); its algorithm and proxy_next_upstream retries as the spec names them",
-	ProxyHAProxy: "a real HAProxy in front of the instances; its balance algorithm and observe/check options as the spec names them",
-	ProxyCaddy:   "a real Caddy reverse_proxy in front of the instances; its lb_policy as the spec names it",
-	ProxyLbchaos: "`lbchaos proxy` serving a built-in strategy as a separate hop",
-	"grpc":       "grpc-go's own client-side balancer (its load-balancing policy) over gRPC connections",
+	proxyspec.Nginx:   "a real nginx in front of the instances (upstream module); its algorithm and proxy_next_upstream retries as the spec names them",
+	proxyspec.HAProxy: "a real HAProxy in front of the instances; its balance algorithm and observe/check options as the spec names them",
+	proxyspec.Caddy:   "a real Caddy reverse_proxy in front of the instances; its lb_policy as the spec names it",
+	proxyspec.Lbchaos: "`lbchaos proxy` serving a built-in strategy as a separate hop",
+	"grpc":            "grpc-go's own client-side balancer (its load-balancing policy) over gRPC connections",
 }
 
 // Describe says in one line what name does: a base strategy, a wrapper, a
@@ -54,13 +56,13 @@ func Terms(spec string) []string {
 	switch {
 	case IsGRPC(spec):
 		return []string{"grpc"}
-	case IsProxy(spec):
-		ps, err := ParseProxy(spec)
+	case proxyspec.IsProxy(spec):
+		ps, err := proxyspec.Parse(spec)
 		if err != nil {
 			return nil
 		}
 		out := []string{ps.Kind}
-		if ps.Kind == ProxyLbchaos {
+		if ps.Kind == proxyspec.Lbchaos {
 			out = append(out, Terms(ps.Algorithm)...)
 		}
 		return out

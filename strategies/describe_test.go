@@ -3,12 +3,14 @@ package strategies
 import (
 	"slices"
 	"testing"
+
+	"github.com/lbchaos/lbchaos/strategies/proxyspec"
 )
 
 // Every strategy, wrapper and proxy kind a spec can name has a line in
 // the glossary, so none can be added without one.
 func TestDescribeCoversTheCatalogue(t *testing.T) {
-	names := append(append(Names(), WrapperNames()...), proxyKinds...)
+	names := append(append(Names(), WrapperNames()...), proxyspec.Kinds()...)
 	names = append(names, "grpc")
 	for _, n := range names {
 		if Describe(n) == "" {

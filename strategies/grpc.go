@@ -3,10 +3,14 @@ package strategies
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/lbchaos/lbchaos/strategies/proxyspec"
 )
 
 // A gRPC strategy is one of grpc-go's own load-balancing policies, run
@@ -82,33 +86,33 @@ func ParseGRPC(spec string) (GRPCSpec, error) {
 	if !ok {
 		return GRPCSpec{}, fmt.Errorf("malformed gRPC spec %q: want grpc:POLICY (one of %s)", spec, strings.Join(GRPCPolicies(), ", "))
 	}
-	segs, err := splitSpec(rest)
+	segs, err := proxyspec.Split(rest)
 	if err != nil {
 		return GRPCSpec{}, fmt.Errorf("%s: %w", spec, err)
 	}
 	policy := segs[0]
-	params, known := grpcPolicies[policy.name]
+	params, known := grpcPolicies[policy.Name]
 	if !known {
-		return GRPCSpec{}, fmt.Errorf("%s: unknown grpc-go policy %q (known: %s)", spec, policy.name, strings.Join(GRPCPolicies(), ", "))
+		return GRPCSpec{}, fmt.Errorf("%s: unknown grpc-go policy %q (known: %s)", spec, policy.Name, strings.Join(GRPCPolicies(), ", "))
 	}
 	if len(segs) > 1 {
-		return GRPCSpec{}, fmt.Errorf("%s: a grpc-go policy takes no wrappers (%q); its settings go in parentheses", spec, "+"+segs[1].name)
+		return GRPCSpec{}, fmt.Errorf("%s: a grpc-go policy takes no wrappers (%q); its settings go in parentheses", spec, "+"+segs[1].Name)
 	}
-	if err := checkKeys(policy, sortedKeys(params)); err != nil {
+	if err := policy.CheckKeys(sortedKeys(params)); err != nil {
 		return GRPCSpec{}, fmt.Errorf("%s: %w", spec, err)
 	}
-	for _, k := range sortedKeys(policy.params) {
-		if _, err := params[k].value(policy.params[k]); err != nil {
+	for _, k := range sortedKeys(policy.Params) {
+		if _, err := params[k].value(policy.Params[k]); err != nil {
 			return GRPCSpec{}, fmt.Errorf("%s: %s: %w", spec, k, err)
 		}
 	}
-	if policy.name == GRPCRingHash {
-		lo, hi := grpcUint(policy.params, "min_ring_size", 1024), grpcUint(policy.params, "max_ring_size", 4096)
+	if policy.Name == GRPCRingHash {
+		lo, hi := grpcUint(policy.Params, "min_ring_size", 1024), grpcUint(policy.Params, "max_ring_size", 4096)
 		if lo > hi {
 			return GRPCSpec{}, fmt.Errorf("%s: min_ring_size (%d) is greater than max_ring_size (%d)", spec, lo, hi)
 		}
 	}
-	return GRPCSpec{Policy: policy.name, Params: policy.params}, nil
+	return GRPCSpec{Policy: policy.Name, Params: policy.Params}, nil
 }
 
 // value checks v and returns its JSON value.
@@ -142,6 +146,8 @@ func (p grpcParam) value(v string) (any, error) {
 	}
 }
 
+func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }
+
 func grpcUint(params map[string]string, key string, def uint64) uint64 {
 	if n, err := strconv.ParseUint(params[key], 10, 64); err == nil {
 		return n
@@ -153,7 +159,7 @@ func grpcUint(params map[string]string, key string, def uint64) uint64 {
 func (s GRPCSpec) String() string {
 	var b strings.Builder
 	b.WriteString(GRPCPrefix)
-	writeSegment(&b, s.Policy, s.Params)
+	b.WriteString(proxyspec.Segment{Name: s.Policy, Params: s.Params}.String())
 	return b.String()
 }
 

@@ -9,11 +9,11 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/lbchaos/lbchaos/strategies/proxyspec"
 )
 
-// Spec is a parsed strategy spec.
-//
-// The grammar is
+// Spec is a parsed strategy spec. Its grammar, that of proxyspec.Split, is
 //
 //	spec    = base { "+" wrapper }
 //	base    = name [ params ]
@@ -39,29 +39,12 @@ type WrapperSpec struct {
 // key. Parsing it gives an equal Spec.
 func (s Spec) String() string {
 	var b strings.Builder
-	writeSegment(&b, s.Base, s.BaseParams)
+	b.WriteString(proxyspec.Segment{Name: s.Base, Params: s.BaseParams}.String())
 	for _, w := range s.Wrappers {
 		b.WriteByte('+')
-		writeSegment(&b, w.Name, w.Params)
+		b.WriteString(proxyspec.Segment(w).String())
 	}
 	return b.String()
-}
-
-func writeSegment(b *strings.Builder, name string, params map[string]string) {
-	b.WriteString(name)
-	if len(params) == 0 {
-		return
-	}
-	b.WriteByte('(')
-	for i, k := range slices.Sorted(maps.Keys(params)) {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		b.WriteString(k)
-		b.WriteByte('=')
-		b.WriteString(params[k])
-	}
-	b.WriteByte(')')
 }
 
 // A base strategy or wrapper registered by name. configure validates the
@@ -105,6 +88,14 @@ func Names() []string { return slices.Sorted(maps.Keys(bases)) }
 // WrapperNames returns the registered wrappers, sorted.
 func WrapperNames() []string { return slices.Sorted(maps.Keys(wrappers)) }
 
+// Parse is what validates the strategy of an lbchaos:STRATEGY proxy spec.
+func init() {
+	proxyspec.RegisterBuiltin(func(spec string) (string, error) {
+		s, err := Parse(spec)
+		return s.String(), err
+	})
+}
+
 // Parse validates spec without building it. The error names the strategy,
 // wrapper or parameter at fault and why.
 func Parse(spec string) (Spec, error) {
@@ -123,171 +114,58 @@ type compiled struct {
 }
 
 func compile(spec string) (compiled, error) {
-	segs, err := splitSpec(spec)
+	segs, err := proxyspec.Split(spec)
 	if err != nil {
 		return compiled{}, err
 	}
 	var c compiled
 
 	base := segs[0]
-	entry, ok := bases[base.name]
+	entry, ok := bases[base.Name]
 	if !ok {
-		msg := fmt.Sprintf("unknown strategy %q (known: %s)", base.name, strings.Join(Names(), ", "))
-		if _, isWrapper := wrappers[base.name]; isWrapper {
-			msg += fmt.Sprintf("; %q is a wrapper, write it after a strategy as \"+%s\"", base.name, base.name)
+		msg := fmt.Sprintf("unknown strategy %q (known: %s)", base.Name, strings.Join(Names(), ", "))
+		if _, isWrapper := wrappers[base.Name]; isWrapper {
+			msg += fmt.Sprintf("; %q is a wrapper, write it after a strategy as \"+%s\"", base.Name, base.Name)
 		}
 		return compiled{}, errors.New(msg)
 	}
-	if err := checkKeys(base, entry.params); err != nil {
+	if err := base.CheckKeys(entry.params); err != nil {
 		return compiled{}, err
 	}
-	if c.base, err = entry.configure(base.params); err != nil {
-		return compiled{}, fmt.Errorf("%s: %w", base.name, err)
+	if c.base, err = entry.configure(base.Params); err != nil {
+		return compiled{}, fmt.Errorf("%s: %w", base.Name, err)
 	}
-	c.spec = Spec{Base: base.name, BaseParams: base.params}
+	c.spec = Spec{Base: base.Name, BaseParams: base.Params}
 
 	seen := map[string]bool{}
 	for _, w := range segs[1:] {
-		entry, ok := wrappers[w.name]
+		entry, ok := wrappers[w.Name]
 		if !ok {
-			return compiled{}, fmt.Errorf("unknown wrapper %q (known: %s)", w.name, strings.Join(WrapperNames(), ", "))
+			return compiled{}, fmt.Errorf("unknown wrapper %q (known: %s)", w.Name, strings.Join(WrapperNames(), ", "))
 		}
-		if seen[w.name] {
-			return compiled{}, fmt.Errorf("wrapper %q given twice", w.name)
+		if seen[w.Name] {
+			return compiled{}, fmt.Errorf("wrapper %q given twice", w.Name)
 		}
-		seen[w.name] = true
-		if err := checkKeys(w, entry.params); err != nil {
+		seen[w.Name] = true
+		if err := w.CheckKeys(entry.params); err != nil {
 			return compiled{}, err
 		}
-		build, err := entry.configure(w.params)
+		build, err := entry.configure(w.Params)
 		if err != nil {
-			return compiled{}, fmt.Errorf("%s: %w", w.name, err)
+			return compiled{}, fmt.Errorf("%s: %w", w.Name, err)
 		}
 		c.wrappers = append(c.wrappers, build)
-		c.spec.Wrappers = append(c.spec.Wrappers, WrapperSpec{Name: w.name, Params: w.params})
+		c.spec.Wrappers = append(c.spec.Wrappers, WrapperSpec{Name: w.Name, Params: w.Params})
 	}
 	return c, nil
-}
-
-func checkKeys(seg segment, allowed []string) error {
-	for _, k := range slices.Sorted(maps.Keys(seg.params)) {
-		if slices.Contains(allowed, k) {
-			continue
-		}
-		if len(allowed) == 0 {
-			return fmt.Errorf("%s: unknown parameter %q (%s takes no parameters)", seg.name, k, seg.name)
-		}
-		return fmt.Errorf("%s: unknown parameter %q (allowed: %s)", seg.name, k, strings.Join(allowed, ", "))
-	}
-	return nil
-}
-
-// segment is one "name(params)" of a spec.
-type segment struct {
-	name   string
-	params map[string]string
-}
-
-// splitSpec checks the syntax of spec and splits it into segments; only
-// duplicate keys are reported with the segment's name, every other error as
-// a malformed spec.
-func splitSpec(spec string) ([]segment, error) {
-	malformed := func(format string, args ...any) error {
-		return fmt.Errorf("malformed spec %q: %s", spec, fmt.Sprintf(format, args...))
-	}
-	if strings.TrimSpace(spec) == "" {
-		return nil, malformed("empty")
-	}
-	var segs []segment
-	s := spec
-	for {
-		s = strings.TrimLeft(s, " \t")
-		n := strings.IndexFunc(s, func(r rune) bool { return !isNameRune(r) })
-		if n < 0 {
-			n = len(s)
-		}
-		name := s[:n]
-		s = strings.TrimLeft(s[n:], " \t")
-		if name == "" {
-			if len(segs) == 0 {
-				if s != "" {
-					return nil, malformed("want a strategy name, got %q", s[:1])
-				}
-				return nil, malformed("missing strategy name")
-			}
-			return nil, malformed("missing wrapper name after \"+\"")
-		}
-		seg := segment{name: name}
-		if strings.HasPrefix(s, "(") {
-			end := strings.IndexAny(s[1:], "()")
-			if end < 0 {
-				return nil, malformed("unclosed \"(\" after %q", name)
-			}
-			end++
-			if s[end] == '(' {
-				return nil, malformed("nested \"(\" in parameters of %q", name)
-			}
-			params, err := splitParams(name, s[1:end])
-			if err != nil {
-				if errors.Is(err, errDuplicate) {
-					return nil, err
-				}
-				return nil, malformed("%v", err)
-			}
-			seg.params = params
-			s = strings.TrimLeft(s[end+1:], " \t")
-		}
-		segs = append(segs, seg)
-		switch {
-		case s == "":
-			return segs, nil
-		case s[0] == '+':
-			s = s[1:]
-		default:
-			return nil, malformed("unexpected %q after %q", s[:1], name)
-		}
-	}
-}
-
-func isNameRune(r rune) bool {
-	return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.'
-}
-
-var errDuplicate = errors.New("duplicate parameter")
-
-// splitParams parses the text between the parentheses of segment name.
-func splitParams(name, text string) (map[string]string, error) {
-	if strings.TrimSpace(text) == "" {
-		return nil, nil
-	}
-	params := map[string]string{}
-	for item := range strings.SplitSeq(text, ",") {
-		k, v, ok := strings.Cut(item, "=")
-		k, v = strings.TrimSpace(k), strings.TrimSpace(v)
-		if !ok || k == "" || v == "" || strings.ContainsAny(v, "=") || strings.IndexFunc(k, func(r rune) bool { return !isNameRune(r) }) >= 0 {
-			return nil, fmt.Errorf("parameter %q of %q: want key=value", strings.TrimSpace(item), name)
-		}
-		if _, dup := params[k]; dup {
-			return nil, fmt.Errorf("%s: %w %q", name, errDuplicate, k)
-		}
-		params[k] = v
-	}
-	return params, nil
 }
 
 // Parameter readers for configure functions. Each returns def when key is
 // absent; errors name the key and say what was wanted.
 
+// intParam reads an integer >= least; proxy specs read theirs the same way.
 func intParam(params map[string]string, key string, def, least int) (int, error) {
-	v, ok := params[key]
-	if !ok {
-		return def, nil
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < least {
-		return 0, fmt.Errorf("%s: want an integer >= %d, got %q", key, least, v)
-	}
-	return n, nil
+	return proxyspec.IntParam(params, key, def, least)
 }
 
 func durationParam(params map[string]string, key string, def time.Duration) (time.Duration, error) {

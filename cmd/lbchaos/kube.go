@@ -18,7 +18,7 @@ import (
 	"github.com/lbchaos/lbchaos/harness/engine"
 	"github.com/lbchaos/lbchaos/harness/kube"
 	"github.com/lbchaos/lbchaos/harness/kube/localcluster"
-	"github.com/lbchaos/lbchaos/strategies"
+	"github.com/lbchaos/lbchaos/strategies/proxyspec"
 )
 
 // kubeFlags are the flags of --backends kube.
@@ -128,7 +128,7 @@ func (k kubeFlags) launcher(p *kube.Provider, exp *experiments.Experiment) (engi
 	}
 	if p.Network() != kube.NetworkHost {
 		for _, name := range exp.Strategies {
-			if strategies.IsProxy(name) {
+			if proxyspec.IsProxy(name) {
 				return nil, fmt.Errorf("--generators %d with strategy %s: its proxy runs on this machine, which generator pods on pod IPs cannot reach; use --kube-network host, or --kube-generators=false", exp.Generators, name)
 			}
 		}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/lbchaos/lbchaos/strategies"
+	"github.com/lbchaos/lbchaos/strategies/proxyspec"
 )
 
 // LoadPolling says whether the balancers of one strategy (those of one
@@ -28,7 +29,7 @@ func LoadPolling(lbs []*strategies.Balancer) (interval time.Duration, board *str
 // ReadsLoads reports whether strategy name reads a shared load signal, and
 // its interval; false for a spec that does not build (Check reports those).
 func ReadsLoads(name string) (time.Duration, bool) {
-	if strategies.IsProxy(name) {
+	if proxyspec.IsProxy(name) {
 		return 0, false
 	}
 	lb, err := strategies.New(name, strategies.Env{N: 1, Rand: rand.New(rand.NewPCG(0, 0)), Loads: strategies.NewLoadBoard()})

@@ -9,7 +9,7 @@ import (
 	"github.com/lbchaos/lbchaos/harness/internal/runtest"
 	"github.com/lbchaos/lbchaos/harness/proxies"
 	"github.com/lbchaos/lbchaos/reports"
-	"github.com/lbchaos/lbchaos/strategies"
+	"github.com/lbchaos/lbchaos/strategies/proxyspec"
 )
 
 // A real nginx in front of four real instances, one failing fast with
@@ -22,7 +22,7 @@ func TestNginxRetriesCountAsAttempts(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real load through a real nginx")
 	}
-	runtest.Need(t, proxies.Installed(strategies.ProxyNginx, "unused"))
+	runtest.Need(t, proxies.Installed(proxyspec.Nginx, "unused"))
 	const retrying = "nginx:round_robin(max_fails=0,next_upstream=error|timeout|http_503)"
 	exp := runtest.MustExperiment(t, "nginx-retries", `
 seed: 3

@@ -13,7 +13,7 @@ import (
 	"github.com/lbchaos/lbchaos/harness/internal/runtest"
 	"github.com/lbchaos/lbchaos/harness/proxies"
 	"github.com/lbchaos/lbchaos/reports"
-	"github.com/lbchaos/lbchaos/strategies"
+	"github.com/lbchaos/lbchaos/strategies/proxyspec"
 )
 
 // BenchmarkProxyOverhead puts the same in-process backends behind lbchaos
@@ -34,8 +34,8 @@ import (
 // length of the latency part (default 10s). The lbchaos line's
 // p50-ratio-vs-nginx is its added p50 over nginx's.
 func BenchmarkProxyOverhead(b *testing.B) {
-	runtest.Need(b, proxies.Installed(strategies.ProxyNginx, "unused"))
-	runtest.Need(b, proxies.Installed(strategies.ProxyHAProxy, "unused"))
+	runtest.Need(b, proxies.Installed(proxyspec.Nginx, "unused"))
+	runtest.Need(b, proxies.Installed(proxyspec.HAProxy, "unused"))
 	bin := runtest.Binary(b)
 	base, d := benchBaseline(b)
 	opts := Options{LbchaosBinary: bin}

@@ -18,6 +18,7 @@ import (
 	"github.com/lbchaos/lbchaos/harness/proxies"
 	"github.com/lbchaos/lbchaos/harness/transport"
 	"github.com/lbchaos/lbchaos/strategies"
+	"github.com/lbchaos/lbchaos/strategies/proxyspec"
 )
 
 // Options configure the real engine. The zero value runs in-process
@@ -129,10 +130,10 @@ func (e *Engine) Check(exp *experiments.Experiment) ([]string, error) {
 // (nginx:file, haproxy:file) is a section lbchaos can complete.
 func checkProxies(exp *experiments.Experiment, lbchaos string) error {
 	for i, name := range exp.Strategies {
-		if !strategies.IsProxy(name) {
+		if !proxyspec.IsProxy(name) {
 			continue
 		}
-		ps, err := strategies.ParseProxy(name)
+		ps, err := proxyspec.Parse(name)
 		if err != nil {
 			return fmt.Errorf("strategies[%d]: %w", i, err)
 		}
@@ -208,7 +209,7 @@ func (e *Engine) prepare(ctx context.Context, a *attack, targets []*url.URL, con
 	exp, name := a.job.Exp, a.job.Name()
 	a.events = engine.NewEventLog(time.Now())
 	overGRPC := exp.Protocol == experiments.ProtocolGRPC
-	a.proxied = !overGRPC && strategies.IsProxy(name)
+	a.proxied = !overGRPC && proxyspec.IsProxy(name)
 	if !a.proxied && !(overGRPC && strategies.IsGRPC(name)) {
 		if a.lbs, err = engine.NewBalancers(exp, name, strategies.SystemClock{}, a.events); err != nil {
 			return err

@@ -14,6 +14,7 @@ import (
 	"github.com/lbchaos/lbchaos/harness/proxies"
 	"github.com/lbchaos/lbchaos/harness/transport"
 	"github.com/lbchaos/lbchaos/strategies"
+	"github.com/lbchaos/lbchaos/strategies/proxyspec"
 )
 
 // GenerateSpec is one load generator's part of a distributed run
@@ -58,7 +59,7 @@ func Generate(ctx context.Context, spec GenerateSpec, out, log io.Writer) error 
 		return fmt.Errorf("generator %d: not one of the experiment's %d (0 to %d)", gen, gens, gens-1)
 	case len(spec.Targets) != n:
 		return fmt.Errorf("%d targets for %d instances", len(spec.Targets), n)
-	case strategies.IsProxy(name) != (spec.Proxy != nil):
+	case proxyspec.IsProxy(name) != (spec.Proxy != nil):
 		return fmt.Errorf("strategy %s: a proxy strategy needs the proxy's URL, and only a proxy strategy takes one", name)
 	}
 	conns := spec.MaxConnsPerInstance

@@ -25,6 +25,7 @@ import (
 	"github.com/lbchaos/lbchaos/faultyserver"
 	"github.com/lbchaos/lbchaos/harness/transport"
 	"github.com/lbchaos/lbchaos/strategies"
+	"github.com/lbchaos/lbchaos/strategies/proxyspec"
 )
 
 // The gRPC load (protocol: grpc): every request is the unary call
@@ -319,7 +320,7 @@ func checkGRPC(exp *experiments.Experiment) error {
 		case strategies.IsGRPC(name) && exp.Protocol != experiments.ProtocolGRPC:
 			return fmt.Errorf("strategy %s: a grpc-go balancer needs protocol: %s (the experiment's protocol is %s)", name, experiments.ProtocolGRPC, exp.Protocol)
 		case exp.Protocol != experiments.ProtocolGRPC:
-		case strategies.IsProxy(name):
+		case proxyspec.IsProxy(name):
 			return fmt.Errorf("strategy %s: protocol %s: the proxies are configured for HTTP/1.1; run proxies with protocol %s", name, exp.Protocol, experiments.ProtocolHTTP1)
 		case exp.Generators > 1:
 			return fmt.Errorf("protocol %s: the load runs in one process; generators (%d) are not supported with it", exp.Protocol, exp.Generators)

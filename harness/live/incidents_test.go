@@ -13,7 +13,7 @@ import (
 	"github.com/lbchaos/lbchaos/harness/internal/runtest"
 	"github.com/lbchaos/lbchaos/harness/proxies"
 	"github.com/lbchaos/lbchaos/reports"
-	"github.com/lbchaos/lbchaos/strategies"
+	"github.com/lbchaos/lbchaos/strategies/proxyspec"
 )
 
 // childProxy returns the pid of a proxy under test that is a child of
@@ -52,7 +52,7 @@ func TestProxyExitIsAnEvent(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real load through a real proxy")
 	}
-	runtest.Need(t, proxies.Installed(strategies.ProxyNginx, "unused"))
+	runtest.Need(t, proxies.Installed(proxyspec.Nginx, "unused"))
 	exp := runtest.MustExperiment(t, "proxy-exit", `
 duration: 3s
 rate: 300

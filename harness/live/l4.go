@@ -7,7 +7,7 @@ import (
 	"github.com/lbchaos/lbchaos/harness/engine"
 	"github.com/lbchaos/lbchaos/harness/proxies"
 	"github.com/lbchaos/lbchaos/harness/transport"
-	"github.com/lbchaos/lbchaos/strategies"
+	"github.com/lbchaos/lbchaos/strategies/proxyspec"
 )
 
 // checkProxyClient rejects a proxy strategy whose client the experiment
@@ -16,11 +16,11 @@ import (
 // written for nginx, HAProxy and caddy at L7 take HTTP/1.1, and a
 // connection-level proxy's requests are attributed by the client's
 // connections, which only a single generator sees.
-func checkProxyClient(exp *experiments.Experiment, name string, ps strategies.ProxySpec) error {
+func checkProxyClient(exp *experiments.Experiment, name string, ps proxyspec.Spec) error {
 	switch exp.Protocol {
 	case "", experiments.ProtocolHTTP1:
 	case experiments.ProtocolH2C:
-		if !ps.ConnLevel() && ps.Kind != strategies.ProxyLbchaos {
+		if !ps.ConnLevel() && ps.Kind != proxyspec.Lbchaos {
 			return fmt.Errorf("strategy %s: protocol h2c: the configuration lbchaos writes for %s takes HTTP/1.1 from its clients; use protocol http1, a connection-level proxy (+tcp, +stream, which forward HTTP/2 as bytes) or an lbchaos: proxy", name, ps.Kind)
 		}
 	default:

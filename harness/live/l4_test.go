@@ -13,7 +13,7 @@ import (
 	"github.com/lbchaos/lbchaos/harness"
 	"github.com/lbchaos/lbchaos/harness/internal/runtest"
 	"github.com/lbchaos/lbchaos/harness/proxies"
-	"github.com/lbchaos/lbchaos/strategies"
+	"github.com/lbchaos/lbchaos/strategies/proxyspec"
 )
 
 // TestL4AndCaddyTimeoutsAreAttributed: a request the client gave up on
@@ -24,9 +24,9 @@ func TestL4AndCaddyTimeoutsAreAttributed(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real load through real proxies")
 	}
-	runtest.Need(t, proxies.Installed(strategies.ProxyNginx, "unused"))
-	runtest.Need(t, proxies.Installed(strategies.ProxyHAProxy, "unused"))
-	runtest.Need(t, proxies.Installed(strategies.ProxyCaddy, "unused"))
+	runtest.Need(t, proxies.Installed(proxyspec.Nginx, "unused"))
+	runtest.Need(t, proxies.Installed(proxyspec.HAProxy, "unused"))
+	runtest.Need(t, proxies.Installed(proxyspec.Caddy, "unused"))
 	runtest.Need(t, proxies.Check("nginx:round_robin+stream", "", "unused"))
 	exp := runtest.MustExperiment(t, "l4-hang", `
 duration: 1s
@@ -115,8 +115,8 @@ func TestL4PinsH2CConnections(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real load through real proxies")
 	}
-	runtest.Need(t, proxies.Installed(strategies.ProxyNginx, "unused"))
-	runtest.Need(t, proxies.Installed(strategies.ProxyHAProxy, "unused"))
+	runtest.Need(t, proxies.Installed(proxyspec.Nginx, "unused"))
+	runtest.Need(t, proxies.Installed(proxyspec.HAProxy, "unused"))
 	runtest.Need(t, proxies.Check("nginx:round_robin+stream", "", "unused"))
 	exp := runtest.MustExperiment(t, "l4-h2c", `
 duration: 1s
@@ -165,8 +165,8 @@ func TestInterruptedL4AndCaddyRunLeavesNothing(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real load through real proxies")
 	}
-	runtest.Need(t, proxies.Installed(strategies.ProxyHAProxy, "unused"))
-	runtest.Need(t, proxies.Installed(strategies.ProxyCaddy, "unused"))
+	runtest.Need(t, proxies.Installed(proxyspec.HAProxy, "unused"))
+	runtest.Need(t, proxies.Installed(proxyspec.Caddy, "unused"))
 	runtest.Need(t, proxies.Check("nginx:round_robin+stream", "", "unused"))
 	for _, name := range []string{"haproxy:leastconn+tcp", "nginx:least_conn+stream", "caddy:least_conn"} {
 		t.Run(name, func(t *testing.T) {

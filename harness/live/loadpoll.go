@@ -12,6 +12,7 @@ import (
 	"github.com/lbchaos/lbchaos/harness/engine"
 	"github.com/lbchaos/lbchaos/harness/fleet"
 	"github.com/lbchaos/lbchaos/strategies"
+	"github.com/lbchaos/lbchaos/strategies/proxyspec"
 )
 
 // checkLoadPolling rejects strategies that read a shared load signal
@@ -20,10 +21,10 @@ import (
 // neither has lbchaos proxy.
 func checkLoadPolling(exp *experiments.Experiment) error {
 	for i, name := range exp.Strategies {
-		if !strategies.IsProxy(name) {
+		if !proxyspec.IsProxy(name) {
 			continue
 		}
-		if ps, err := strategies.ParseProxy(name); err == nil && ps.Kind == strategies.ProxyLbchaos {
+		if ps, err := proxyspec.Parse(name); err == nil && ps.Kind == proxyspec.Lbchaos {
 			if _, ok := engine.ReadsLoads(ps.Algorithm); ok {
 				return fmt.Errorf("strategies[%d] %s: report_interval needs the engine's load poller, which lbchaos proxy does not run; use the strategy without the proxy", i, name)
 			}

@@ -16,6 +16,7 @@ import (
 	"github.com/lbchaos/lbchaos/faultyserver"
 	"github.com/lbchaos/lbchaos/harness/internal/runtest"
 	"github.com/lbchaos/lbchaos/strategies"
+	"github.com/lbchaos/lbchaos/strategies/proxyspec"
 )
 
 // loadBackends starts in-process instances with one worker and a 10 s
@@ -148,7 +149,7 @@ func TestCheckLoadPolling(t *testing.T) {
 			want := map[bool]string{
 				false: `strategies[1] server-load(report_interval=1s): report_interval polls the instances' control API from the load generator, which a spread run's generators (generators: 2) do not reach; use generators: 1`,
 				true:  `strategies[1] lbchaos:server-load(report_interval=1s): report_interval needs the engine's load poller, which lbchaos proxy does not run; use the strategy without the proxy`,
-			}[strategies.IsProxy(tt.strategy)]
+			}[proxyspec.IsProxy(tt.strategy)]
 			if err != nil && err.Error() != want {
 				t.Errorf("error %q, want %q", err, want)
 			}

@@ -15,15 +15,15 @@ import (
 	"github.com/lbchaos/lbchaos/harness/internal/runtest"
 	"github.com/lbchaos/lbchaos/harness/proxies"
 	"github.com/lbchaos/lbchaos/reports"
-	"github.com/lbchaos/lbchaos/strategies"
+	"github.com/lbchaos/lbchaos/strategies/proxyspec"
 )
 
 func TestProxyStrategiesFastFail(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real load through real proxies")
 	}
-	runtest.Need(t, proxies.Installed(strategies.ProxyNginx, "unused"))
-	runtest.Need(t, proxies.Installed(strategies.ProxyHAProxy, "unused"))
+	runtest.Need(t, proxies.Installed(proxyspec.Nginx, "unused"))
+	runtest.Need(t, proxies.Installed(proxyspec.HAProxy, "unused"))
 	exp := runtest.MustExperiment(t, "proxy-fast-fail", `
 seed: 2
 duration: 2s
@@ -79,7 +79,7 @@ func TestProxyFileReproducesBuiltIn(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real load through real proxies")
 	}
-	runtest.Need(t, proxies.Installed(strategies.ProxyNginx, "unused"))
+	runtest.Need(t, proxies.Installed(proxyspec.Nginx, "unused"))
 	file := filepath.Join(t.TempDir(), "upstream.conf")
 	if err := os.WriteFile(file, []byte("# our production upstream\nleast_conn;\n{{servers}}\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -135,8 +135,8 @@ func TestProxyTimeoutsAreAttributed(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real load through real proxies")
 	}
-	runtest.Need(t, proxies.Installed(strategies.ProxyNginx, "unused"))
-	runtest.Need(t, proxies.Installed(strategies.ProxyHAProxy, "unused"))
+	runtest.Need(t, proxies.Installed(proxyspec.Nginx, "unused"))
+	runtest.Need(t, proxies.Installed(proxyspec.HAProxy, "unused"))
 	exp := runtest.MustExperiment(t, "proxy-hang", `
 duration: 1s
 rate: 100
@@ -203,8 +203,8 @@ func TestInterruptedProxyRunLeavesNothing(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real load through real proxies")
 	}
-	runtest.Need(t, proxies.Installed(strategies.ProxyNginx, "unused"))
-	runtest.Need(t, proxies.Installed(strategies.ProxyHAProxy, "unused"))
+	runtest.Need(t, proxies.Installed(proxyspec.Nginx, "unused"))
+	runtest.Need(t, proxies.Installed(proxyspec.HAProxy, "unused"))
 	for _, name := range []string{"nginx:least_conn", "haproxy:leastconn", "lbchaos:p2c"} {
 		t.Run(name, func(t *testing.T) {
 			exp := runtest.MustExperiment(t, "proxy-interrupt", `

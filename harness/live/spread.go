@@ -22,7 +22,7 @@ import (
 	"github.com/lbchaos/lbchaos/faultyserver"
 	"github.com/lbchaos/lbchaos/harness/engine"
 	"github.com/lbchaos/lbchaos/harness/proxies"
-	"github.com/lbchaos/lbchaos/strategies"
+	"github.com/lbchaos/lbchaos/strategies/proxyspec"
 )
 
 // DefaultGeneratorLead is how long after launching its generators a
@@ -67,7 +67,7 @@ func (e *Engine) measureSpread(ctx context.Context, a *attack, targets []*url.UR
 		return nil, err
 	}
 	// A proxy strategy: one proxy, which every generator sends to.
-	if strategies.IsProxy(name) {
+	if proxyspec.IsProxy(name) {
 		if a.proxy, err = proxies.Start(ctx, name, exp.ProxyFiles[name], targets, exp.Timeout, opts.LbchaosBinary, exp.Seed); err != nil {
 			return nil, err
 		}

@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/lbchaos/lbchaos/strategies"
+	"github.com/lbchaos/lbchaos/strategies/proxyspec"
 )
 
 // logLine is one line of a request-level access log:
@@ -68,7 +68,7 @@ func (p *proxyProcess) readLog(fn func(logLine)) error {
 // (proxy_next_upstream retries included). HAProxy's log names only the
 // last server, Caddy's only the upstream that answered.
 func (x *Proxy) AttemptsLogged() bool {
-	return x.p.cfg.spec.Kind == strategies.ProxyNginx && !x.p.cfg.spec.ConnLevel()
+	return x.p.cfg.spec.Kind == proxyspec.Nginx && !x.p.cfg.spec.ConnLevel()
 }
 
 // Attempts reads the access log of a stopped proxy (see AttemptsLogged):

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/lbchaos/lbchaos/harness/internal/runtest"
-	"github.com/lbchaos/lbchaos/strategies"
+	"github.com/lbchaos/lbchaos/strategies/proxyspec"
 )
 
 // BenchmarkProxyHop measures the latency each proxy adds to one request at
@@ -28,8 +28,8 @@ import (
 // LBCHAOS_BENCH_BINS, a comma-separated list, measures several builds of
 // it side by side (named lbchaos, lbchaos2, ...).
 func BenchmarkProxyHop(b *testing.B) {
-	runtest.Need(b, Installed(strategies.ProxyNginx, "unused"))
-	runtest.Need(b, Installed(strategies.ProxyHAProxy, "unused"))
+	runtest.Need(b, Installed(proxyspec.Nginx, "unused"))
+	runtest.Need(b, Installed(proxyspec.HAProxy, "unused"))
 	bins := []string{runtest.Binary(b)}
 	if v := os.Getenv("LBCHAOS_BENCH_BINS"); v != "" {
 		bins = strings.Split(v, ",")

@@ -9,7 +9,7 @@ import (
 	"strconv"
 
 	"github.com/lbchaos/lbchaos/harness/transport"
-	"github.com/lbchaos/lbchaos/strategies"
+	"github.com/lbchaos/lbchaos/strategies/proxyspec"
 )
 
 // caddyConfig is Caddy's JSON configuration for cfg: no admin endpoint, no
@@ -25,7 +25,7 @@ func caddyConfig(cfg proxyConfig, upstreamLog string) ([]byte, error) {
 	policy := map[string]any{"policy": ps.Algorithm}
 	switch ps.Algorithm {
 	case "random_choose":
-		policy["choose"] = strategies.ProxyInt(ps.Params, "choose", 2)
+		policy["choose"] = proxyspec.Int(ps.Params, "choose", 2)
 	case "header":
 		policy["field"] = "X-Lbchaos-Key"
 	}
@@ -91,19 +91,19 @@ func caddyConfig(cfg proxyConfig, upstreamLog string) ([]byte, error) {
 }
 
 // caddyPassive is the passive health check configuration of a caddy spec's
-// parameters, nil without fail_duration (ParseProxy requires it for the
+// parameters, nil without fail_duration (proxyspec.Parse requires it for the
 // others).
 func caddyPassive(params map[string]string) map[string]any {
 	fd, ok := params["fail_duration"]
 	if !ok {
 		return nil
 	}
-	p := map[string]any{"fail_duration": fd, "max_fails": strategies.ProxyInt(params, "max_fails", 1)}
+	p := map[string]any{"fail_duration": fd, "max_fails": proxyspec.Int(params, "max_fails", 1)}
 	if v, ok := params["unhealthy_latency"]; ok {
 		p["unhealthy_latency"] = v
 	}
 	if v, ok := params["unhealthy_status"]; ok {
-		codes, _ := strategies.CaddyStatuses(v)
+		codes, _ := proxyspec.CaddyStatuses(v)
 		p["unhealthy_status"] = codes
 	}
 	if v, ok := params["unhealthy_request_count"]; ok {

@@ -16,12 +16,13 @@ import (
 	"github.com/lbchaos/lbchaos/faultyserver"
 	"github.com/lbchaos/lbchaos/harness/internal/runtest"
 	"github.com/lbchaos/lbchaos/strategies"
+	"github.com/lbchaos/lbchaos/strategies/proxyspec"
 )
 
 // TestCaddyPolicies runs caddy with each policy in front of three
 // backends and counts where 30 sequential requests went.
 func TestCaddyPolicies(t *testing.T) {
-	runtest.Need(t, Installed(strategies.ProxyCaddy, "unused"))
+	runtest.Need(t, Installed(proxyspec.Caddy, "unused"))
 	backends := instanceBackends(t, 3, func(int) time.Duration { return 0 })
 	for _, tt := range []struct {
 		spec  string
@@ -57,7 +58,7 @@ func TestCaddyPolicies(t *testing.T) {
 // takes an instance out for fail_duration; without it round robin keeps
 // sending it its third.
 func TestCaddyUnhealthyLatency(t *testing.T) {
-	runtest.Need(t, Installed(strategies.ProxyCaddy, "unused"))
+	runtest.Need(t, Installed(proxyspec.Caddy, "unused"))
 	backends := instanceBackends(t, 3, func(id int) time.Duration {
 		if id == 0 {
 			return 150 * time.Millisecond
@@ -96,7 +97,7 @@ func TestCaddyUnhealthyLatency(t *testing.T) {
 // caddy accepts it.
 func TestCaddyConfig(t *testing.T) {
 	b0, _ := url.Parse("http://127.0.0.1:9001")
-	ps, err := strategies.ParseProxy("caddy:random_choose(3)(fail_duration=10s,max_fails=2,unhealthy_status=5xx|429,unhealthy_latency=250ms,unhealthy_request_count=50)")
+	ps, err := proxyspec.Parse("caddy:random_choose(3)(fail_duration=10s,max_fails=2,unhealthy_status=5xx|429,unhealthy_latency=250ms,unhealthy_request_count=50)")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,8 +136,8 @@ func TestCaddyConfig(t *testing.T) {
 	if got := conf.Apps.HTTP.Servers["lbchaos"].Routes[1].Handle[0].HealthChecks.Passive.UnhealthyStatus; len(got) != 2 || got[0] != 5 || got[1] != 429 {
 		t.Errorf("unhealthy_status %v, want [5 429] (5 is caddy's any 5xx)", got)
 	}
-	runtest.Need(t, Installed(strategies.ProxyCaddy, "unused"))
-	bin, _ := proxyBinary(strategies.ProxyCaddy, "")
+	runtest.Need(t, Installed(proxyspec.Caddy, "unused"))
+	bin, _ := proxyBinary(proxyspec.Caddy, "")
 	if _, err := configure(context.Background(), bin, cfg, filepath.Join(cfg.dir, "upstreams.log")); err != nil {
 		t.Errorf("caddy rejects the configuration: %v", err)
 	}
@@ -148,7 +149,7 @@ func TestCaddyConfig(t *testing.T) {
 // TestCaddyHeaderPolicy: caddy:header hashes X-Lbchaos-Key, so one key
 // always reaches one instance and several keys spread.
 func TestCaddyHeaderPolicy(t *testing.T) {
-	runtest.Need(t, Installed(strategies.ProxyCaddy, "unused"))
+	runtest.Need(t, Installed(proxyspec.Caddy, "unused"))
 	backends := instanceBackends(t, 3, func(int) time.Duration { return 0 })
 	x, err := Start(context.Background(), "caddy:header", "", backends, 5*time.Second, "", 1)
 	if err != nil {

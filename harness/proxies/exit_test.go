@@ -14,13 +14,13 @@ import (
 	"time"
 
 	"github.com/lbchaos/lbchaos/harness/internal/runtest"
-	"github.com/lbchaos/lbchaos/strategies"
+	"github.com/lbchaos/lbchaos/strategies/proxyspec"
 )
 
 // TestProxyExit: a proxy killed from outside is seen to exit at once, and
 // not as stopped by the harness; one stopped by Stop is.
 func TestProxyExit(t *testing.T) {
-	runtest.Need(t, Installed(strategies.ProxyNginx, "unused"))
+	runtest.Need(t, Installed(proxyspec.Nginx, "unused"))
 	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
 	defer backend.Close()
 	u, _ := url.Parse(backend.URL)

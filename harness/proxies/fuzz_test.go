@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/lbchaos/lbchaos/harness/transport"
-	"github.com/lbchaos/lbchaos/strategies"
+	"github.com/lbchaos/lbchaos/strategies/proxyspec"
 )
 
 // fuzzIDs are the upstreams of the fuzzed logs, by the names nginx
@@ -21,7 +21,7 @@ import (
 var fuzzIDs = map[string]int{"127.0.0.1:9001": 0, "127.0.0.1:9002": 1, "i0": 0, "i1": 1, "i2": 2}
 
 // logKinds are the proxies whose access logs attribution reads.
-var logKinds = []string{strategies.ProxyNginx, strategies.ProxyHAProxy, strategies.ProxyCaddy}
+var logKinds = []string{proxyspec.Nginx, proxyspec.HAProxy, proxyspec.Caddy}
 
 // maxLogLine bounds a fuzzed log: attribution reads lines with
 // bufio.Scanner, whose 64 KiB limit on a line no proxy's line comes near.
@@ -54,7 +54,7 @@ func FuzzAccessLog(f *testing.F) {
 			return
 		}
 		kind := logKinds[int(which)%len(logKinds)]
-		p := &proxyProcess{cfg: proxyConfig{spec: strategies.ProxySpec{Kind: kind}}, log: filepath.Join(dir, "access.log"), ids: fuzzIDs}
+		p := &proxyProcess{cfg: proxyConfig{spec: proxyspec.Spec{Kind: kind}}, log: filepath.Join(dir, "access.log"), ids: fuzzIDs}
 		if err := os.WriteFile(p.log, data, 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -91,7 +91,7 @@ func writeAccessLog(t *testing.T, kind string, attr map[uint64]int) []byte {
 		if !ok {
 			t.Fatalf("instance %d has no %s upstream", attr[seq], kind)
 		}
-		if kind == strategies.ProxyCaddy {
+		if kind == proxyspec.Caddy {
 			line, err := json.Marshal(map[string]any{
 				"msg": "upstream roundtrip", "upstream": up,
 				"request": map[string]any{"headers": map[string][]string{transport.SeqHeader: {strconv.FormatUint(seq, 10)}}},
@@ -122,9 +122,9 @@ func FuzzConnLine(f *testing.F) {
 		f.Add(true, s)
 	}
 	f.Fuzz(func(t *testing.T, nginx bool, line string) {
-		kind := strategies.ProxyHAProxy
+		kind := proxyspec.HAProxy
 		if nginx {
-			kind = strategies.ProxyNginx
+			kind = proxyspec.Nginx
 		}
 		port, s, ok := parseConnLine(kind, line)
 		if !ok {
@@ -140,7 +140,7 @@ func FuzzConnLine(f *testing.F) {
 			t.Fatalf("%s %q: accepted a start before the epoch, %v", kind, line, s.start)
 		}
 		back := fmt.Sprintf("%d %s %d.%03d 0", port, s.upstream, s.start.UnixMilli()/1000, s.start.UnixMilli()%1000)
-		port2, s2, ok := parseConnLine(strategies.ProxyHAProxy, back)
+		port2, s2, ok := parseConnLine(proxyspec.HAProxy, back)
 		if !ok || port2 != port || s2.upstream != s.upstream || !s2.start.Equal(s.start.Truncate(time.Millisecond)) {
 			t.Fatalf("%s %q = %d %+v; written back as %q it reads %d %+v %v", kind, line, port, s, back, port2, s2, ok)
 		}
@@ -176,7 +176,7 @@ func TestConnLineRejectsNonConnections(t *testing.T) {
 // fuzz target brought to light: of nginx's "addr1, addr2" after a retry,
 // attribution read the first address, not the one that answered.
 func TestAttributionTakesLastUpstreamTried(t *testing.T) {
-	p := &proxyProcess{cfg: proxyConfig{spec: strategies.ProxySpec{Kind: strategies.ProxyNginx}}, log: filepath.Join(t.TempDir(), "access.log"), ids: fuzzIDs}
+	p := &proxyProcess{cfg: proxyConfig{spec: proxyspec.Spec{Kind: proxyspec.Nginx}}, log: filepath.Join(t.TempDir(), "access.log"), ids: fuzzIDs}
 	log := "1 127.0.0.1:9001 200\n2 127.0.0.1:9001, 127.0.0.1:9002 200\n3 127.0.0.1:9002, 127.0.0.1:9001, 127.0.0.1:9002 502\n4 127.0.0.1:9002\n"
 	if err := os.WriteFile(p.log, []byte(log), 0o644); err != nil {
 		t.Fatal(err)

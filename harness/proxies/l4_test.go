@@ -14,7 +14,7 @@ import (
 
 	"github.com/lbchaos/lbchaos/faultyserver"
 	"github.com/lbchaos/lbchaos/harness/internal/runtest"
-	"github.com/lbchaos/lbchaos/strategies"
+	"github.com/lbchaos/lbchaos/strategies/proxyspec"
 )
 
 // instanceBackends starts n HTTP backends that name themselves in
@@ -59,8 +59,8 @@ func get(t *testing.T, c *http.Client, u *url.URL) int {
 }
 
 func needL4(t *testing.T) {
-	runtest.Need(t, Installed(strategies.ProxyNginx, "unused"))
-	runtest.Need(t, Installed(strategies.ProxyHAProxy, "unused"))
+	runtest.Need(t, Installed(proxyspec.Nginx, "unused"))
+	runtest.Need(t, Installed(proxyspec.HAProxy, "unused"))
 	_, err := nginxStreamModule()
 	runtest.Need(t, err)
 }
@@ -238,13 +238,13 @@ func TestGeneratedL4Configs(t *testing.T) {
 		{"haproxy:random(3)+tcp", []string{"balance random(3)", "server i0 127.0.0.1:9001\n"}, []string{" check"}, []string{"haproxy"}},
 	} {
 		t.Run(tt.spec, func(t *testing.T) {
-			ps, err := strategies.ParseProxy(tt.spec)
+			ps, err := proxyspec.Parse(tt.spec)
 			if err != nil {
 				t.Fatal(err)
 			}
 			cfg := proxyConfig{spec: ps, listen: "127.0.0.1:8000", backends: []*url.URL{b0, b1}, timeout: 30 * time.Second, dir: t.TempDir()}
 			var text string
-			if ps.Kind == strategies.ProxyNginx {
+			if ps.Kind == proxyspec.Nginx {
 				text = nginxStreamConfig(cfg, "/d/access.log", "/usr/lib/nginx/modules/ngx_stream_module.so")
 			} else {
 				text = haproxyTCPConfig(cfg)
@@ -282,7 +282,7 @@ func TestMissingProxyParts(t *testing.T) {
 		}
 	})
 	t.Run("nginx stream module", func(t *testing.T) {
-		runtest.Need(t, Installed(strategies.ProxyNginx, "unused"))
+		runtest.Need(t, Installed(proxyspec.Nginx, "unused"))
 		old := nginxStreamModules
 		nginxStreamModules = []string{t.TempDir() + "/ngx_stream_module.so"}
 		defer func() { nginxStreamModules = old }()

@@ -16,14 +16,14 @@ import (
 
 	"github.com/lbchaos/lbchaos/harness/internal/runtest"
 	"github.com/lbchaos/lbchaos/harness/proxies/lbproxy"
-	"github.com/lbchaos/lbchaos/strategies"
+	"github.com/lbchaos/lbchaos/strategies/proxyspec"
 )
 
 func TestGeneratedConfigs(t *testing.T) {
 	b0, _ := url.Parse("http://127.0.0.1:9001")
 	b1, _ := url.Parse("http://127.0.0.1:9002")
 	cfg := func(spec string) proxyConfig {
-		ps, err := strategies.ParseProxy(spec)
+		ps, err := proxyspec.Parse(spec)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -45,7 +45,7 @@ func TestGeneratedConfigs(t *testing.T) {
 		t.Run(tt.spec, func(t *testing.T) {
 			c := cfg(tt.spec)
 			var text string
-			if c.spec.Kind == strategies.ProxyNginx {
+			if c.spec.Kind == proxyspec.Nginx {
 				text = nginxConfig(c, "/d/access.log")
 			} else {
 				text = haproxyConfig(c)
@@ -60,8 +60,8 @@ func TestGeneratedConfigs(t *testing.T) {
 }
 
 func TestProxyStartErrors(t *testing.T) {
-	runtest.Need(t, Installed(strategies.ProxyNginx, "unused"))
-	runtest.Need(t, Installed(strategies.ProxyHAProxy, "unused"))
+	runtest.Need(t, Installed(proxyspec.Nginx, "unused"))
+	runtest.Need(t, Installed(proxyspec.HAProxy, "unused"))
 	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
 	defer backend.Close()
 	u, _ := url.Parse(backend.URL)
@@ -81,7 +81,7 @@ func TestProxyStartErrors(t *testing.T) {
 		{"haproxy rejects its configuration", "haproxy:roundrobin", "127.0.0.1:99999", "haproxy rejected its generated configuration"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			ps, err := strategies.ParseProxy(tt.spec)
+			ps, err := proxyspec.Parse(tt.spec)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -107,7 +107,7 @@ func TestProxyStartErrors(t *testing.T) {
 			[]string{"haproxy rejected the configuration generated from ", "b.cfg (its lines start at line 30 of the generated file)", ".cfg:30] : balance only supports"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			ps, err := strategies.ParseProxy(tt.spec)
+			ps, err := proxyspec.Parse(tt.spec)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -161,7 +161,7 @@ func TestProxyStartErrors(t *testing.T) {
 func TestLbchaosProxyCommandLine(t *testing.T) {
 	b0, _ := url.Parse("http://127.0.0.1:9001")
 	b1, _ := url.Parse("http://127.0.0.1:9002")
-	ps, err := strategies.ParseProxy("lbchaos:p2c+eject")
+	ps, err := proxyspec.Parse("lbchaos:p2c+eject")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -256,7 +256,7 @@ func TestGeneratedFileConfigs(t *testing.T) {
 			[]string{"balance roundrobin"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			ps, err := strategies.ParseProxy(tt.spec)
+			ps, err := proxyspec.Parse(tt.spec)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -266,7 +266,7 @@ func TestGeneratedFileConfigs(t *testing.T) {
 			}
 			c := proxyConfig{spec: ps, listen: "127.0.0.1:8000", backends: []*url.URL{b0, b1}, timeout: 30 * time.Second, dir: "/d", file: tmpl}
 			var text string
-			if ps.Kind == strategies.ProxyNginx {
+			if ps.Kind == proxyspec.Nginx {
 				text = nginxConfig(c, "/d/access.log")
 			} else {
 				text = haproxyConfig(c)

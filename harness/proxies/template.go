@@ -8,7 +8,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/lbchaos/lbchaos/strategies"
+	"github.com/lbchaos/lbchaos/strategies/proxyspec"
 )
 
 // Placeholder marks the line of a team's own proxy file (nginx:file,
@@ -75,7 +75,7 @@ func parseTemplate(kind, path, text string) (*fileTemplate, error) {
 			}
 			at = n
 			opts := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(code), Placeholder))
-			if kind == strategies.ProxyNginx {
+			if kind == proxyspec.Nginx {
 				opts = strings.TrimSpace(strings.TrimSuffix(opts, ";"))
 				if strings.ContainsAny(opts, ";{}") {
 					return nil, fail(n, "the server options after %s end at the line's end, with one \";\"; put other directives on lines of their own", Placeholder)
@@ -92,7 +92,7 @@ func parseTemplate(kind, path, text string) (*fileTemplate, error) {
 			return nil, fail(n, "%s must start its line: lbchaos replaces that line with one server line per instance", Placeholder)
 		}
 		switch kind {
-		case strategies.ProxyNginx:
+		case proxyspec.Nginx:
 			words := strings.Fields(strings.NewReplacer(";", " ; ", "{", " { ", "}", " } ").Replace(code))
 			for _, w := range words {
 				switch {
@@ -110,7 +110,7 @@ func parseTemplate(kind, path, text string) (*fileTemplate, error) {
 					}
 				}
 			}
-		case strategies.ProxyHAProxy:
+		case proxyspec.HAProxy:
 			words := strings.Fields(code)
 			if len(words) == 0 {
 				continue

@@ -12,6 +12,7 @@ import (
 	"github.com/lbchaos/lbchaos/experiments"
 	"github.com/lbchaos/lbchaos/harness/engine"
 	"github.com/lbchaos/lbchaos/strategies"
+	"github.com/lbchaos/lbchaos/strategies/proxyspec"
 )
 
 // Epoch, the Unix epoch, is the virtual clock's reading at the start of
@@ -100,7 +101,7 @@ func check(exp *experiments.Experiment) ([]string, error) {
 // (grpc-go's own balancer) are not simulated.
 func (Engine) Skip(_ *experiments.Experiment, name string) string {
 	switch {
-	case strategies.IsProxy(name):
+	case proxyspec.IsProxy(name):
 		return fmt.Sprintf("%s: a real proxy runs only with the real engine (--engine real); it is left out of the simulation.", name)
 	case strategies.IsGRPC(name):
 		return fmt.Sprintf("%s: grpc-go's own balancer runs only with the real engine (--engine real); it is left out of the simulation.", name)

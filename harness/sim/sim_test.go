@@ -19,6 +19,7 @@ import (
 	"github.com/lbchaos/lbchaos/harness/internal/runtest"
 	"github.com/lbchaos/lbchaos/reports"
 	"github.com/lbchaos/lbchaos/strategies"
+	"github.com/lbchaos/lbchaos/strategies/proxyspec"
 )
 
 // simResult is one request's end as the simulator reported it.
@@ -131,7 +132,7 @@ func TestSimIsDeterministic(t *testing.T) {
 	slices.Reverse(reversed.Strategies)
 	want, got := strategyJSONs(t, first), strategyJSONs(t, run(&reversed))
 	for _, name := range exp.Strategies {
-		if strategies.IsProxy(name) || strategies.IsGRPC(name) {
+		if proxyspec.IsProxy(name) || strategies.IsGRPC(name) {
 			continue // not simulated
 		}
 		if want[name] != got[name] {
@@ -143,7 +144,7 @@ func TestSimIsDeterministic(t *testing.T) {
 	reseeded.Seed = exp.Seed + 1
 	other := strategyJSONs(t, run(&reseeded))
 	for _, name := range exp.Strategies {
-		if strategies.IsProxy(name) || strategies.IsGRPC(name) {
+		if proxyspec.IsProxy(name) || strategies.IsGRPC(name) {
 			continue
 		}
 		if strings.ReplaceAll(other[name], `"seed": 2`, `"seed": 1`) == want[name] {
@@ -625,7 +626,7 @@ func TestEventQueueOrder(t *testing.T) {
 func builtinStrategies(exp *experiments.Experiment) int {
 	n := 0
 	for _, s := range exp.Strategies {
-		if !strategies.IsProxy(s) && !strategies.IsGRPC(s) {
+		if !proxyspec.IsProxy(s) && !strategies.IsGRPC(s) {
 			n++
 		}
 	}

@@ -1,4 +1,4 @@
-package strategies
+package proxyspec
 
 import (
 	"fmt"
@@ -20,14 +20,14 @@ const (
 	ModeStream = "stream"
 )
 
-var l4Example = map[string]string{ProxyNginx: "nginx:least_conn+stream", ProxyHAProxy: "haproxy:leastconn+tcp"}
+var l4Example = map[string]string{Nginx: "nginx:least_conn+stream", HAProxy: "haproxy:leastconn+tcp"}
 
 func isMode(name string) bool { return name == ModeTCP || name == ModeStream }
 
 // ConnLevel reports whether p balances connections (+tcp, +stream) rather
 // than requests.
-func (p ProxySpec) ConnLevel() bool {
-	return slices.ContainsFunc(p.Options, func(w WrapperSpec) bool { return isMode(w.Name) })
+func (p Spec) ConnLevel() bool {
+	return slices.ContainsFunc(p.Options, func(o Segment) bool { return isMode(o.Name) })
 }
 
 // l4NextUpstream are the next_upstream conditions that nginx's stream
@@ -37,13 +37,13 @@ var l4NextUpstream = []string{"error", "timeout", "off"}
 
 // checkConnLevel rejects what a connection-level proxy cannot do: anything
 // that reads HTTP requests or responses.
-func checkConnLevel(ps ProxySpec) error {
+func checkConnLevel(ps Spec) error {
 	if !ps.ConnLevel() {
 		return nil
 	}
 	name := ps.Kind + ":" + ps.Algorithm
 	switch ps.Kind {
-	case ProxyNginx:
+	case Nginx:
 		if ps.Algorithm == "hash" {
 			return fmt.Errorf("%s+%s: hash hashes the request header X-Lbchaos-Key, which nginx's stream module never reads (it forwards bytes); use round_robin, least_conn or random_two", name, ModeStream)
 		}
@@ -58,7 +58,7 @@ func checkConnLevel(ps ProxySpec) error {
 				return fmt.Errorf("%s+%s: next_upstream: \"off\" cannot be combined with other conditions, got %q", name, ModeStream, v)
 			}
 		}
-	case ProxyHAProxy:
+	case HAProxy:
 		if _, ok := ps.Option("observe"); ok {
 			return fmt.Errorf("%s+%s: +observe is HAProxy's observe layer7, which judges servers by their HTTP responses; mode tcp does not see them (+check runs TCP connect checks at L4)", name, ModeTCP)
 		}
@@ -66,7 +66,7 @@ func checkConnLevel(ps ProxySpec) error {
 	return nil
 }
 
-// NginxStreamNextUpstream is next_upstream (validated by ParseProxy for
+// NginxStreamNextUpstream is next_upstream (validated by Parse for
 // +stream) as the stream module's proxy_next_upstream: "on" or "off".
 func NginxStreamNextUpstream(params map[string]string) string {
 	if params["next_upstream"] == "off" {

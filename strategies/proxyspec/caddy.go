@@ -1,4 +1,4 @@
-package strategies
+package proxyspec
 
 import (
 	"fmt"
@@ -61,7 +61,7 @@ func validateCaddyParam(k, v string) error {
 			return fmt.Errorf("%s: want a duration > 0 like \"250ms\", got %q", k, v)
 		}
 	case "unhealthy_request_count", "choose":
-		if _, err := intParam(map[string]string{k: v}, k, 0, 1); err != nil {
+		if _, err := IntParam(map[string]string{k: v}, k, 0, 1); err != nil {
 			return err
 		}
 	case "unhealthy_status":
@@ -95,7 +95,7 @@ func CaddyStatuses(v string) ([]int, error) {
 // passive health checks are on only with fail_duration > 0 (its docs:
 // "to minimally enable passive health checks, specify ... fail_duration
 // > 0"), so the other settings would be silently ignored without it.
-func checkCaddy(ps ProxySpec) error {
+func checkCaddy(ps Spec) error {
 	name := ps.Kind + ":" + ps.Algorithm
 	if v, ok := ps.Params["max_fails"]; ok && v == "0" {
 		return fmt.Errorf("%s: max_fails: want an integer >= 1 (caddy counts failures only with fail_duration; leave fail_duration out to turn passive health checks off), got %q", name, v)
