@@ -20,8 +20,33 @@ import (
 // Validate checks every field's range and the cross-field rules, and fills
 // in the keys the requests carry (Requests.Key). It is run
 // by Parse and again after command-line overrides. That an expectation
-// names one of the strategies is checked by Parse only.
+// names one of the strategies is checked by Parse only. The first rule
+// broken is the error, in the order of the checks below.
 func (e *Experiment) Validate() error {
+	for _, check := range []func() error{
+		e.validateLoad,
+		e.Instances.validateSize,
+		e.validateHasStrategies,
+		e.validateProfile,
+		e.Instances.validateExternal,
+		e.Instances.validateApp,
+		e.Instances.validateEach,
+		e.validateBalancers,
+		e.validateKeys,
+		e.validateFaults,
+		e.validateStrategies,
+		e.validateExpectations,
+	} {
+		if err := check(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// validateLoad checks the run's timing and its constant rate: duration,
+// arrival, rate (without a rate profile), timeout and slow_threshold.
+func (e *Experiment) validateLoad() error {
 	switch {
 	case e.Duration <= 0:
 		return fieldErr("duration", "must be > 0, got %v", e.Duration)
@@ -35,62 +60,86 @@ func (e *Experiment) Validate() error {
 		return fieldErr("timeout", "must be > 0, got %v", e.Timeout)
 	case e.SlowThreshold <= 0:
 		return fieldErr("slow_threshold", "must be > 0, got %v", e.SlowThreshold)
-	case e.Instances.Count < 1:
-		return fieldErr("instances.count", "must be >= 1, got %d", e.Instances.Count)
-	case e.Instances.Count > 1000:
-		return fieldErr("instances.count", "must be <= 1000, got %d", e.Instances.Count)
-	case e.Instances.Workers < 0:
-		return fieldErr("instances.workers", "must be >= 0 (0 = unlimited), got %d", e.Instances.Workers)
-	case e.Instances.QueueLimit < 0:
-		return fieldErr("instances.queue_limit", "must be >= 0 (0 = unbounded), got %d", e.Instances.QueueLimit)
-	case len(e.Strategies) == 0:
+	}
+	return nil
+}
+
+// validateSize checks instances.count, and the default workers and
+// queue_limit.
+func (in Instances) validateSize() error {
+	switch {
+	case in.Count < 1:
+		return fieldErr("instances.count", "must be >= 1, got %d", in.Count)
+	case in.Count > 1000:
+		return fieldErr("instances.count", "must be <= 1000, got %d", in.Count)
+	case in.Workers < 0:
+		return fieldErr("instances.workers", "must be >= 0 (0 = unlimited), got %d", in.Workers)
+	case in.QueueLimit < 0:
+		return fieldErr("instances.queue_limit", "must be >= 0 (0 = unbounded), got %d", in.QueueLimit)
+	}
+	return nil
+}
+
+// validateHasStrategies checks that the experiment lists a strategy.
+func (e *Experiment) validateHasStrategies() error {
+	if len(e.Strategies) == 0 {
 		return fieldErr("strategies", "needs at least one strategy (known: %s)", strings.Join(strategies.Names(), ", "))
 	}
-	if e.Profile != nil {
-		if err := e.Profile.validate(e.Duration); err != nil {
-			return err
-		}
+	return nil
+}
+
+// validateProfile checks the rate profile, if any, against the duration.
+func (e *Experiment) validateProfile() error {
+	if e.Profile == nil {
+		return nil
 	}
-	if err := e.Instances.validateExternal(); err != nil {
-		return err
-	}
-	if err := e.Instances.validateApp(); err != nil {
-		return err
-	}
-	modeled := !e.Instances.Foreign() || e.Instances.Service != (faultyserver.Dist{})
-	usesDefault := modeled && (len(e.Instances.Each) == 0 || slices.ContainsFunc(e.Instances.Each, func(in Instance) bool { return in.Service == e.Instances.Service }))
+	return e.Profile.validate(e.Duration)
+}
+
+// validateEach checks the default service time where an instance uses
+// it, each instance's settings, and that one instance is there from the
+// start.
+func (in Instances) validateEach() error {
+	modeled := !in.Foreign() || in.Service != (faultyserver.Dist{})
+	usesDefault := modeled && (len(in.Each) == 0 || slices.ContainsFunc(in.Each, func(x Instance) bool { return x.Service == in.Service }))
 	if usesDefault {
-		if err := e.Instances.Service.Validate(); err != nil {
+		if err := in.Service.Validate(); err != nil {
 			return fieldErr("instances.service", "%v", err)
 		}
 	}
-	if len(e.Instances.Each) != 0 && len(e.Instances.Each) != e.Instances.Count {
-		return fieldErr("instances", "%d instance settings for %d instances", len(e.Instances.Each), e.Instances.Count)
+	if len(in.Each) != 0 && len(in.Each) != in.Count {
+		return fieldErr("instances", "%d instance settings for %d instances", len(in.Each), in.Count)
 	}
-	for id, in := range e.Instances.Each {
+	for id, x := range in.Each {
 		name := fmt.Sprintf("instances (instance %d)", id)
 		switch {
-		case in.Workers < 0:
-			return fieldErr(name+".workers", "must be >= 0 (0 = unlimited), got %d", in.Workers)
-		case !(in.Weight > 0) || math.IsInf(in.Weight, 0):
-			return fieldErr(name+".weight", "must be a number > 0, got %v", in.Weight)
-		case in.JoinAt < 0:
-			return fieldErr(name+".join_at", "must be >= 0, got %v", in.JoinAt)
-		case in.Warmup < 0:
-			return fieldErr(name+".warmup.duration", "must be >= 0, got %v", in.Warmup)
-		case in.Warmup > 0 && !(in.WarmupFactor > 0):
-			return fieldErr(name+".warmup.factor", "must be > 0, got %v", in.WarmupFactor)
+		case x.Workers < 0:
+			return fieldErr(name+".workers", "must be >= 0 (0 = unlimited), got %d", x.Workers)
+		case !(x.Weight > 0) || math.IsInf(x.Weight, 0):
+			return fieldErr(name+".weight", "must be a number > 0, got %v", x.Weight)
+		case x.JoinAt < 0:
+			return fieldErr(name+".join_at", "must be >= 0, got %v", x.JoinAt)
+		case x.Warmup < 0:
+			return fieldErr(name+".warmup.duration", "must be >= 0, got %v", x.Warmup)
+		case x.Warmup > 0 && !(x.WarmupFactor > 0):
+			return fieldErr(name+".warmup.factor", "must be > 0, got %v", x.WarmupFactor)
 		}
-		if in.Service == e.Instances.Service || e.Instances.Foreign() && in.Service == (faultyserver.Dist{}) {
+		if x.Service == in.Service || in.Foreign() && x.Service == (faultyserver.Dist{}) {
 			continue
 		}
-		if err := in.Service.Validate(); err != nil {
+		if err := x.Service.Validate(); err != nil {
 			return fieldErr(name+".service", "%v", err)
 		}
 	}
-	if len(e.Instances.Joining()) == e.Instances.Count {
+	if len(in.Joining()) == in.Count {
 		return fieldErr("instances", "every instance has a join_at after the start; at least one must be there from the start")
 	}
+	return nil
+}
+
+// validateBalancers checks how the load is sent: replicas, generators,
+// protocol and connections.
+func (e *Experiment) validateBalancers() error {
 	if e.Replicas < 1 || e.Replicas > 64 {
 		return fieldErr("replicas", "must be within [1, 64], got %d", e.Replicas)
 	}
@@ -109,19 +158,29 @@ func (e *Experiment) Validate() error {
 	if e.Connections == 0 && e.Protocol != ProtocolHTTP1 {
 		return fieldErr("connections", "protocol %s multiplexes requests over connections: give at least 1", e.Protocol)
 	}
+	return nil
+}
+
+// validateKeys checks keys and requests, at most one of which gives the
+// requests their keys, and fills in the keys requests carry.
+func (e *Experiment) validateKeys() error {
 	if e.Keys != nil {
 		if err := e.Keys.validate(); err != nil {
 			return err
 		}
 	}
-	if e.Requests != nil {
-		if e.Keys != nil && e.Requests.Key != nil {
-			return fieldErr("requests.key", "and keys both give requests a key; keep one: keys draws them, requests.key reads them from the requests")
-		}
-		if err := e.Requests.validate(); err != nil {
-			return err
-		}
+	if e.Requests == nil {
+		return nil
 	}
+	if e.Keys != nil && e.Requests.Key != nil {
+		return fieldErr("requests.key", "and keys both give requests a key; keep one: keys draws them, requests.key reads them from the requests")
+	}
+	return e.Requests.validate()
+}
+
+// validateFaults checks each fault's instance and window, and that no
+// two faults of one instance overlap.
+func (e *Experiment) validateFaults() error {
 	for i, f := range e.Faults {
 		name := fmt.Sprintf("faults[%d]", i)
 		switch {
@@ -144,6 +203,12 @@ func (e *Experiment) Validate() error {
 			}
 		}
 	}
+	return nil
+}
+
+// validateStrategies parses each strategy (proxy, gRPC or client-side),
+// checks a proxy's file, and refuses a strategy listed twice.
+func (e *Experiment) validateStrategies() error {
 	seen := map[string]int{}
 	for i, s := range e.Strategies {
 		name := fmt.Sprintf("strategies[%d]", i)
@@ -169,6 +234,12 @@ func (e *Experiment) Validate() error {
 		}
 		seen[s] = i
 	}
+	return nil
+}
+
+// validateExpectations checks key_metric and each expectation's metric
+// and condition.
+func (e *Experiment) validateExpectations() error {
 	if !slices.Contains(reports.KeyMetrics(), e.KeyMetric) {
 		return fieldErr("key_metric", "unknown metric %q (one of %s)", e.KeyMetric, strings.Join(reports.KeyMetrics(), ", "))
 	}
@@ -310,14 +381,14 @@ func overlaps(a, b Fault) bool {
 	return a.At < end(b) && b.At < end(a)
 }
 
-// fieldErr is the error of every check, the field's path first:
-// "field: why". Parse prefixes the source file the same way.
 // MaxConnections bounds connections per balancer replica.
 const MaxConnections = 1000
 
 // MaxGenerators bounds generators: load generator processes.
 const MaxGenerators = 64
 
+// fieldErr is the error of every check, the field's path first:
+// "field: why". Parse prefixes the source file the same way.
 func fieldErr(field, format string, args ...any) error {
 	return fmt.Errorf("%s: %s", field, fmt.Sprintf(format, args...))
 }

@@ -184,6 +184,24 @@ func TestRunErrors(t *testing.T) {
 	}
 }
 
+// TestRunReportsEveryBadFlag: every flag given out of range is named in
+// one error, not only the last one checked.
+func TestRunReportsEveryBadFlag(t *testing.T) {
+	_, _, err := runCLI(t, context.Background(), "run", "fast-fail", "--duration", "0", "--rate", "0", "--repeat", "0")
+	if got := exitCode(err); got != 2 {
+		t.Fatalf("exit code %d, want 2 (%v)", got, err)
+	}
+	for _, want := range []string{
+		"--duration: must be > 0, e.g. --duration 10s, got 0s",
+		"--rate: must be > 0 requests per second, e.g. --rate 500, got 0",
+		"--repeat: must be >= 1, got 0",
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q\nwant it to contain %q", err, want)
+		}
+	}
+}
+
 // startByHand serves n fake instances on 127.0.0.1, as a user would start
 // their own service apart from the run, and returns their base URLs.
 func startByHand(t *testing.T, n int) []string {

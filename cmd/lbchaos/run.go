@@ -16,6 +16,7 @@ import (
 	"github.com/lbchaos/lbchaos/experiments"
 	"github.com/lbchaos/lbchaos/faultyserver"
 	"github.com/lbchaos/lbchaos/harness"
+	"github.com/lbchaos/lbchaos/harness/engine"
 	"github.com/lbchaos/lbchaos/harness/kube"
 	"github.com/lbchaos/lbchaos/harness/live"
 	"github.com/lbchaos/lbchaos/harness/sim"
@@ -81,6 +82,9 @@ func bindRun(fs *flag.FlagSet) *runFlags {
 	return f
 }
 
+// cmdRun runs one experiment (or --repeat N of it), writes its reports
+// and prints its table. Its exit status is 2 for bad usage, 3 when
+// expectations failed, 130 when interrupted, else 1 on error.
 func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("run")
 	f := bindRun(fs)
@@ -96,35 +100,90 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
-	var ov experiments.Overrides
-	ov.Duration, ov.Rate = f.duration, f.rate
-	// A flag given must be valid: 0 does not mean "the experiment's".
-	var bad error
+	ov, err := f.overrides(fs)
+	if err != nil {
+		return err
+	}
+	if exp, err = exp.Apply(ov); err != nil {
+		return &exitError{2, err}
+	}
+	logw, progress := f.logging(stderr)
+	dir, latest, err := f.outDir(exp.Name)
+	if err != nil {
+		return err
+	}
+	advisory := ov.Duration != 0 || ov.Rate != 0
+	if f.repeat > 1 {
+		return runRepeated(ctx, args, exp, f.repeat, dir, latest, advisory, stdout, stderr)
+	}
+	eng, release, err := f.newEngine(ctx, fs, exp, dir, logw)
+	if err != nil {
+		return err
+	}
+	// Deferred, so containers and namespaces go on success, error,
+	// interrupt and panic.
+	defer release()
+	opts := harness.Options{Engine: eng, Log: logw, Progress: progress, Advisory: advisory, Ready: f.ready(exp, dir, logw)}
+	sum, runErr := harness.Run(ctx, exp, opts)
+	if sum == nil {
+		return runErr
+	}
+	f.cal.record(sum)
+	if err := writeRun(exp, sum, dir, latest, stderr); err != nil {
+		return errors.Join(runErr, err)
+	}
+	if err := printRun(stdout, sum, dir); err != nil {
+		return err
+	}
+	return runExit(runErr, dir)
+}
+
+// checkValues refuses every value flag given out of range, all at once,
+// each message naming its flag: a flag given must be valid, and 0 does
+// not mean "the experiment's". The error's exit status is 2.
+func (f *runFlags) checkValues(fs *flag.FlagSet) error {
+	var bad []error
 	fs.Visit(func(fl *flag.Flag) {
 		switch fl.Name {
 		case "duration":
 			if f.duration <= 0 {
-				bad = fmt.Errorf("--duration: must be > 0, e.g. --duration 10s, got %v; leave it out to run for the experiment's duration", f.duration)
+				bad = append(bad, fmt.Errorf("--duration: must be > 0, e.g. --duration 10s, got %v; leave it out to run for the experiment's duration", f.duration))
 			}
 		case "rate":
 			if !(f.rate > 0) {
-				bad = fmt.Errorf("--rate: must be > 0 requests per second, e.g. --rate 500, got %v; leave it out to run at the experiment's rate", f.rate)
+				bad = append(bad, fmt.Errorf("--rate: must be > 0 requests per second, e.g. --rate 500, got %v; leave it out to run at the experiment's rate", f.rate))
 			}
-		case "seed":
-			ov.Seed = &f.seed
 		case "generators":
 			if f.gens < 1 {
-				bad = fmt.Errorf("--generators: must be >= 1, got %d", f.gens)
+				bad = append(bad, fmt.Errorf("--generators: must be >= 1, got %d", f.gens))
 			}
-			ov.Generators = f.gens
 		}
 	})
 	if f.repeat < 1 {
-		bad = fmt.Errorf("--repeat: must be >= 1, got %d", f.repeat)
+		bad = append(bad, fmt.Errorf("--repeat: must be >= 1, got %d", f.repeat))
 	}
-	if bad != nil {
-		return &exitError{2, bad}
+	if len(bad) > 0 {
+		return &exitError{2, errors.Join(bad...)}
 	}
+	return nil
+}
+
+// overrides checks the flags and returns what they change in the
+// experiment; its errors carry exit status 2 except a provider's.
+func (f *runFlags) overrides(fs *flag.FlagSet) (experiments.Overrides, error) {
+	var ov experiments.Overrides
+	if err := f.checkValues(fs); err != nil {
+		return ov, err
+	}
+	ov.Duration, ov.Rate = f.duration, f.rate
+	fs.Visit(func(fl *flag.Flag) {
+		switch fl.Name {
+		case "seed":
+			ov.Seed = &f.seed
+		case "generators":
+			ov.Generators = f.gens
+		}
+	})
 	if f.strats != "" {
 		for _, s := range splitStrategies(f.strats) {
 			if s != "" {
@@ -132,92 +191,116 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			}
 		}
 	}
+	var err error
 	if ov.External, err = f.ext.overrides(f.backends, f.engine); err != nil {
-		return &exitError{2, err}
+		return ov, &exitError{2, err}
 	}
 	if err := f.kube.check(f.backends); err != nil {
-		return &exitError{2, err}
+		return ov, &exitError{2, err}
 	}
 	if f.engine == "sim" {
 		if err := simIgnores(fs); err != nil {
-			return &exitError{2, err}
+			return ov, &exitError{2, err}
 		}
 	}
 	ov.HealthPath = f.health
-	if exp, err = exp.Apply(ov); err != nil {
-		return &exitError{2, err}
-	}
-	var logw io.Writer = stderr
-	var progress func(harness.Progress)
+	return ov, nil
+}
+
+// logging returns where the run's log lines go and, unless --quiet, the
+// progress callback that redraws a status line on stderr.
+func (f *runFlags) logging(stderr io.Writer) (io.Writer, func(harness.Progress)) {
 	if f.quiet {
-		logw = io.Discard
-	} else {
-		pp := newProgressPrinter(stderr)
-		logw, progress = pp, pp.update
+		return io.Discard, nil
 	}
-	dir, latest := f.out, ""
+	pp := newProgressPrinter(stderr)
+	return pp, pp.update
+}
+
+// outDir returns the run's output directory: --out, else a new
+// timestamped one under --results with latest, the link to point at it
+// (empty with --out). It refuses a directory a run would mix with
+// unless --force.
+func (f *runFlags) outDir(name string) (dir, latest string, err error) {
+	dir = f.out
 	if dir == "" {
 		stamp := time.Now().UTC().Format("20060102T150405Z")
-		latest = filepath.Join(f.results, exp.Name, "latest")
-		dir = filepath.Join(f.results, exp.Name, stamp)
+		latest = filepath.Join(f.results, name, "latest")
+		dir = filepath.Join(f.results, name, stamp)
 	}
 	if err := reports.CheckOutDir(dir); err != nil && !f.force {
 		if errors.Is(err, reports.ErrOutNotEmpty) {
-			return &exitError{2, fmt.Errorf("--out %s: the directory is not empty; a new run would mix with its files: choose a new or empty directory, or add --force to remove a previous run's files first", dir)}
+			return "", "", &exitError{2, fmt.Errorf("--out %s: the directory is not empty; a new run would mix with its files: choose a new or empty directory, or add --force to remove a previous run's files first", dir)}
 		}
-		return fmt.Errorf("--out %s: %w", dir, err)
+		return "", "", fmt.Errorf("--out %s: %w", dir, err)
 	}
-	if f.repeat > 1 {
-		return runRepeated(ctx, args, exp, f.repeat, dir, latest, ov.Duration != 0 || ov.Rate != 0, stdout, stderr)
-	}
-	opts := harness.Options{Log: logw, Progress: progress, Advisory: ov.Duration != 0 || ov.Rate != 0}
+	return dir, latest, nil
+}
+
+// newEngine builds the --engine that measures exp, writing raw data
+// into dir. release frees what its backends hold; it is never nil and is
+// safe to defer.
+func (f *runFlags) newEngine(ctx context.Context, fs *flag.FlagSet, exp *experiments.Experiment, dir string, logw io.Writer) (eng engine.Engine, release func(), err error) {
 	switch f.engine {
 	case "sim":
 		cal, err := f.cal.load(fs)
 		if err != nil {
-			return &exitError{2, err}
+			return nil, nil, &exitError{2, err}
 		}
-		opts.Engine = sim.Engine{Calibration: cal}
+		return sim.Engine{Calibration: cal}, func() {}, nil
 	case "real":
-		if f.cal.path != "" {
-			return &exitError{2, errors.New("--calibrate: only a simulation (--engine sim) is calibrated; --calibrate RUN_DIR takes the overhead of a real run")}
-		}
-		hostNet, err := hostNetwork(f.dnet)
-		if err != nil {
-			return &exitError{2, err}
-		}
-		// From the environment after parsing, not as the flag's default,
-		// which the usage would print.
-		tok := cmp.Or(f.token, os.Getenv(faultyserver.TokenEnv), faultyserver.NewToken())
-		if err := faultyserver.CheckToken(tok); err != nil {
-			return &exitError{2, fmt.Errorf("--token (or %s): %w", faultyserver.TokenEnv, err)}
-		}
-		provider, closeProvider, err := chooseProvider(ctx, f.backends, exp, dockerOptions(logw, hostNet), f.kube, tok)
-		if err != nil {
-			return err
-		}
-		// Deferred, so containers and namespaces go on success, error,
-		// interrupt and panic.
-		defer closeProvider()
-		ropts := live.Options{Provider: provider}
-		if self, err := os.Executable(); err == nil {
-			ropts.LbchaosBinary = self // for lbchaos:... proxy strategies
-		}
-		if f.raw {
-			ropts.RawDir = dir
-		}
-		if kp, ok := provider.(*kube.Provider); ok {
-			if ropts.Launcher, err = f.kube.launcher(kp, exp); err != nil {
-				return &exitError{2, err}
-			}
-		}
-		opts.Engine = live.New(ropts)
-	default:
-		return &exitError{2, fmt.Errorf("--engine: unknown value %q (real or sim)", f.engine)}
+		return f.liveEngine(ctx, exp, dir, logw)
 	}
-	// The output directory is created once the engine has accepted the
-	// experiment, so a run that cannot start leaves nothing behind.
-	opts.Ready = func() error {
+	return nil, nil, &exitError{2, fmt.Errorf("--engine: unknown value %q (real or sim)", f.engine)}
+}
+
+// liveEngine builds the real engine and starts its backends' provider;
+// on error it has released the provider already.
+func (f *runFlags) liveEngine(ctx context.Context, exp *experiments.Experiment, dir string, logw io.Writer) (eng engine.Engine, release func(), err error) {
+	if f.cal.path != "" {
+		return nil, nil, &exitError{2, errors.New("--calibrate: only a simulation (--engine sim) is calibrated; --calibrate RUN_DIR takes the overhead of a real run")}
+	}
+	hostNet, err := hostNetwork(f.dnet)
+	if err != nil {
+		return nil, nil, &exitError{2, err}
+	}
+	// From the environment after parsing, not as the flag's default,
+	// which the usage would print.
+	tok := cmp.Or(f.token, os.Getenv(faultyserver.TokenEnv), faultyserver.NewToken())
+	if err := faultyserver.CheckToken(tok); err != nil {
+		return nil, nil, &exitError{2, fmt.Errorf("--token (or %s): %w", faultyserver.TokenEnv, err)}
+	}
+	provider, closeProvider, err := chooseProvider(ctx, f.backends, exp, dockerOptions(logw, hostNet), f.kube, tok)
+	if err != nil {
+		return nil, nil, err
+	}
+	built := false
+	defer func() {
+		if !built {
+			closeProvider()
+		}
+	}()
+	ropts := live.Options{Provider: provider}
+	if self, err := os.Executable(); err == nil {
+		ropts.LbchaosBinary = self // for lbchaos:... proxy strategies
+	}
+	if f.raw {
+		ropts.RawDir = dir
+	}
+	if kp, ok := provider.(*kube.Provider); ok {
+		if ropts.Launcher, err = f.kube.launcher(kp, exp); err != nil {
+			return nil, nil, &exitError{2, err}
+		}
+	}
+	built = true
+	return live.New(ropts), closeProvider, nil
+}
+
+// ready returns the callback that creates the output directory once the
+// engine has accepted the experiment, so a run that cannot start leaves
+// nothing behind; with --force it first clears a previous run's files.
+func (f *runFlags) ready(exp *experiments.Experiment, dir string, logw io.Writer) func() error {
+	return func() error {
 		if f.force {
 			kept, err := reports.ClearRun(dir)
 			if err != nil {
@@ -233,22 +316,29 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		fmt.Fprintf(logw, "lbchaos: running %s (%s), seed %d, writing to %s\n", exp.Name, exp.Source, exp.Seed, dir)
 		return nil
 	}
-	sum, runErr := harness.Run(ctx, exp, opts)
-	if sum == nil {
-		return runErr
-	}
-	f.cal.record(sum)
+}
+
+// writeRun writes the run's reports and its experiment file into dir,
+// then points latest (when not empty) at dir; a link that cannot be
+// updated is reported on stderr, not returned.
+func writeRun(exp *experiments.Experiment, sum *reports.Summary, dir, latest string, stderr io.Writer) error {
 	if err := reports.WriteAll(dir, sum); err != nil {
-		return errors.Join(runErr, fmt.Errorf("write report: %w", err))
+		return fmt.Errorf("write report: %w", err)
 	}
 	if err := reports.WriteFileAtomic(filepath.Join(dir, reports.ExperimentFile), exp.Raw, 0o644); err != nil {
-		return errors.Join(runErr, err)
+		return err
 	}
 	if latest != "" {
 		if err := pointLatest(latest, filepath.Base(dir)); err != nil {
 			fmt.Fprintf(stderr, "lbchaos: could not update %s: %v\n", latest, err)
 		}
 	}
+	return nil
+}
+
+// printRun prints the run's table, its expectations and where its
+// reports are.
+func printRun(stdout io.Writer, sum *reports.Summary, dir string) error {
 	fmt.Fprintln(stdout)
 	if err := reports.WriteTable(stdout, sum); err != nil {
 		return err
@@ -260,6 +350,13 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		}
 	}
 	fmt.Fprintf(stdout, "\nreport: %s\n        %s\n", filepath.Join(dir, reports.HTMLFile), filepath.Join(dir, reports.MarkdownFile))
+	return nil
+}
+
+// runExit maps the run's error to the command's: exit status 3 for
+// failed expectations, 130 for an interrupt, 1 for any other error;
+// each says where the results are.
+func runExit(runErr error, dir string) error {
 	var failed *harness.ExpectationsFailed
 	switch {
 	case runErr == nil:
