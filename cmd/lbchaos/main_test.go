@@ -184,21 +184,39 @@ func TestRunErrors(t *testing.T) {
 	}
 }
 
-// TestRunReportsEveryBadFlag: every flag given out of range is named in
-// one error, not only the last one checked.
+// TestRunReportsEveryBadFlag: every bad flag is named in one error, not
+// only the first or the last one checked.
 func TestRunReportsEveryBadFlag(t *testing.T) {
-	_, _, err := runCLI(t, context.Background(), "run", "fast-fail", "--duration", "0", "--rate", "0", "--repeat", "0")
-	if got := exitCode(err); got != 2 {
-		t.Fatalf("exit code %d, want 2 (%v)", got, err)
-	}
-	for _, want := range []string{
-		"--duration: must be > 0, e.g. --duration 10s, got 0s",
-		"--rate: must be > 0 requests per second, e.g. --rate 500, got 0",
-		"--repeat: must be >= 1, got 0",
+	for _, tc := range []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{"values", []string{"--duration", "0", "--rate", "0", "--repeat", "0"}, []string{
+			"--duration: must be > 0, e.g. --duration 10s, got 0s",
+			"--rate: must be > 0 requests per second, e.g. --rate 500, got 0",
+			"--repeat: must be >= 1, got 0",
+		}},
+		{"a value and a simulation's backend flag", []string{"--engine", "sim", "--rate", "-1", "--backends", "docker"}, []string{
+			"--rate: must be > 0 requests per second",
+			"--backends: applies to a real run's backends; a simulation (--engine sim) has none",
+		}},
+		{"a value and an unknown engine", []string{"--engine", "fake", "--duration", "-1s"}, []string{
+			"--duration: must be > 0",
+			`--engine: unknown value "fake" (real or sim)`,
+		}},
 	} {
-		if !strings.Contains(err.Error(), want) {
-			t.Errorf("error %q\nwant it to contain %q", err, want)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			_, _, err := runCLI(t, context.Background(), append([]string{"run", "fast-fail"}, tc.args...)...)
+			if got := exitCode(err); got != 2 {
+				t.Fatalf("exit code %d, want 2 (%v)", got, err)
+			}
+			for _, want := range tc.want {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error %q\nwant it to contain %q", err, want)
+				}
+			}
+		})
 	}
 }
 

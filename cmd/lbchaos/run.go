@@ -169,11 +169,13 @@ func (f *runFlags) checkValues(fs *flag.FlagSet) error {
 }
 
 // overrides checks the flags and returns what they change in the
-// experiment; its errors carry exit status 2 except a provider's.
+// experiment. Every bad flag is reported at once, each message naming its
+// flag, with exit status 2.
 func (f *runFlags) overrides(fs *flag.FlagSet) (experiments.Overrides, error) {
 	var ov experiments.Overrides
+	var bad []error
 	if err := f.checkValues(fs); err != nil {
-		return ov, err
+		bad = append(bad, errors.Unwrap(err))
 	}
 	ov.Duration, ov.Rate = f.duration, f.rate
 	fs.Visit(func(fl *flag.Flag) {
@@ -193,15 +195,22 @@ func (f *runFlags) overrides(fs *flag.FlagSet) (experiments.Overrides, error) {
 	}
 	var err error
 	if ov.External, err = f.ext.overrides(f.backends, f.engine); err != nil {
-		return ov, &exitError{2, err}
+		bad = append(bad, err)
 	}
 	if err := f.kube.check(f.backends); err != nil {
-		return ov, &exitError{2, err}
+		bad = append(bad, err)
 	}
-	if f.engine == "sim" {
+	switch f.engine {
+	case "real":
+	case "sim":
 		if err := simIgnores(fs); err != nil {
-			return ov, &exitError{2, err}
+			bad = append(bad, err)
 		}
+	default:
+		bad = append(bad, fmt.Errorf("--engine: unknown value %q (real or sim)", f.engine))
+	}
+	if len(bad) > 0 {
+		return ov, &exitError{2, errors.Join(bad...)}
 	}
 	ov.HealthPath = f.health
 	return ov, nil
