@@ -89,11 +89,6 @@ func Run(ctx context.Context, exp *experiments.Experiment, opts Options) (*repor
 	if err != nil {
 		return nil, err
 	}
-	if opts.Ready != nil {
-		if err := opts.Ready(); err != nil {
-			return nil, err
-		}
-	}
 	info := opts.Engine.Info()
 	sum := newSummary(exp, info)
 	sum.Notes = append(sum.Notes, notes...)
@@ -113,6 +108,14 @@ func Run(ctx context.Context, exp *experiments.Experiment, opts Options) (*repor
 			fmt.Fprintf(opts.Log, "skipped %s\n", n)
 		}
 		sum.Notes = append(sum.Notes, skipped...)
+		if runs == 0 {
+			return nil, nothingRun(skipped)
+		}
+	}
+	if opts.Ready != nil {
+		if err := opts.Ready(); err != nil {
+			return nil, err
+		}
 	}
 	var runErr error
 	pos := 0
@@ -159,6 +162,9 @@ func Run(ctx context.Context, exp *experiments.Experiment, opts Options) (*repor
 			break
 		}
 	}
+	if runErr == nil && ctx.Err() == nil && len(sum.Strategies) == 0 {
+		return nil, nothingRun(sum.Notes[len(notes):])
+	}
 	sum.Glossary = glossaryOf(sum.Strategies)
 	reports.Derive(sum)
 	sum.HarnessSaturated = reports.HarnessSaturations(sum)
@@ -173,6 +179,14 @@ func Run(ctx context.Context, exp *experiments.Experiment, opts Options) (*repor
 		runErr = &ExpectationsFailed{Failed: failed, Total: len(sum.Expectations)}
 	}
 	return sum, runErr
+}
+
+// nothingRun is the error of a run in which the engine left out every
+// strategy, for the reasons given: an empty table with exit status 0
+// would pass for a result.
+func nothingRun(reasons []string) error {
+	return fmt.Errorf("no strategy was measured: every one was left out (%s); run strategies this engine can measure (--strategies), or another engine",
+		strings.Join(reports.MergeNotes(reasons), " "))
 }
 
 // wallNote says how long a virtual engine took to simulate a strategy.

@@ -91,3 +91,32 @@ func TestSimRunNumbersBuiltInStrategies(t *testing.T) {
 		t.Errorf("log counts skipped strategies:\n%s", out)
 	}
 }
+
+// A run in which the engine leaves every strategy out is an error naming
+// why, not an empty table with exit status 0: whether the engine skips
+// them before measuring (the simulator and a real proxy) or while
+// measuring (Measurement.Skipped).
+func TestRunWithEveryStrategyLeftOutFails(t *testing.T) {
+	exp, err := experiments.Load("fast-fail")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if exp, err = exp.Apply(experiments.Overrides{Duration: time.Second, Strategies: []string{"nginx:round_robin"}}); err != nil {
+		t.Fatal(err)
+	}
+	sum, err := Run(context.Background(), exp, Options{Engine: sim.Engine{}})
+	if sum != nil || err == nil || !strings.Contains(err.Error(), "no strategy was measured") ||
+		!strings.Contains(err.Error(), "nginx:round_robin: a real proxy runs only with the real engine") {
+		t.Errorf("sim of a proxy alone: summary %v, error %v; want no summary and an error naming the strategy left out", sum != nil, err)
+	}
+
+	exp = runtest.MustExperiment(t, "driver", strings.Replace(driverExp, "a-strategy", "round-robin", 1))
+	eng := &scripted{info: engine.Info{Engine: "e", Backends: "b"}}
+	eng.measure = func(_ context.Context, job engine.Job) (*engine.Measurement, error) {
+		return &engine.Measurement{Skipped: job.Name() + ": not here."}, nil
+	}
+	sum, err = Run(context.Background(), exp, Options{Engine: eng})
+	if sum != nil || err == nil || !strings.Contains(err.Error(), "no strategy was measured") || !strings.Contains(err.Error(), "p2c") || !strings.Contains(err.Error(), "not here.") {
+		t.Errorf("every strategy skipped while measuring: summary %v, error %v", sum != nil, err)
+	}
+}
