@@ -138,11 +138,10 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	return runExit(runErr, dir)
 }
 
-// checkValues refuses every value flag given out of range, all at once,
-// each message naming its flag: a flag given must be valid, and 0 does
-// not mean "the experiment's". The error's exit status is 2.
-func (f *runFlags) checkValues(fs *flag.FlagSet) error {
-	var bad []error
+// checkValues returns an error for every value flag given out of range,
+// each naming its flag: a flag given must be valid, and 0 does not mean
+// "the experiment's".
+func (f *runFlags) checkValues(fs *flag.FlagSet) (bad []error) {
 	fs.Visit(func(fl *flag.Flag) {
 		switch fl.Name {
 		case "duration":
@@ -162,10 +161,7 @@ func (f *runFlags) checkValues(fs *flag.FlagSet) error {
 	if f.repeat < 1 {
 		bad = append(bad, fmt.Errorf("--repeat: must be >= 1, got %d", f.repeat))
 	}
-	if len(bad) > 0 {
-		return &exitError{2, errors.Join(bad...)}
-	}
-	return nil
+	return bad
 }
 
 // overrides checks the flags and returns what they change in the
@@ -173,10 +169,7 @@ func (f *runFlags) checkValues(fs *flag.FlagSet) error {
 // flag, with exit status 2.
 func (f *runFlags) overrides(fs *flag.FlagSet) (experiments.Overrides, error) {
 	var ov experiments.Overrides
-	var bad []error
-	if err := f.checkValues(fs); err != nil {
-		bad = append(bad, errors.Unwrap(err))
-	}
+	bad := f.checkValues(fs)
 	ov.Duration, ov.Rate = f.duration, f.rate
 	fs.Visit(func(fl *flag.Flag) {
 		switch fl.Name {

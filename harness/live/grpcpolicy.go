@@ -43,8 +43,8 @@ type grpcPolicyClient struct {
 	inflight atomic.Int64
 	// abort is the client's own cancellation, never a caller's context:
 	// Abort cancels it, and with it every call under way.
-	abort     context.Context
-	abortRoot context.CancelFunc
+	abort       context.Context
+	cancelAbort context.CancelFunc
 }
 
 // newGRPCPolicyClient builds the replicas of gRPC strategy name over
@@ -57,7 +57,7 @@ func newGRPCPolicyClient(name string, replicas int, targets []*url.URL, hosts []
 		return nil, err
 	}
 	c := &grpcPolicyClient{name: name, policy: spec.Policy, timeout: timeout, instances: len(targets), hosts: hosts}
-	c.abort, c.abortRoot = context.WithCancel(context.Background())
+	c.abort, c.cancelAbort = context.WithCancel(context.Background())
 	for _, u := range targets {
 		c.addrs = append(c.addrs, u.Host)
 	}
@@ -112,7 +112,7 @@ func (c *grpcPolicyClient) Take(seq uint64) (*transport.Route, bool) {
 func (c *grpcPolicyClient) InFlight() int64 { return c.inflight.Load() }
 
 // Abort cancels the calls under way, and every one made after it.
-func (c *grpcPolicyClient) Abort() { c.abortRoot() }
+func (c *grpcPolicyClient) Abort() { c.cancelAbort() }
 
 func (c *grpcPolicyClient) call(seq uint64, path string, sreq strategies.Request) *vegeta.Result {
 	ts := time.Now()

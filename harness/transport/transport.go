@@ -27,12 +27,12 @@ import (
 const SeqHeader = "X-Vegeta-Seq"
 
 // Client is the load generator's client: an http.RoundTripper that asks
-// the strategy under test (the client-side balancer) for an instance, sends the request there (over
-// HTTP/1.1 with an upstream.Client per instance, which writes the
-// request and reads the answer on the caller's goroutine; see
-// roundTrip), and reports the outcome through the strategy's done
-// callback when the response body is fully read or closed, or the request
-// fails. It records which instance each request went to, so that every
+// the strategy under test (the client-side balancer) for an instance,
+// sends the request there (over HTTP/1.1 with an upstream.Client per
+// instance, which writes the request and reads the answer on the caller's
+// goroutine; see roundTrip), and reports the outcome through the
+// strategy's done callback when the response body is fully read or
+// closed, or the request fails. It records which instance each request went to, so that every
 // result — also one that got no response — is attributed to its instance.
 //
 // With several replicas of the strategy (an experiment's replicas), request
@@ -48,8 +48,8 @@ type Client struct {
 	// the parent of every call whose request brings none of its own
 	// (Vegeta's never do), so that no AfterFunc is registered per call;
 	// Abort cancels it.
-	abort     context.Context
-	abortRoot context.CancelFunc
+	abort       context.Context
+	cancelAbort context.CancelFunc
 
 	routes routes
 	// proxy, when set, is a proxy under test that every request goes to
@@ -121,7 +121,7 @@ func NewClient(lbs []*strategies.Balancer, targets []*url.URL, timeout time.Dura
 			b.slots[i] = make(chan struct{}, maxConns)
 		}
 	}
-	b.abort, b.abortRoot = context.WithCancel(context.Background())
+	b.abort, b.cancelAbort = context.WithCancel(context.Background())
 	for i, u := range targets {
 		b.targets[i].Store(u)
 	}
@@ -314,7 +314,7 @@ func isTimeout(ctx context.Context, err error) bool {
 // Abort cancels every request under way, and every one sent after it:
 // they end as aborted (Route.Aborted), not as failures of their instance.
 // The run calls it when it is interrupted.
-func (b *Client) Abort() { b.abortRoot() }
+func (b *Client) Abort() { b.cancelAbort() }
 
 // Close aborts what is still under way and closes every connection.
 func (b *Client) Close() {
