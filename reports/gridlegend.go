@@ -101,26 +101,32 @@ func (g *gridLegend) draw(c draw.Canvas) {
 	}
 	l := g.layout(c.Size().X)
 	st := legendFont()
-	pad := vg.Points(legendPad)
-	y := c.Max.Y - pad
 	for i, e := range g.entries {
-		row, col := i/l.cols, i%l.cols
-		if col == 0 && row > 0 {
-			y -= l.rowH[row-1]
-		}
-		x := c.Min.X + pad + vg.Length(col)*l.colW
-		// The thumbnail sits beside the first line of the label.
-		tc := draw.Canvas{Canvas: c.Canvas, Rectangle: vg.Rectangle{
-			Min: vg.Point{X: x, Y: y - l.lineH + vg.Points(1)},
-			Max: vg.Point{X: x + vg.Points(legendThumbW), Y: y - vg.Points(1)},
-		}}
+		tc := draw.Canvas{Canvas: c.Canvas, Rectangle: l.thumbRect(c, i)}
 		for _, th := range e.thumbs {
 			th.Thumbnail(&tc)
 		}
-		tx := x + vg.Points(legendThumbW+legendGap)
+		tx := tc.Min.X + vg.Points(legendThumbW+legendGap)
+		y := tc.Max.Y + vg.Points(1)
 		for j, line := range l.lines[i] {
 			c.FillText(st, vg.Point{X: tx, Y: y - vg.Length(j)*l.lineH}, line)
 		}
+	}
+}
+
+// thumbRect is where the thumbnail of entry i goes in a legend drawn into
+// c: beside the first line of its label.
+func (l legendLayout) thumbRect(c draw.Canvas, i int) vg.Rectangle {
+	pad := vg.Points(legendPad)
+	row, col := i/l.cols, i%l.cols
+	y := c.Max.Y - pad
+	for r := range row {
+		y -= l.rowH[r]
+	}
+	x := c.Min.X + pad + vg.Length(col)*l.colW
+	return vg.Rectangle{
+		Min: vg.Point{X: x, Y: y - l.lineH + vg.Points(1)},
+		Max: vg.Point{X: x + vg.Points(legendThumbW), Y: y - vg.Points(1)},
 	}
 }
 

@@ -22,10 +22,11 @@ type laneSpan struct {
 }
 
 // laneSpans draws bars in data coordinates, clipped to the data area. It
-// has no data range: the figure sets its axes.
+// has no data range: the figure sets its axes. Its legend thumbnail is a
+// bar striped with the thumb colours.
 type laneSpans struct {
 	spans []laneSpan
-	thumb color.Color
+	thumb []color.Color
 }
 
 // Plot implements plot.Plotter.
@@ -47,7 +48,11 @@ func (l *laneSpans) Plot(c draw.Canvas, p *plot.Plot) {
 // Thumbnail implements plot.Thumbnailer.
 func (l *laneSpans) Thumbnail(c *draw.Canvas) {
 	h := (c.Max.Y - c.Min.Y) / 4
-	c.FillPolygon(l.thumb, rect(c.Min.X, c.Min.Y+h, c.Max.X, c.Max.Y-h))
+	w := (c.Max.X - c.Min.X) / vg.Length(max(1, len(l.thumb)))
+	for i, col := range l.thumb {
+		x := c.Min.X + vg.Length(i)*w
+		c.FillPolygon(col, rect(x, c.Min.Y+h, x+w, c.Max.Y-h))
+	}
 }
 
 // byTime returns a copy of events in time order, ties in their order.
@@ -212,6 +217,7 @@ func healthFigure(s *Summary, st *Strategy) *figure {
 	p.X.Label.Text = "time since start of the attack (s)"
 	p.Y.Label.Text = "instance"
 	p.X.Min, p.X.Max = 0, math.Max(end, 1e-9)
+	p.X.Tick.Marker = plainTicks{}
 	p.Y.Min, p.Y.Max = -0.5, float64(len(ids))-0.5
 	p.Y.Scale = plot.InvertedScale{Normalizer: plot.LinearScale{}}
 
@@ -271,6 +277,7 @@ func healthFigure(s *Summary, st *Strategy) *figure {
 	}
 
 	var bars []laneSpan
+	var barCols []color.Color // of the instances with bars, for the legend
 	total := 0
 	for _, id := range ids {
 		for _, sp := range spans[id] {
@@ -279,6 +286,7 @@ func healthFigure(s *Summary, st *Strategy) *figure {
 				x1 = sp[0] + end/400 // keep an instant ejection visible
 			}
 			bars = append(bars, laneSpan{y: lane[id], x0: sp[0], x1: x1, height: 0.6, color: instanceColor(id)})
+			barCols = appendColor(barCols, instanceColor(id))
 			total++
 		}
 	}
@@ -291,12 +299,12 @@ func healthFigure(s *Summary, st *Strategy) *figure {
 	p.Add(&laneSpans{spans: starts})
 
 	f.panels = []*plot.Plot{p}
-	f.addLegend(fmt.Sprintf("ejected (%d %s, instance colour)", total, plural(total, "span", "spans")), &laneSpans{thumb: gray(0x55)})
+	f.addLegend(fmt.Sprintf("ejected (%d %s, instance colour)", total, plural(total, "span", "spans")), &laneSpans{thumb: barCols})
 	if seen["degraded"] {
-		f.addLegend("degraded (health level)", &laneSpans{thumb: degradedColor})
+		f.addLegend("degraded (health level)", &laneSpans{thumb: []color.Color{degradedColor}})
 	}
 	if seen["critical"] {
-		f.addLegend("critical (health level)", &laneSpans{thumb: criticalColor})
+		f.addLegend("critical (health level)", &laneSpans{thumb: []color.Color{criticalColor}})
 	}
 	if len(shade) > 0 {
 		f.addLegend("fault active", &bands{color: faultShade})

@@ -1,6 +1,7 @@
 package reports
 
 import (
+	"image/color"
 	"math"
 
 	"gonum.org/v1/plot"
@@ -36,7 +37,7 @@ type percentileCurves struct {
 // fast; the bottom one, when any request failed, the failed requests'.
 // (A summary without the split gets one panel of every request's curve,
 // so titled.) Each strategy keeps its colour, dash pattern and glyph
-// (strategyStyleOf); the glyphs sit on every third point, staggered by
+// (strategyStyles); the glyphs sit on every third point, staggered by
 // strategy, so coinciding curves stay visible. The maximum (percentile
 // 100) is a ring at the right edge, joined to its curve by a dotted line.
 // Points below the 50th percentile, non-positive latencies and strategies
@@ -56,10 +57,12 @@ func percentileFigure(s *Summary) *figure {
 		}
 	}
 	f := &figure{w: figWidth}
+	styles := summaryStyles(s)
 	legend := map[int]bool{}
-	var anyMax, anyThresh bool
+	var maxCols []color.Color // of the strategies with a maximum drawn
+	anyThresh := false
 	for _, pc := range panels {
-		p, drawn, hasMax, thresh := percentilePanel(s, pc)
+		p, drawn, maxOf, thresh := percentilePanel(s, styles, pc)
 		if p == nil {
 			continue
 		}
@@ -68,21 +71,24 @@ func percentileFigure(s *Summary) *figure {
 		for _, i := range drawn {
 			legend[i] = true
 		}
-		anyMax, anyThresh = anyMax || hasMax, anyThresh || thresh
+		for _, i := range maxOf {
+			maxCols = appendColor(maxCols, styles[i].Color)
+		}
+		anyThresh = anyThresh || thresh
 	}
 	if len(f.panels) == 0 {
 		return nil
 	}
 	for i := range s.Strategies {
 		if legend[i] {
-			f.addLegend(s.Strategies[i].Name, strategyThumb(i))
+			f.addLegend(s.Strategies[i].Name, strategyThumb(styles[i]))
 		}
 	}
 	if anyThresh {
 		f.addLegend("slow threshold "+fmtNum(s.SlowThresholdMs)+" ms", &hline{style: threshStyle})
 	}
-	if anyMax {
-		f.addLegend("maximum (right edge)", &plotter.Scatter{GlyphStyle: draw.GlyphStyle{Color: gray(0x33), Radius: vg.Points(3.5), Shape: draw.RingGlyph{}}})
+	if len(maxCols) > 0 {
+		f.addLegend("maximum (right edge, strategy colour)", &glyphRow{style: maxMark(nil), colors: maxCols})
 	}
 	return f
 }
@@ -92,10 +98,9 @@ var threshStyle = draw.LineStyle{Color: gray(0x55), Width: vg.Points(1), Dashes:
 // strategyLineW is the width of a strategy's line in cross-strategy plots.
 const strategyLineW = 1.8 // points
 
-// strategyThumb is the legend thumbnail of the i-th strategy: its line
-// with its glyph.
-func strategyThumb(i int) plot.Thumbnailer {
-	st := strategyStyleOf(i)
+// strategyThumb is the legend thumbnail of a strategy drawn in style st:
+// its line with its glyph, as percentilePanel draws them.
+func strategyThumb(st StrategyStyle) plot.Thumbnailer {
 	return thumbs{
 		&plotter.Line{LineStyle: st.line(vg.Points(strategyLineW))},
 		&glyphThumb{style: st.glyph(vg.Points(3.5))},
@@ -120,9 +125,15 @@ func (g *glyphThumb) Thumbnail(c *draw.Canvas) {
 	c.DrawGlyph(g.style, c.Center())
 }
 
+// maxMark is the ring marking a strategy's maximum.
+func maxMark(c color.Color) draw.GlyphStyle {
+	return draw.GlyphStyle{Color: c, Radius: vg.Points(3.5), Shape: draw.RingGlyph{}}
+}
+
 // percentilePanel draws one panel of percentileFigure; nil when no
-// strategy has a point. drawn lists the strategies drawn.
-func percentilePanel(s *Summary, pc percentileCurves) (p *plot.Plot, drawn []int, anyMax, showThresh bool) {
+// strategy has a point. drawn lists the strategies drawn, maxOf those
+// with a maximum.
+func percentilePanel(s *Summary, styles []StrategyStyle, pc percentileCurves) (p *plot.Plot, drawn, maxOf []int, showThresh bool) {
 	type curve struct {
 		idx int
 		xys plotter.XYs
@@ -151,7 +162,7 @@ func percentilePanel(s *Summary, pc percentileCurves) (p *plot.Plot, drawn []int
 		}
 	}
 	if len(curves) == 0 {
-		return nil, nil, false, false
+		return nil, nil, nil, false
 	}
 	xHi = math.Min(xHi, 1e6)
 	xMax := xHi * 3 // the right edge, where maxima are drawn
@@ -161,7 +172,7 @@ func percentilePanel(s *Summary, pc percentileCurves) (p *plot.Plot, drawn []int
 	p.Title.Text = pc.title
 	p.Title.TextStyle.Font.Size = vg.Points(13)
 	p.X.Label.Text = "percentile (%), log scale of 1/(1 − p)"
-	p.Y.Label.Text = latencyAxisLabel("latency", yHi)
+	p.Y.Label.Text = latencyAxisLabel("latency")
 	p.X.Scale, p.Y.Scale = plot.LogScale{}, plot.LogScale{}
 	p.Y.Tick.Marker = logTicks{}
 	var ticks []plot.Tick
@@ -182,7 +193,7 @@ func percentilePanel(s *Summary, pc percentileCurves) (p *plot.Plot, drawn []int
 	// another still shows its own.
 	var glyphs []plot.Plotter
 	for _, c := range curves {
-		st := strategyStyleOf(c.idx)
+		st := styles[c.idx]
 		sty := st.line(vg.Points(strategyLineW))
 		if len(c.xys) > 1 {
 			p.Add(&plotter.Line{XYs: c.xys, LineStyle: sty})
@@ -198,7 +209,7 @@ func percentilePanel(s *Summary, pc percentileCurves) (p *plot.Plot, drawn []int
 			glyphs = append(glyphs, &plotter.Scatter{XYs: marks, GlyphStyle: st.glyph(vg.Points(3.5))})
 		}
 		if !math.IsNaN(c.max) {
-			anyMax = true
+			maxOf = append(maxOf, c.idx)
 			mx := plotter.XYs{{X: xMax, Y: c.max}}
 			if n := len(c.xys); n > 0 {
 				dotted := sty
@@ -206,12 +217,12 @@ func percentilePanel(s *Summary, pc percentileCurves) (p *plot.Plot, drawn []int
 				dotted.Dashes = []vg.Length{vg.Points(1), vg.Points(2)}
 				p.Add(&plotter.Line{XYs: plotter.XYs{c.xys[n-1], mx[0]}, LineStyle: dotted})
 			}
-			p.Add(&plotter.Scatter{XYs: mx, GlyphStyle: draw.GlyphStyle{Color: st.Color, Radius: vg.Points(3.5), Shape: draw.RingGlyph{}}})
+			p.Add(&plotter.Scatter{XYs: mx, GlyphStyle: maxMark(st.Color)})
 		}
 		drawn = append(drawn, c.idx)
 	}
 	p.Add(glyphs...)
 	p.X.Min, p.X.Max = 2, xMax
 	p.Y.Min, p.Y.Max = yLo, yHi
-	return p, drawn, anyMax, showThresh
+	return p, drawn, maxOf, showThresh
 }

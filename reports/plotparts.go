@@ -1,12 +1,15 @@
 package reports
 
 import (
+	"cmp"
 	"image/color"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
 	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 )
@@ -72,18 +75,53 @@ func (v *vlines) Plot(c draw.Canvas, p *plot.Plot) {
 		if x < c.Min.X || x > c.Max.X {
 			continue
 		}
-		col := gray(0)
-		if e.Instance >= 0 {
-			col = instanceColor(e.Instance)
-		}
+		c.StrokeLine2(draw.LineStyle{Color: eventColor(e), Width: v.width, Dashes: v.dashes}, x, c.Min.Y, x, c.Max.Y)
+	}
+}
+
+// eventColor is the colour of an event's line: its instance's, black for
+// an event of no instance.
+func eventColor(e Event) color.Color {
+	if e.Instance < 0 {
+		return gray(0)
+	}
+	return instanceColor(e.Instance)
+}
+
+// Thumbnail implements plot.Thumbnailer: a line in each colour the plot
+// draws (up to maxThumbColors, in the order of the events), or in key
+// when there are no events.
+func (v *vlines) Thumbnail(c *draw.Canvas) {
+	var cols []color.Color
+	for _, e := range v.events {
+		cols = appendColor(cols, eventColor(e))
+	}
+	if len(cols) == 0 {
+		cols = []color.Color{v.key}
+	}
+	w := c.Max.X - c.Min.X
+	for i, col := range cols {
+		x := c.Min.X + w*vg.Length(2*i+1)/vg.Length(2*len(cols))
 		c.StrokeLine2(draw.LineStyle{Color: col, Width: v.width, Dashes: v.dashes}, x, c.Min.Y, x, c.Max.Y)
 	}
 }
 
-// Thumbnail implements plot.Thumbnailer.
-func (v *vlines) Thumbnail(c *draw.Canvas) {
-	x := (c.Min.X + c.Max.X) / 2
-	c.StrokeLine2(draw.LineStyle{Color: v.key, Width: v.width, Dashes: v.dashes}, x, c.Min.Y, x, c.Max.Y)
+// maxThumbColors is the most colours a legend thumbnail shows.
+const maxThumbColors = 4
+
+// appendColor appends col to cols unless it is there already or cols is
+// full.
+func appendColor(cols []color.Color, col color.Color) []color.Color {
+	if len(cols) >= maxThumbColors || slices.ContainsFunc(cols, func(c color.Color) bool { return sameColor(c, col) }) {
+		return cols
+	}
+	return append(cols, col)
+}
+
+func sameColor(a, b color.Color) bool {
+	r0, g0, b0, a0 := a.RGBA()
+	r1, g1, b1, a1 := b.RGBA()
+	return r0 == r1 && g0 == g1 && b0 == b1 && a0 == a1
 }
 
 // hline draws a horizontal reference line at y across the data area; its
@@ -114,56 +152,121 @@ func (h *hline) Thumbnail(c *draw.Canvas) {
 	c.StrokeLine2(h.style, c.Min.X, y, c.Max.X, y)
 }
 
-// logTicks marks a log axis of milliseconds at 1, 2 and 5 times powers of
-// ten (labelled) and the other integer multiples (unlabelled); when fewer
-// than two labelled ticks fall in range, every multiple is labelled. From
-// an axis that reaches 10 s, labels from 1 s up read in seconds ("20 s",
-// not "20000").
-type logTicks struct{}
+// logTicks marks a log axis of milliseconds that is length long (0: not
+// yet known, taken as 4 in). It labels the densest of these sets whose
+// labels stay minTickGap apart: every integer multiple of a power of ten;
+// 1, 2, 3 and 5 times; 1, 2 and 5 times; 1 and 3 times; the powers of
+// ten; every second, third, ... power. The other integer multiples get
+// unlabelled ticks while a decade is wide enough to tell them apart. An
+// axis on which fewer than three labels would fall (a range inside one
+// decade) gets gonum's default ticks instead when they have more. Labels
+// carry their unit,
+// from 1 s up in seconds (msLabel).
+type logTicks struct{ length vg.Length }
+
+const (
+	// minTickGap is the least distance between two tick labels: twice
+	// the tick labels' 10 pt, so a line of space separates them.
+	minTickGap = 20 // points
+	// minMinorGap is the least width of a decade with minor ticks.
+	minMinorGap = 40 // points
+)
+
+// logLabelSets are the multipliers logTicks may label, densest first.
+var logLabelSets = [][]float64{
+	{1, 2, 3, 4, 5, 6, 7, 8, 9},
+	{1, 2, 3, 5},
+	{1, 2, 5},
+	{1, 3},
+	{1},
+}
+
+// minLogGap is the least distance, in decades, between two labels of set.
+func minLogGap(set []float64) float64 {
+	g := 1 - math.Log10(set[len(set)-1]) // to the next decade
+	for i := 1; i < len(set); i++ {
+		g = math.Min(g, math.Log10(set[i]/set[i-1]))
+	}
+	return g
+}
 
 // Ticks implements plot.Ticker.
-func (logTicks) Ticks(lo, hi float64) []plot.Tick {
+func (t logTicks) Ticks(lo, hi float64) []plot.Tick {
 	if !(lo > 0) || !(hi > lo) || math.IsInf(hi, 0) {
 		return nil
 	}
+	length := t.length
+	if length <= 0 {
+		length = 4 * vg.Inch
+	}
+	decade := length / vg.Length(math.Log10(hi/lo)) // points per decade
+	set, every := logLabelSets[len(logLabelSets)-1], 1
+	for _, s := range logLabelSets {
+		if vg.Length(minLogGap(s))*decade >= vg.Points(minTickGap) {
+			set = s
+			break
+		}
+	}
+	if decade < vg.Points(minTickGap) {
+		every = int(math.Ceil(float64(vg.Points(minTickGap) / decade)))
+	}
 	var ticks []plot.Tick
 	labelled := 0
-	secs := hi >= 10000
-	label := func(v float64) string {
-		if secs && v >= 1000 {
-			return strconv.FormatFloat(v/1000, 'f', -1, 64) + " s"
-		}
-		return strconv.FormatFloat(v, 'f', -1, 64)
-	}
 	for e := int(math.Floor(math.Log10(lo))); e <= int(math.Ceil(math.Log10(hi))); e++ {
 		for m := 1; m <= 9; m++ {
 			v, _ := strconv.ParseFloat(strconv.Itoa(m)+"e"+strconv.Itoa(e), 64)
 			if v < lo || v > hi {
 				continue
 			}
-			t := plot.Tick{Value: v}
-			if m == 1 || m == 2 || m == 5 {
-				t.Label = label(v)
+			tk := plot.Tick{Value: v}
+			if slices.Contains(set, float64(m)) && (m != 1 || e%every == 0) {
+				tk.Label = msLabel(v)
 				labelled++
+			} else if m != 1 && decade < vg.Points(minMinorGap) {
+				continue
 			}
-			ticks = append(ticks, t)
+			ticks = append(ticks, tk)
 		}
 	}
-	if labelled < 2 {
-		for i := range ticks {
-			ticks[i].Label = label(ticks[i].Value)
+	if labelled < 3 {
+		def := plot.DefaultTicks{}.Ticks(lo, hi)
+		n := 0
+		for i := range def {
+			if def[i].Label != "" {
+				def[i].Label = msLabel(def[i].Value)
+				n++
+			}
+		}
+		if n > labelled {
+			return def
 		}
 	}
 	return ticks
 }
 
-// latencyAxisLabel labels a logTicks axis of milliseconds reaching hi:
-// its unit, and where ticks turn to seconds.
-func latencyAxisLabel(what string, hi float64) string {
-	if hi >= 10000 {
-		return what + " (log scale; ms, from 1 s in s)"
+// msLabel labels a latency in milliseconds, to six significant digits,
+// with its unit: "500 ms", and in seconds from 1 s up ("2 s", not
+// "2000").
+func msLabel(v float64) string {
+	unit := " ms"
+	if v >= 1000 {
+		v, unit = v/1000, " s"
 	}
-	return what + " (ms, log scale)"
+	v, _ = strconv.ParseFloat(strconv.FormatFloat(v, 'g', 6, 64), 64)
+	return strconv.FormatFloat(v, 'f', -1, 64) + unit
+}
+
+// latencyAxisLabel labels a logTicks axis: short, so that it fits the
+// height of a panel; the tick labels carry the unit.
+func latencyAxisLabel(what string) string { return what + " (log scale)" }
+
+// fitTicks tells each panel's logTicks the length of its y axis, the
+// height of its data area in c.
+func fitTicks(p *plot.Plot, c draw.Canvas) {
+	if t, ok := p.Y.Tick.Marker.(logTicks); ok {
+		t.length = p.DataCanvas(c).Size().Y
+		p.Y.Tick.Marker = t
+	}
 }
 
 // plainTicks are gonum's default ticks labelled without trailing zeros
@@ -179,4 +282,177 @@ func (plainTicks) Ticks(lo, hi float64) []plot.Tick {
 		}
 	}
 	return ticks
+}
+
+// edgeMarks draws a glyph at each x a fixed distance above the bottom of
+// the data area, whatever the y axis: it marks a time at which there is
+// no value to plot. row stacks marks of several series apart.
+type edgeMarks struct {
+	xs    []float64
+	row   int
+	style draw.GlyphStyle
+}
+
+// edgeMarkRowH is the height of a row of edgeMarks.
+func edgeMarkRowH(r vg.Length) vg.Length { return 2*r + vg.Points(2) }
+
+// Plot implements plot.Plotter.
+func (m *edgeMarks) Plot(c draw.Canvas, p *plot.Plot) {
+	trX, _ := p.Transforms(&c)
+	y := c.Min.Y + vg.Points(2) + m.style.Radius + vg.Length(m.row)*edgeMarkRowH(m.style.Radius)
+	for _, x := range m.xs {
+		if pt := (vg.Point{X: trX(x), Y: y}); c.ContainsX(pt.X) {
+			c.DrawGlyph(m.style, pt)
+		}
+	}
+}
+
+// glyphRow is a legend thumbnail of one glyph per colour, side by side,
+// as several series draw it.
+type glyphRow struct {
+	style  draw.GlyphStyle
+	colors []color.Color
+}
+
+// Thumbnail implements plot.Thumbnailer.
+func (g *glyphRow) Thumbnail(c *draw.Canvas) {
+	w := c.Max.X - c.Min.X
+	for i, col := range g.colors {
+		st := g.style
+		st.Color = col
+		c.DrawGlyph(st, vg.Point{X: c.Min.X + w*vg.Length(2*i+1)/vg.Length(2*len(g.colors)), Y: c.Center().Y})
+	}
+}
+
+// lineStack is a legend thumbnail for several series at once: short lines
+// in their styles, one above the other.
+type lineStack []draw.LineStyle
+
+// Thumbnail implements plot.Thumbnailer.
+func (ls lineStack) Thumbnail(c *draw.Canvas) {
+	h := c.Max.Y - c.Min.Y
+	for i, st := range ls {
+		y := c.Max.Y - h*vg.Length(2*i+1)/vg.Length(2*len(ls))
+		c.StrokeLine2(st, c.Min.X, y, c.Max.X, y)
+	}
+}
+
+// seriesLine is one line of a lineSet: its points, in x order, and its
+// style. A line of one point is drawn as a dot of the line's width.
+type seriesLine struct {
+	xys   plotter.XYs
+	style draw.LineStyle
+}
+
+// lineSet draws lines, later ones on top, so that none hides another:
+// where points of several lines at the same x fall within coincideTol of
+// one another on screen, they are drawn side by side, lineSpread apart (less
+// when many coincide, the group never wider than maxSpread) about their
+// mean and in drawing order, so that each line shows a band of its
+// colour. Elsewhere every point is drawn where it is.
+type lineSet struct {
+	lines []seriesLine
+}
+
+const (
+	coincideTol = 1   // points
+	lineSpread  = 1.5 // points
+	maxSpread   = 9   // points
+)
+
+// Plot implements plot.Plotter.
+func (ls *lineSet) Plot(c draw.Canvas, p *plot.Plot) {
+	pts := ls.screenPoints(c, p)
+	for i, l := range ls.lines {
+		if len(pts[i]) == 1 {
+			if c.Contains(pts[i][0]) {
+				c.DrawGlyph(draw.GlyphStyle{Color: l.style.Color, Radius: l.style.Width, Shape: draw.CircleGlyph{}}, pts[i][0])
+			}
+			continue
+		}
+		c.StrokeLines(l.style, c.ClipLinesXY(pts[i])...)
+	}
+}
+
+// screenPoints returns the points of each line on c, coinciding ones
+// spread apart.
+func (ls *lineSet) screenPoints(c draw.Canvas, p *plot.Plot) [][]vg.Point {
+	trX, trY := p.Transforms(&c)
+	type at struct{ line, pt int }
+	byX := map[float64][]at{}
+	var xs []float64
+	pts := make([][]vg.Point, len(ls.lines))
+	for i, l := range ls.lines {
+		pts[i] = make([]vg.Point, len(l.xys))
+		for j, xy := range l.xys {
+			pts[i][j] = vg.Point{X: trX(xy.X), Y: trY(xy.Y)}
+			if _, ok := byX[xy.X]; !ok {
+				xs = append(xs, xy.X)
+			}
+			byX[xy.X] = append(byX[xy.X], at{i, j})
+		}
+	}
+	for _, x := range xs {
+		group := byX[x]
+		ys := make([]vg.Length, len(group))
+		for k, a := range group {
+			ys[k] = pts[a.line][a.pt].Y
+		}
+		for k, y := range spreadY(ys, c.Min.Y, c.Max.Y) {
+			pts[group[k].line][group[k].pt].Y = y
+		}
+	}
+	return pts
+}
+
+// spreadY returns ys with each cluster of values within coincideTol of
+// its lowest spread apart about the cluster's mean, in the order of ys,
+// and moved inside lo to hi if the spreading pushed it out.
+func spreadY(ys []vg.Length, lo, hi vg.Length) []vg.Length {
+	out := slices.Clone(ys)
+	order := make([]int, len(ys))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(ys[a], ys[b]) })
+	for start := 0; start < len(order); {
+		end := start + 1
+		for end < len(order) && ys[order[end]]-ys[order[start]] < vg.Points(coincideTol) {
+			end++
+		}
+		if m := end - start; m > 1 {
+			members := slices.Clone(order[start:end])
+			slices.Sort(members) // drawing order
+			var mean vg.Length
+			for _, k := range members {
+				mean += ys[k]
+			}
+			mean /= vg.Length(m)
+			gap := min(vg.Points(lineSpread), vg.Points(maxSpread)/vg.Length(m-1))
+			half := gap * vg.Length(m-1) / 2
+			if mean-half < lo && mean >= lo {
+				mean = min(lo+half, hi)
+			} else if mean+half > hi && mean <= hi {
+				mean = max(hi-half, lo)
+			}
+			for r, k := range members {
+				out[k] = mean + (vg.Length(r)-vg.Length(m-1)/2)*gap
+			}
+		}
+		start = end
+	}
+	return out
+}
+
+// DataRange implements plot.DataRanger.
+func (ls *lineSet) DataRange() (xmin, xmax, ymin, ymax float64) {
+	xmin, ymin = math.Inf(1), math.Inf(1)
+	xmax, ymax = math.Inf(-1), math.Inf(-1)
+	for _, l := range ls.lines {
+		for _, xy := range l.xys {
+			xmin, xmax = math.Min(xmin, xy.X), math.Max(xmax, xy.X)
+			ymin, ymax = math.Min(ymin, xy.Y), math.Max(ymax, xy.Y)
+		}
+	}
+	return xmin, xmax, ymin, ymax
 }

@@ -176,6 +176,18 @@ func (f *figure) height() vg.Length {
 
 func (f *figure) draw(c draw.Canvas) {
 	c.FillPolygon(color.White, rect(c.Min.X, c.Min.Y, c.Max.X, c.Max.Y))
+	cs, key := f.layout(c)
+	for i, p := range f.panels {
+		p.Draw(cs[i])
+	}
+	if len(f.key.entries) > 0 {
+		f.key.draw(key)
+	}
+}
+
+// layout splits c into the canvases of the panels, top to bottom, and of
+// the legend below them.
+func (f *figure) layout(c draw.Canvas) (panels []draw.Canvas, key draw.Canvas) {
 	pad := vg.Points(figPad)
 	keyH := f.key.height(c.Size().X - 2*pad)
 	area := draw.Crop(c, pad, -pad, pad+keyH, -pad)
@@ -185,12 +197,16 @@ func (f *figure) draw(c draw.Canvas) {
 	}
 	tiles := draw.Tiles{Rows: len(f.panels), Cols: 1, PadY: vg.Points(14)}
 	cs := plot.Align(rows, tiles, area)
+	// The height of a data area does not depend on the y ticks, whose
+	// labels may change its width: fit the ticks, then align again.
 	for i, p := range f.panels {
-		p.Draw(cs[i][0])
+		fitTicks(p, cs[i][0])
 	}
-	if keyH > 0 {
-		f.key.draw(draw.Crop(c, pad, -pad, pad, -(c.Size().Y - pad - keyH)))
+	cs = plot.Align(rows, tiles, area)
+	for i := range f.panels {
+		panels = append(panels, cs[i][0])
 	}
+	return panels, draw.Crop(c, pad, -pad, pad, -(c.Size().Y - pad - keyH))
 }
 
 // save writes the figure as base.png and base.svg into dir; base is a

@@ -3,15 +3,24 @@ package reports
 import (
 	"bytes"
 	"encoding/xml"
+	"fmt"
+	"image"
+	"image/color"
 	"image/png"
 	"io"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
 )
 
 func TestSlug(t *testing.T) {
@@ -233,5 +242,189 @@ func TestHealthLevelSpans(t *testing.T) {
 	}
 	if d := cmp.Diff(want, got, cmp.AllowUnexported(levelSpan{})); d != "" {
 		t.Errorf("spans (-want +got):\n%s", d)
+	}
+}
+
+// renderImage draws f as its PNG is drawn and returns the image and the
+// canvas, whose points map to the image's pixels by pxRect.
+func renderImage(f *figure) (image.Image, draw.Canvas) {
+	img := vgimg.NewWith(vgimg.UseWH(f.w, f.height()), vgimg.UseDPI(pngDPI))
+	c := draw.New(img)
+	f.draw(c)
+	return img.Image(), c
+}
+
+// pxRect is r, in points from the bottom left of c, in pixels of img.
+func pxRect(img image.Image, c draw.Canvas, r vg.Rectangle) image.Rectangle {
+	scale := float64(img.Bounds().Dy()) / float64(c.Max.Y-c.Min.Y)
+	x := func(v vg.Length) int { return int(math.Round(float64(v-c.Min.X) * scale)) }
+	y := func(v vg.Length) int { return img.Bounds().Dy() - int(math.Round(float64(v-c.Min.Y)*scale)) }
+	return image.Rect(x(r.Min.X), y(r.Max.Y), x(r.Max.X), y(r.Min.Y))
+}
+
+// blendOf reports whether px is col drawn over white with at least the
+// weight min (antialiased edges of thin strokes are such blends).
+func blendOf(px, col color.Color, min float64) bool {
+	p := color.RGBAModel.Convert(px).(color.RGBA)
+	c := color.RGBAModel.Convert(col).(color.RGBA)
+	lo, hi := 2.0, -1.0
+	for _, ch := range [][2]uint8{{p.R, c.R}, {p.G, c.G}, {p.B, c.B}} {
+		if ch[1] > 0xf0 {
+			if ch[0] < ch[1]-12 {
+				return false
+			}
+			continue
+		}
+		a := (255 - float64(ch[0])) / (255 - float64(ch[1]))
+		lo, hi = math.Min(lo, a), math.Max(hi, a)
+	}
+	return hi < 0 || lo >= min && hi <= 1.04 && hi-lo <= 0.08
+}
+
+// countColour counts the pixels of img in r that show col (blendOf).
+func countColour(img image.Image, r image.Rectangle, col color.Color, min float64) int {
+	n := 0
+	for y := r.Min.Y; y < r.Max.Y; y++ {
+		for x := r.Min.X; x < r.Max.X; x++ {
+			if blendOf(img.At(x, y), col, min) {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// swatchColour draws thumbs on their own and returns their most common
+// colour other than white; ok is false when they draw nothing.
+func swatchColour(thumbs []plot.Thumbnailer) (c color.RGBA, ok bool) {
+	img := vgimg.NewWith(vgimg.UseWH(vg.Points(legendThumbW), vg.Points(12)), vgimg.UseDPI(pngDPI))
+	dc := draw.New(img)
+	dc.FillPolygon(color.White, rect(dc.Min.X, dc.Min.Y, dc.Max.X, dc.Max.Y))
+	for _, th := range thumbs {
+		th.Thumbnail(&dc)
+	}
+	count := map[color.RGBA]int{}
+	im := img.Image()
+	for y := im.Bounds().Min.Y; y < im.Bounds().Max.Y; y++ {
+		for x := im.Bounds().Min.X; x < im.Bounds().Max.X; x++ {
+			if px := color.RGBAModel.Convert(im.At(x, y)).(color.RGBA); px != (color.RGBA{0xff, 0xff, 0xff, 0xff}) {
+				count[px]++
+			}
+		}
+	}
+	best := 0
+	for col, n := range count {
+		if n > best || n == best && fmt.Sprint(col) < fmt.Sprint(c) {
+			c, best = col, n
+		}
+	}
+	return c, best > 0
+}
+
+// legendEntry returns the index of f's legend entry whose label starts
+// with prefix.
+func legendIndex(t *testing.T, f *figure, prefix string) int {
+	t.Helper()
+	for i, e := range f.key.entries {
+		if strings.HasPrefix(e.label, prefix) {
+			return i
+		}
+	}
+	t.Fatalf("no legend entry %q in:\n%s", prefix, legendLabels(f))
+	return -1
+}
+
+// TestLegendSwatchesMatchTheirMarks renders figures and samples each
+// legend swatch named below: it must show the colour of every mark it
+// stands for as the plot draws it (the failure crosses, ejection lines,
+// maxima and ejection bars are drawn in their instance's or strategy's
+// colour), and no grey stand-in.
+func TestLegendSwatchesMatchTheirMarks(t *testing.T) {
+	s := sampleSummary()
+	ej := &s.Strategies[2]
+	ff := fastFailSummary(true)
+	var allStrategies []color.Color
+	for _, st := range summaryStyles(s) {
+		allStrategies = append(allStrategies, st.Color)
+	}
+	for _, tc := range []struct {
+		name  string
+		fig   *figure
+		entry string
+		want  []color.Color
+	}{
+		{"failed seconds", latencyFigure(ff, &ff.Strategies[0]), "every request of the second failed", []color.Color{instanceColor(0)}},
+		{"ejection lines", errorFigure(s, ej), "ejection", []color.Color{instanceColor(0)}},
+		{"ejection bars", healthFigure(s, ej), "ejected", []color.Color{instanceColor(0)}},
+		{"maxima", percentileFigure(s), "maximum", allStrategies},
+		{"faulty instance's line", rateFigure(s, ej), "instance 0 (faulty)", []color.Color{instanceColor(0)}},
+		{"healthy instance's line", rateFigure(s, ej), "instance 3", []color.Color{instanceColor(3)}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			img, c := renderImage(tc.fig)
+			_, key := tc.fig.layout(c)
+			i := legendIndex(t, tc.fig, tc.entry)
+			r := pxRect(img, c, tc.fig.key.layout(key.Size().X).thumbRect(key, i))
+			for _, want := range tc.want {
+				if n := countColour(img, r, want, 0.5); n < 3 {
+					t.Errorf("swatch %q at %v: %d pixels of %v, the colour its marks are drawn in", tc.entry, r, n, want)
+				}
+			}
+			for _, grey := range []color.Color{gray(0x33), gray(0x55)} {
+				if n := countColour(img, r, grey, 0.5); n > 0 {
+					t.Errorf("swatch %q at %v: %d pixels of the grey %v no mark is drawn in", tc.entry, r, n, grey)
+				}
+			}
+		})
+	}
+}
+
+// TestCoincidingLinesStayVisible renders the rate plot of a round-robin
+// whose instances all get the same requests, the faulty one too, and
+// checks that each instance's colour shows in the data area: no line
+// hides another.
+func TestCoincidingLinesStayVisible(t *testing.T) {
+	same := []int64{100, 96, 98, 97, 101, 99}
+	var series []InstanceSeries
+	for id := range 4 {
+		series = append(series, InstanceSeries{ID: id, Requests: same, Errors: make([]int64, len(same))})
+	}
+	s := &Summary{DurationS: 6, TargetRate: 400, FaultyInstances: []int{0}, Instances: 4, Strategies: []Strategy{{
+		Name: "round-robin", Timeline: &Timeline{BucketS: 1, Instances: series}}}}
+	f := rateFigure(s, &s.Strategies[0])
+	img, c := renderImage(f)
+	panels, _ := f.layout(c)
+	data := pxRect(img, c, f.panels[0].DataCanvas(panels[0]).Rectangle)
+	for id := range 4 {
+		if n := countColour(img, data, instanceColor(id), 0.9); n < 200 {
+			t.Errorf("instance %d: %d pixels of its colour %v in the data area, want its whole line", id, n, instanceColor(id))
+		}
+	}
+}
+
+// TestSpreadY checks the data model of coinciding lines: points within
+// coincideTol are spread lineSpread apart about their mean, in drawing
+// order, and kept inside the data area; others stay put; a crowd never
+// spreads wider than maxSpread.
+func TestSpreadY(t *testing.T) {
+	pt := vg.Points
+	for _, tc := range []struct {
+		name string
+		in   []vg.Length
+		want []vg.Length
+	}{
+		{"apart", []vg.Length{pt(10), pt(20)}, []vg.Length{pt(10), pt(20)}},
+		{"two equal", []vg.Length{pt(10), pt(10)}, []vg.Length{pt(9.25), pt(10.75)}},
+		{"three near, one far", []vg.Length{pt(50), pt(10.5), pt(10), pt(10.25)}, []vg.Length{pt(50), pt(8.75), pt(10.25), pt(11.75)}},
+		{"eleven equal", slices.Repeat([]vg.Length{pt(50)}, 11), []vg.Length{pt(45.5), pt(46.4), pt(47.3), pt(48.2), pt(49.1), pt(50), pt(50.9), pt(51.8), pt(52.7), pt(53.6), pt(54.5)}},
+		{"at the bottom edge", []vg.Length{pt(0), pt(0), pt(0)}, []vg.Length{0, pt(1.5), pt(3)}},
+		{"at the top edge", []vg.Length{pt(100), pt(100)}, []vg.Length{pt(98.5), pt(100)}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := spreadY(tc.in, 0, pt(100))
+			if d := cmp.Diff(tc.want, got, cmpopts.EquateApprox(0, 1e-9)); d != "" {
+				t.Errorf("spreadY(%v) (-want +got):\n%s", tc.in, d)
+			}
+		})
 	}
 }

@@ -188,8 +188,9 @@ func checkColoursShown(t *testing.T, s *Summary, img image.Image) {
 			count[color.RGBAModel.Convert(img.At(x, y)).(color.RGBA)]++
 		}
 	}
+	styles := summaryStyles(s)
 	for i, st := range s.Strategies {
-		c := strategyStyleOf(i).Color
+		c := styles[i].Color
 		if n := count[c]; n < 500 {
 			t.Errorf("screenshot has %d pixels of %q's colour %v, want its bars and lines", n, st.Name, c)
 		}

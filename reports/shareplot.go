@@ -88,6 +88,7 @@ func shareFigure(s *Summary) *figure {
 		p.X.Label.Text = "instance id (* = faulty)"
 	}
 
+	styles := summaryStyles(s)
 	for j, st := range s.Strategies {
 		vals := make(plotter.Values, n)
 		for _, in := range st.Instances {
@@ -99,7 +100,7 @@ func shareFigure(s *Summary) *figure {
 		if err != nil {
 			continue
 		}
-		sty := strategyStyleOf(j)
+		sty := styles[j]
 		b.Color = sty.Color
 		b.LineStyle.Width = 0
 		b.Offset = vg.Length(float64(j)-float64(k-1)/2) * barW
@@ -108,7 +109,7 @@ func shareFigure(s *Summary) *figure {
 		// colours do not (grey print).
 		g := &barGlyphs{vals: vals, offset: b.Offset, style: sty.glyph(min(vg.Points(3), barW/2))}
 		p.Add(g)
-		f.addLegend(st.Name, &barThumb{color: sty.Color, glyph: sty.glyph(vg.Points(3))})
+		f.addLegend(st.Name, &barThumb{color: sty.Color, glyph: g.style})
 	}
 	if fairN > 0 {
 		fair := &hline{y: 100 / float64(fairN), style: draw.LineStyle{Color: gray(0), Width: vg.Points(1.5), Dashes: []vg.Length{vg.Points(6), vg.Points(3)}}}

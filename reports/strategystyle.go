@@ -1,28 +1,32 @@
 package reports
 
 import (
+	"cmp"
+	"hash/fnv"
 	"image/color"
+	"slices"
 
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 )
 
-// StrategyStyle is how every plot of a run draws one strategy: its colour,
-// the dash pattern of its lines and the glyph of its markers. A run
-// assigns styles by the strategy's index in the Summary (strategyStyleOf),
-// so a strategy looks the same in every plot of the run.
+// StrategyStyle is how every plot draws one strategy: its colour, the dash
+// pattern of its lines and the glyph of its markers. The style follows the
+// strategy's name, not its place in the run (see strategyStyles), so a
+// strategy looks the same in every plot of a run and, as far as the names
+// around it allow, across runs and experiments.
 type StrategyStyle struct {
 	Color  color.RGBA
 	Dashes []vg.Length // nil: solid
 	Glyph  draw.GlyphDrawer
 }
 
-// strategyColors are distinct colours, the first twelve of strong hue and
-// mixed lightness (Okabe–Ito's eight, then brown, purple, olive and teal),
-// the next twelve lighter or darker variants; neighbours differ in
-// lightness too, so they stay apart in grey print, where the dash
-// patterns and glyphs also tell them apart. No colour repeats: past 24
-// strategies, colours come from an evenly spaced hue wheel.
+// strategyColors are the palette's slots: distinct colours, the first
+// twelve of strong hue and mixed lightness (Okabe–Ito's eight, then brown,
+// purple, olive and teal), the next twelve lighter or darker variants;
+// neighbours differ in lightness too, so they stay apart in grey print,
+// where the dash patterns and glyphs also tell them apart. No colour
+// repeats: slots past 24 take colours from an evenly spaced hue wheel.
 var strategyColors = []color.RGBA{
 	{0x00, 0x72, 0xb2, 0xff}, // blue
 	{0xe6, 0x9f, 0x00, 0xff}, // orange
@@ -50,21 +54,122 @@ var strategyColors = []color.RGBA{
 	{0x33, 0x22, 0x88, 0xff}, // indigo
 }
 
-// strategyDashes cycle with a period prime to the glyphs', so that the
-// pair (dash, glyph) repeats only every 20 strategies.
+// strategyDashes and strategyGlyphs cycle with coprime periods, so that
+// the pair (dash, glyph) repeats only every 30 slots: no two of the
+// palette's 24 share both.
 var strategyDashes = [][]vg.Length{
 	nil,
 	{vg.Points(7), vg.Points(3)},
 	{vg.Points(2), vg.Points(2)},
 	{vg.Points(8), vg.Points(2), vg.Points(2), vg.Points(2)},
+	{vg.Points(8), vg.Points(2), vg.Points(2), vg.Points(2), vg.Points(2), vg.Points(2)},
 }
 
 var strategyGlyphs = []draw.GlyphDrawer{
-	draw.CircleGlyph{}, draw.SquareGlyph{}, draw.TriangleGlyph{}, draw.RingGlyph{}, draw.CrossGlyph{},
+	draw.CircleGlyph{}, draw.SquareGlyph{}, draw.TriangleGlyph{}, draw.RingGlyph{}, draw.CrossGlyph{}, draw.BoxGlyph{},
 }
 
-// strategyStyleOf is the style of the i-th strategy of a run.
-func strategyStyleOf(i int) StrategyStyle {
+// knownStrategySlots gives the catalogue's most compared base
+// strategies, run bare as they usually are, the first slots of the
+// palette, its strongest colours; they never collide with one another.
+var knownStrategySlots = map[string]int{
+	"round-robin": 0, "least-inflight": 1, "p2c": 2, "random": 3,
+	"least-request": 4, "peak-ewma": 5, "ewma": 6, "weighted-random": 7,
+	"ring-hash": 8, "maglev": 9,
+}
+
+// preferredSlot is the slot a strategy's name asks for: its entry in
+// knownStrategySlots, else a slot after the known ones picked by the
+// FNV-1a hash of the whole name (parameters and wrappers included), so
+// that a wrapped strategy never asks for the colour of the bare one it is
+// usually compared with.
+func preferredSlot(name string) (slot int, known bool) {
+	if s, ok := knownStrategySlots[name]; ok {
+		return s, true
+	}
+	h := fnv.New32a()
+	h.Write([]byte(name))
+	k := len(knownStrategySlots)
+	return k + int(h.Sum32()%uint32(len(strategyColors)-k)), false
+}
+
+// strategyStyles returns the style of each of names, the strategies of
+// one report. The rule, so that a strategy keeps its style across
+// experiments:
+//
+//   - each name asks for a slot of the palette (preferredSlot) by its
+//     name alone, never by its place in the list;
+//   - the names are served known ones first, then in the order of their
+//     slot and then of the name; one whose slot an earlier name took gets
+//     the next free slot (wrapping), and past the palette's 24, slots
+//     coloured from the hue wheel.
+//
+// So a style depends only on the set of names: reordering the strategies
+// changes nothing, and a name keeps the colour of the slot it asks for
+// unless another name of the same report asks for that slot too (or is
+// pushed onto it). A repeated name gets one style.
+func strategyStyles(names []string) []StrategyStyle {
+	type want struct {
+		name  string
+		slot  int
+		known bool
+	}
+	var wants []want
+	seen := map[string]bool{}
+	for _, n := range names {
+		if seen[n] {
+			continue
+		}
+		seen[n] = true
+		s, k := preferredSlot(n)
+		wants = append(wants, want{n, s, k})
+	}
+	slices.SortFunc(wants, func(a, b want) int {
+		if a.known != b.known {
+			if a.known {
+				return -1
+			}
+			return 1
+		}
+		return cmp.Or(cmp.Compare(a.slot, b.slot), cmp.Compare(a.name, b.name))
+	})
+	taken := map[int]bool{}
+	slotOf := map[string]int{}
+	next := len(strategyColors) // the next slot past the palette
+	for _, w := range wants {
+		s := -1
+		for d := range len(strategyColors) {
+			if c := (w.slot + d) % len(strategyColors); !taken[c] {
+				s = c
+				break
+			}
+		}
+		if s < 0 {
+			s = next
+			next++
+		}
+		taken[s] = true
+		slotOf[w.name] = s
+	}
+	out := make([]StrategyStyle, len(names))
+	for i, n := range names {
+		out[i] = slotStyle(slotOf[n])
+	}
+	return out
+}
+
+// summaryStyles is strategyStyles of the strategies of s, in its order.
+func summaryStyles(s *Summary) []StrategyStyle {
+	names := make([]string, len(s.Strategies))
+	for i := range s.Strategies {
+		names[i] = s.Strategies[i].Name
+	}
+	return strategyStyles(names)
+}
+
+// slotStyle is the style of a slot: the palette's colour, then the hue
+// wheel's, and the cycling dashes and glyphs.
+func slotStyle(i int) StrategyStyle {
 	i = max(i, 0)
 	var c color.RGBA
 	if i < len(strategyColors) {
@@ -118,9 +223,6 @@ func abs(v float64) float64 {
 	}
 	return v
 }
-
-// strategyColor is the colour of the i-th strategy of a run.
-func strategyColor(i int) color.Color { return strategyStyleOf(i).Color }
 
 // line is the strategy's line style at width w.
 func (s StrategyStyle) line(w vg.Length) draw.LineStyle {

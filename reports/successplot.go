@@ -51,6 +51,7 @@ func successFigure(s *Summary) *figure {
 	p.X.Label.Text = "success rate (%)"
 	p.Add(&plotter.Grid{Vertical: plotter.NewGrid().Vertical})
 
+	styles := summaryStyles(s)
 	var ticks []plot.Tick
 	inside := &plotter.Labels{Offset: vg.Point{X: vg.Points(-5)}}
 	outside := &plotter.Labels{Offset: vg.Point{X: vg.Points(5)}}
@@ -63,11 +64,11 @@ func successFigure(s *Summary) *figure {
 		}
 		bc.Horizontal = true
 		bc.XMin = float64(j)
-		bc.Color = strategyColor(b.idx)
+		bc.Color = styles[b.idx].Color
 		bc.LineStyle.Width = 0
 		p.Add(bc)
 
-		st := text.Style{Font: plot.DefaultFont, Handler: plot.DefaultTextHandler, XAlign: draw.XRight, YAlign: draw.YCenter, Color: textOn(strategyColor(b.idx))}
+		st := text.Style{Font: plot.DefaultFont, Handler: plot.DefaultTextHandler, XAlign: draw.XRight, YAlign: draw.YCenter, Color: textOn(styles[b.idx].Color)}
 		st.Font.Size = vg.Points(11)
 		l := inside
 		if b.v < 25 {

@@ -129,6 +129,7 @@ func (ts *timeSeries) newTimePanel(title, ylabel string) *plot.Plot {
 	p.X.Label.Text = "time since start of the attack (s)"
 	p.Y.Label.Text = ylabel
 	p.X.Min, p.X.Max = 0, float64(ts.buckets)*ts.bucketS
+	p.X.Tick.Marker = plainTicks{}
 	p.Add(plotter.NewGrid())
 	if len(ts.windows) > 0 {
 		p.Add(&bands{spans: ts.windows, color: faultShade})
@@ -136,18 +137,14 @@ func (ts *timeSeries) newTimePanel(title, ylabel string) *plot.Plot {
 	return p
 }
 
-// addSeries draws y(k) for the buckets where ok, as lines broken at the
-// buckets where !ok; a lone point becomes a dot.
-func (ts *timeSeries) addSeries(p *plot.Plot, sty draw.LineStyle, y func(k int) (float64, bool)) {
+// seriesLines is y(k) for the buckets where ok, as lines broken at the
+// buckets where !ok, in style sty.
+func (ts *timeSeries) seriesLines(sty draw.LineStyle, y func(k int) (float64, bool)) []seriesLine {
+	var out []seriesLine
 	var seg plotter.XYs
 	flush := func() {
-		switch len(seg) {
-		case 0:
-		case 1:
-			sc := &plotter.Scatter{XYs: seg, GlyphStyle: draw.GlyphStyle{Color: sty.Color, Radius: sty.Width, Shape: draw.CircleGlyph{}}}
-			p.Add(sc)
-		default:
-			p.Add(&plotter.Line{XYs: seg, LineStyle: sty})
+		if len(seg) > 0 {
+			out = append(out, seriesLine{xys: seg, style: sty})
 		}
 		seg = nil
 	}
@@ -157,9 +154,37 @@ func (ts *timeSeries) addSeries(p *plot.Plot, sty draw.LineStyle, y func(k int) 
 			flush()
 			continue
 		}
-		seg = append(seg, plotter.XY{X: (float64(k) + 0.5) * ts.bucketS, Y: v})
+		seg = append(seg, plotter.XY{X: ts.x(k), Y: v})
 	}
 	flush()
+	return out
+}
+
+// x is the middle of bucket k, in seconds.
+func (ts *timeSeries) x(k int) float64 { return (float64(k) + 0.5) * ts.bucketS }
+
+// addSeries draws y(k) of every instance (see seriesLines) as one
+// lineSet, so that coinciding lines stay visible: the faulty instances'
+// thick lines first, the healthy ones' thin lines over them.
+func (ts *timeSeries) addSeries(p *plot.Plot, y func(in InstanceSeries, k int) (float64, bool)) {
+	set := &lineSet{}
+	for _, in := range ts.drawOrder() {
+		set.lines = append(set.lines, ts.seriesLines(ts.lineStyle(in.ID), func(k int) (float64, bool) { return y(in, k) })...)
+	}
+	p.Add(set)
+}
+
+// drawOrder is the series, faulty ones first.
+func (ts *timeSeries) drawOrder() []InstanceSeries {
+	out := make([]InstanceSeries, 0, len(ts.series))
+	for _, faulty := range []bool{true, false} {
+		for _, in := range ts.series {
+			if ts.faulty[in.ID] == faulty {
+				out = append(out, in)
+			}
+		}
+	}
+	return out
 }
 
 // addEjections marks ejections as dotted vertical lines in the ejected
@@ -183,15 +208,18 @@ func (ts *timeSeries) fillLegend(f *figure) {
 		}
 	}
 	collapse := len(ts.series) > maxLegendEntries
+	var some lineStack // a few of the collapsed lines
 	for _, in := range ts.series {
 		if collapse && !ts.faulty[in.ID] {
+			if len(some) < maxThumbColors {
+				some = append(some, ts.lineStyle(in.ID))
+			}
 			continue
 		}
 		f.addLegend(instanceLabel(in.ID, ts.faulty[in.ID]), &plotter.Line{LineStyle: ts.lineStyle(in.ID)})
 	}
 	if collapse && healthy > 0 {
-		f.addLegend(fmt.Sprintf("%d healthy instances", healthy),
-			&plotter.Line{LineStyle: draw.LineStyle{Color: instanceColor(7), Width: healthyLine}})
+		f.addLegend(fmt.Sprintf("%d healthy instances (each its own colour)", healthy), some)
 	}
 	if len(ts.windows) > 0 {
 		f.addLegend("fault active", &bands{color: faultShade})
@@ -200,108 +228,11 @@ func (ts *timeSeries) fillLegend(f *figure) {
 		f.addLegend(w)
 	}
 	if len(ts.ejects) > 0 {
-		f.addLegend("ejection", ejectLines(nil))
+		f.addLegend("ejection (instance colour)", ejectLines(ts.ejects))
 	}
 	if len(ts.crashes) > 0 {
-		f.addLegend(crashLegend(ts.crashes), crashLines(nil))
+		f.addLegend(crashLegend(ts.crashes), crashLines(ts.crashes))
 	}
-}
-
-// latencyFigure plots per-instance p99 (top) and p50 (bottom) latency over
-// time on a shared log-scale axis: of the successful requests when the
-// timeline has them (P50OkMs, P99OkMs), so that an instance that fails
-// fast does not look fast, with a cross at the bottom of the panel for
-// each second in which an instance had requests and none succeeded; else
-// (a summary written before the split) of every request, so titled.
-// Buckets without a positive latency are gaps. It returns nil when there
-// is nothing to draw.
-func latencyFigure(s *Summary, st *Strategy) *figure {
-	ts := newTimeSeries(s, st)
-	if ts == nil {
-		return nil
-	}
-	ok := false
-	for _, in := range ts.series {
-		ok = ok || len(in.P99OkMs) > 0 || len(in.P50OkMs) > 0
-	}
-	which, p50, p99 := "every request, failed ones included",
-		func(in InstanceSeries) []float64 { return in.P50Ms },
-		func(in InstanceSeries) []float64 { return in.P99Ms }
-	if ok {
-		which, p50, p99 = "successful requests",
-			func(in InstanceSeries) []float64 { return in.P50OkMs },
-			func(in InstanceSeries) []float64 { return in.P99OkMs }
-	}
-	lo, hi := math.Inf(1), math.Inf(-1)
-	for _, in := range ts.series {
-		for _, vs := range [][]float64{p50(in), p99(in)} {
-			for _, v := range vs {
-				if v > 0 && finite(v) {
-					lo, hi = math.Min(lo, v), math.Max(hi, v)
-				}
-			}
-		}
-	}
-	noneOK := false // some instance had a second without a success
-	if ok {
-		for _, in := range ts.series {
-			for k := range ts.buckets {
-				if at64(in.Requests, k) > 0 && !(at(in.P99OkMs, k) > 0) {
-					noneOK = true
-				}
-			}
-		}
-	}
-	if lo > hi {
-		if !noneOK {
-			return nil
-		}
-		lo, hi = 1, 10 // nothing succeeded: only the crosses
-	}
-	lo, hi = lo/1.6, hi*1.3
-
-	f := &figure{w: figWidth, h: latencyFigHeight}
-	for _, q := range []struct {
-		name string
-		vals func(InstanceSeries) []float64
-	}{{"p99", p99}, {"p50", p50}} {
-		title := fmt.Sprintf("%s: %s latency %s of %s, by instance", st.Name, q.name, ts.bucketPhrase(), which)
-		p := ts.newTimePanel(title, latencyAxisLabel(q.name+" latency", hi))
-		p.Y.Scale = plot.LogScale{}
-		p.Y.Tick.Marker = logTicks{}
-		if t := s.SlowThresholdMs; t > lo && t < hi {
-			p.Add(&hline{y: t, style: threshStyle})
-		}
-		for _, in := range ts.series {
-			vals := q.vals(in)
-			ts.addSeries(p, ts.lineStyle(in.ID), func(k int) (float64, bool) {
-				return at(vals, k), k < len(vals) && vals[k] > 0
-			})
-			if noneOK {
-				var xs plotter.XYs
-				for k := range ts.buckets {
-					if at64(in.Requests, k) > 0 && !(at(vals, k) > 0) {
-						xs = append(xs, plotter.XY{X: (float64(k) + 0.5) * ts.bucketS, Y: lo * 1.15})
-					}
-				}
-				if len(xs) > 0 {
-					p.Add(&plotter.Scatter{XYs: xs, GlyphStyle: draw.GlyphStyle{Color: instanceColor(in.ID), Radius: vg.Points(3.5), Shape: draw.CrossGlyph{}}})
-				}
-			}
-		}
-		ts.addEjections(p)
-		p.Y.Min, p.Y.Max = lo, hi
-		f.panels = append(f.panels, p)
-	}
-	ts.fillLegend(f)
-	if noneOK {
-		f.addLegend("every request of the second failed (no successful latency; see the errors plot)",
-			&glyphThumb{style: draw.GlyphStyle{Color: gray(0x33), Radius: vg.Points(3.5), Shape: draw.CrossGlyph{}}})
-	}
-	if t := s.SlowThresholdMs; t > lo && t < hi {
-		f.addLegend("slow threshold "+fmtNum(t)+" ms", &hline{style: threshStyle})
-	}
-	return f
 }
 
 // errorFigure plots, per instance, the failed requests per second (top:
@@ -336,26 +267,27 @@ func errorFigure(s *Summary, st *Strategy) *figure {
 	}
 	f := &figure{w: figWidth, h: latencyFigHeight}
 	p := ts.newTimePanel(fmt.Sprintf("%s: failed requests per second, by instance", st.Name), "failed requests (req/s)")
-	for _, in := range ts.series {
-		ts.addSeries(p, ts.lineStyle(in.ID), func(k int) (float64, bool) {
-			return float64(at64(in.Errors, k)) / ts.bucketS, k < ts.buckets
-		})
-	}
+	ts.addSeries(p, func(in InstanceSeries, k int) (float64, bool) {
+		return float64(at64(in.Errors, k)) / ts.bucketS, k < ts.buckets
+	})
 	ts.addEjections(p)
-	p.Y.Min, p.Y.Max = 0, math.Max(1, hiRate*1.08)
+	p.Y.Min, p.Y.Max = belowZero(math.Max(1, hiRate*1.08))
 	p.Y.Tick.Marker = plainTicks{}
 	f.panels = append(f.panels, p)
 
 	p = ts.newTimePanel(fmt.Sprintf("%s: error rate %s (errors / requests of the instance), by instance", st.Name, ts.bucketPhrase()), "errors / requests (%)")
-	for _, in := range ts.series {
-		ts.addSeries(p, ts.lineStyle(in.ID), func(k int) (float64, bool) { return ratio(in, k) })
-	}
+	ts.addSeries(p, ratio)
 	ts.addEjections(p)
-	p.Y.Min, p.Y.Max = 0, math.Max(1, hi*1.08)
+	p.Y.Min, p.Y.Max = belowZero(math.Max(1, hi*1.08))
 	f.panels = append(f.panels, p)
 	ts.fillLegend(f)
 	return f
 }
+
+// belowZero is the range of a linear axis from 0 to hi with a margin
+// below 0, so that the lines of instances at 0 (no errors), spread apart
+// by lineSet, are not cut by the axis.
+func belowZero(hi float64) (float64, float64) { return -0.03 * hi, hi }
 
 func at(vs []float64, k int) float64 {
 	if k < len(vs) {
@@ -400,13 +332,11 @@ func rateFigure(s *Summary, st *Strategy) *figure {
 		fair = s.TargetRate / float64(n)
 		p.Add(&hline{y: fair, style: fairSty})
 	}
-	for _, in := range ts.series {
-		ts.addSeries(p, ts.lineStyle(in.ID), func(k int) (float64, bool) {
-			return float64(at64(in.Requests, k)) / ts.bucketS, k < len(in.Requests)
-		})
-	}
+	ts.addSeries(p, func(in InstanceSeries, k int) (float64, bool) {
+		return float64(at64(in.Requests, k)) / ts.bucketS, k < len(in.Requests)
+	})
 	ts.addEjections(p)
-	p.Y.Min, p.Y.Max = 0, math.Max(hi, fair)*1.08
+	p.Y.Min, p.Y.Max = belowZero(math.Max(hi, fair) * 1.08)
 	p.Y.Tick.Marker = plainTicks{}
 	f.panels = append(f.panels, p)
 	ts.fillLegend(f)
