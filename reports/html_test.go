@@ -62,7 +62,11 @@ func TestWriteHTMLVerdict(t *testing.T) {
 		{"default", "", []string{
 			"key metric: bad_ratio", "Best on bad requests (failed or slow)", "error % + slow % − timeout %",
 		}},
-		{"latency", "p99_ms", []string{"key metric: p99_ms", "All strategies tie on p99 latency at 11.3 ms"}},
+		// All tie on p99, but round robin and least-inflight fail 10% and
+		// 45% of their requests: no winners on latency.
+		{"latency", "p99_ms", []string{"key metric: p99_ms",
+			"Only <strong>least-inflight+eject(consecutive=5,duration=5s)</strong> is ranked: p99 latency 11.3 ms.",
+			"Not ranked: round-robin (errors 10.01%, timeouts 0.00%) and least-inflight (errors 45.01%, timeouts 0.00%)."}},
 		{"unknown", "max_widgets", []string{"key metric: bad_ratio", "names the key metric &#34;max_widgets&#34;, which this report does not know"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

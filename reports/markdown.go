@@ -143,8 +143,12 @@ func (m mdWriter) verdict(v verdictView) {
 	switch {
 	case v.None:
 		m.p("No strategy has a value for %s.\n\n", mdText(v.Label))
+	case v.Single && v.SomeNotRanked:
+		m.p("Only **%s** is ranked: %s %s.\n\n", mdText(v.Best.Strategy), mdText(v.Label), v.Best.Value)
 	case v.Single:
 		m.p("Only **%s** was measured: %s %s.\n\n", mdText(v.Best.Strategy), mdText(v.Label), v.Best.Value)
+	case v.Tied && v.SomeNotRanked:
+		m.p("All ranked strategies tie on %s at %s.\n\n", mdText(v.Label), v.Best.Value)
 	case v.Tied:
 		m.p("All strategies tie on %s at %s.\n\n", mdText(v.Label), v.Best.Value)
 	default:

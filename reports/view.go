@@ -92,12 +92,15 @@ type verdictView struct {
 	Definition string // what the metric measures and which way is better
 	None       bool   // nothing ranked
 	Single     bool   // one strategy ranked
-	Tied       bool
-	Best       rankView
-	Worst      rankView
-	Margin     string
-	Ranking    []rankView
-	Caveats    []string
+	// SomeNotRanked is set when strategies were left out of the ranking
+	// for their failures (the first caveat names them).
+	SomeNotRanked bool
+	Tied          bool
+	Best          rankView
+	Worst         rankView
+	Margin        string
+	Ranking       []rankView
+	Caveats       []string
 }
 
 type rankView struct {
@@ -105,7 +108,7 @@ type rankView struct {
 	Strategy string
 	Value    string
 	BarPct   float64 // bar length, percent of the worst value
-	Mark     string  // "best", "worst", or "" (also when tied)
+	Mark     string  // "best", "worst" (every strategy at that value), or "" (also when all tie)
 	Flags    []string
 }
 

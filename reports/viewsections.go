@@ -54,8 +54,10 @@ func newVerdictView(s *Summary) verdictView {
 		vv.None = true
 		return vv
 	}
+	best, _ := v.Best()
 	worst, _ := v.Worst()
 	vv.Single, vv.Tied = len(v.Ranking) == 1, v.Tied()
+	vv.SomeNotRanked = len(v.NotRanked) > 0
 	vv.Margin = v.Margin()
 	for i, r := range v.Ranking {
 		rv := rankView{Place: i + 1, Strategy: r.Strategy, Value: m.Format(r.Value)}
@@ -64,9 +66,9 @@ func newVerdictView(s *Summary) verdictView {
 		}
 		switch {
 		case vv.Single || vv.Tied:
-		case i == 0:
+		case r.Value == best.Value:
 			rv.Mark = "best"
-		case i == len(v.Ranking)-1:
+		case r.Value == worst.Value:
 			rv.Mark = "worst"
 		}
 		if r.Partial {
@@ -86,7 +88,11 @@ func newVerdictView(s *Summary) verdictView {
 		}
 	}
 	vv.Best, vv.Worst = vv.Ranking[0], vv.Ranking[len(vv.Ranking)-1]
-	if n := len(s.Strategies) - len(v.Ranking); n > 0 {
+	vv.Best.Strategy, vv.Worst.Strategy = joinAnd(v.Leaders()), joinAnd(v.Laggards())
+	if nr := v.NotRankedText(); nr != "" {
+		vv.Caveats = append([]string{nr}, vv.Caveats...)
+	}
+	if n := len(s.Strategies) - len(v.Ranking) - len(v.NotRanked); n > 0 {
 		vv.Caveats = append(vv.Caveats, fmt.Sprintf("%d strategies without requests or without a value are not ranked.", n))
 	}
 	return vv
