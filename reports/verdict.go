@@ -114,7 +114,7 @@ func (v Verdict) tiedWith(i int) []string {
 	}
 	var names []string
 	for _, r := range v.Ranking {
-		if r.Value == v.Ranking[i].Value {
+		if v.same(r.Value, v.Ranking[i].Value) {
 			names = append(names, r.Strategy)
 		}
 	}
@@ -182,7 +182,16 @@ func (v Verdict) Worst() (Ranked, bool) {
 func (v Verdict) Tied() bool {
 	b, ok1 := v.Best()
 	w, ok2 := v.Worst()
-	return ok1 && ok2 && b.Value == w.Value
+	return ok1 && ok2 && v.same(b.Value, w.Value)
+}
+
+// same reports whether two values of the metric read the same in a
+// report: values that print alike are a tie, not a win by a digit the
+// reader cannot see.
+// A value printed as a bound ("<0.01%") is compared exactly.
+func (v Verdict) same(a, b float64) bool {
+	fa := v.Format(a)
+	return a == b || fa == v.Format(b) && !strings.HasPrefix(fa, "<")
 }
 
 // Margin says how much worse the worst strategy is than the best: the

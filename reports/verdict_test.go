@@ -40,8 +40,8 @@ func TestVerdictOf(t *testing.T) {
 		// requests; it is no winner on balance.
 		{"failing strategy not ranked", &Summary{KeyMetric: "share_stddev", Strategies: []Strategy{
 			{Name: "round-robin", Requests: 5, ErrorRatio: 0.0562, TimeoutRatio: 0.0562, ShareStddev: 0.0003},
-			{Name: "p2c", Requests: 5, ShareStddev: 0.0075},
-			{Name: "least-inflight", Requests: 5, ShareStddev: 0.0075},
+			{Name: "p2c", Requests: 5, ShareStddev: 0.007473},
+			{Name: "least-inflight", Requests: 5, ShareStddev: 0.007522},
 			{Name: "slow-ok", Requests: 5, ErrorRatio: 0.005, TimeoutRatio: 0.005, ShareStddev: 0.2}}},
 			[]string{"p2c", "least-inflight", "slow-ok"},
 			"Best on per-second variation of the instances' shares (std. dev.): p2c and least-inflight (0.75%). Worst: slow-ok (20.00%), 19.25 percentage points higher, 27× the best. " +

@@ -66,9 +66,9 @@ func newVerdictView(s *Summary) verdictView {
 		}
 		switch {
 		case vv.Single || vv.Tied:
-		case r.Value == best.Value:
+		case v.same(r.Value, best.Value):
 			rv.Mark = "best"
-		case r.Value == worst.Value:
+		case v.same(r.Value, worst.Value):
 			rv.Mark = "worst"
 		}
 		if r.Partial {
