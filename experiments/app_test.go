@@ -45,7 +45,7 @@ func TestAppInstances(t *testing.T) {
 		{
 			name:      "workers",
 			instances: "{count: 2, workers: 4, app: {image: api, port: 80}}",
-			wantErr:   "t.yaml: instances.workers: does not apply with instances.app (instances.app runs your own service, which has its own workers); leave it out",
+			wantErr:   "t.yaml: line 5: instances.workers: does not apply with instances.app (instances.app runs your own service, which has its own workers); leave it out",
 		},
 		{
 			name:      "queue limit, even 0",
@@ -117,7 +117,7 @@ func TestAppInstances(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			e, err := Parse("t.yaml", []byte(head+"instances: "+tt.instances+"\n"))
 			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				if err == nil || !strings.Contains(msg(err, tt.wantErr), tt.wantErr) {
 					t.Fatalf("err = %v\nwant it to contain %q", err, tt.wantErr)
 				}
 				return

@@ -1,15 +1,11 @@
 package experiments
 
 import (
-	"bytes"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
 	"path/filepath"
 	"slices"
 	"strings"
-	"time"
 
 	"gopkg.in/yaml.v3"
 
@@ -38,6 +34,7 @@ type file struct {
 	Connections   *int          `yaml:"connections"`
 	KeyMetric     string        `yaml:"key_metric"`
 	Expect        yaml.Node     `yaml:"expect"`
+	Abort         yaml.Node     `yaml:"abort"`
 }
 
 type fileFleet struct {
@@ -129,12 +126,17 @@ func (f *file) build(source, dir string) (*Experiment, error) {
 		Strategies:  f.Strategies,
 		KeyMetric:   DefaultKeyMetric,
 	}
-	if e.Name == "" {
-		return nil, fieldErr("name", "is required")
+	// The file's name is the experiment's (the results folder,
+	// summary.experiment): name: may be left out, and a copied file runs
+	// under its new name.
+	base := strings.TrimSuffix(strings.TrimSuffix(filepath.Base(source), ".yaml"), ".yml")
+	switch {
+	case base == "" || base == ".":
+		return nil, fieldErr("name", "is required when the experiment has no file name")
+	case e.Name != "" && e.Name != base:
+		e.Warnings = append(e.Warnings, fmt.Sprintf("%s: name: the file says %q; it runs as %q, its file's name", source, e.Name, base))
 	}
-	if base := strings.TrimSuffix(strings.TrimSuffix(filepath.Base(source), ".yaml"), ".yml"); base != e.Name {
-		return nil, fieldErr("name", "is %q but the file is named %q; they must match", e.Name, filepath.Base(source))
-	}
+	e.Name = base
 	if f.Seed != nil {
 		e.Seed = *f.Seed
 	}
@@ -188,8 +190,6 @@ func (f *file) build(source, dir string) (*Experiment, error) {
 		if err := decodeJSONNode(&f.Instances.Service, &e.Instances.Service); err != nil {
 			return nil, fieldErr("instances.service", "%v", err)
 		}
-	} else if len(f.Instances.Groups) == 0 && len(f.Instances.External) == 0 && f.Instances.App == nil {
-		return nil, fieldErr("instances.service", "is required, e.g. {dist: fixed, value: 10ms}")
 	}
 	if err := f.Instances.buildExternal(&e.Instances); err != nil {
 		return nil, err
@@ -247,6 +247,9 @@ func (f *file) build(source, dir string) (*Experiment, error) {
 	if e.ProxyFiles, err = resolveProxyFiles(e.Strategies, dir, nil, func(i int) string { return fmt.Sprintf("strategies[%d]", i) }); err != nil {
 		return nil, err
 	}
+	if e.Abort, err = parseAborts(&f.Abort); err != nil {
+		return nil, err
+	}
 	if err := e.Validate(); err != nil {
 		return nil, err
 	}
@@ -295,7 +298,10 @@ func buildFaults(ffs []fileFault) ([]Fault, error) {
 			if slices.Contains(ids[:j], id) {
 				return nil, fieldErr(name+".instances", "lists instance %d twice", id)
 			}
-			flt.Instance = id
+			flt.Instance, flt.Origin = id, name+".instance"
+			if ff.Instance == nil {
+				flt.Origin = fmt.Sprintf("%s.instances[%d]", name, j)
+			}
 			faults = append(faults, flt)
 		}
 	}
@@ -451,48 +457,4 @@ func (k *fileKeys) build() (*KeySpec, error) {
 		}
 	}
 	return ks, nil
-}
-
-// duration parses the value s of field. An empty s gives def, except that
-// the run's own duration has no default and is required.
-func duration(field, s string, def time.Duration) (time.Duration, error) {
-	if s == "" {
-		if def == 0 && field == "duration" {
-			return 0, fieldErr(field, "is required, e.g. 30s")
-		}
-		return def, nil
-	}
-	d, err := time.ParseDuration(s)
-	if err != nil {
-		return 0, fieldErr(field, "want a duration like \"30s\" or \"10ms\", got %q", s)
-	}
-	return d, nil
-}
-
-// nodeJSON converts a YAML mapping to JSON so that its owner (the fault
-// model, the service distribution) decodes it strictly with its own rules.
-func nodeJSON(n *yaml.Node) ([]byte, error) {
-	if n.Kind != yaml.MappingNode {
-		return nil, fmt.Errorf("line %d: want a mapping like {key: value}", n.Line)
-	}
-	var m map[string]any
-	if err := n.Decode(&m); err != nil {
-		return nil, err
-	}
-	return json.Marshal(m)
-}
-
-// decodeJSONNode decodes the mapping n into v by v's JSON rules, rejecting
-// unknown fields.
-func decodeJSONNode(n *yaml.Node, v any) error {
-	raw, err := nodeJSON(n)
-	if err != nil {
-		return err
-	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return errors.New(strings.TrimPrefix(err.Error(), "json: "))
-	}
-	return nil
 }

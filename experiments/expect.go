@@ -89,21 +89,11 @@ func parseExpectation(field string, n *yaml.Node, strategies []string) (Expectat
 			}
 			x.Strategy, hasStrategy = val.Value, true
 		case slices.Contains(reports.Metrics(), key):
-			if x.Metric != "" {
-				return x, fieldErr(field, "names two metrics, %s and %s; write one entry per metric", x.Metric, key)
+			var err error
+			if x.Op, x.Value, err = metricCondition(field, x.Metric, key, val); err != nil {
+				return x, err
 			}
 			x.Metric = key
-			var ok bool
-			if val.Kind == yaml.ScalarNode {
-				x.Op, x.Value, ok = parseCondition(val.Value)
-			}
-			if !ok {
-				got := fmt.Sprintf("%q", val.Value)
-				if val.Kind != yaml.ScalarNode {
-					got = "a " + nodeKind(val)
-				}
-				return x, fieldErr(field+"."+key, `want "OP NUMBER" like %q, got %s`, conditionExample(key), got)
-			}
 		default:
 			return x, fieldErr(field+"."+key, "unknown metric (known: %s)", strings.Join(reports.Metrics(), ", "))
 		}
@@ -119,20 +109,72 @@ func parseExpectation(field string, n *yaml.Node, strategies []string) (Expectat
 	return x, nil
 }
 
+// metricCondition reads the condition val on metric key of the entry
+// field, whose metric so far is had ("" for none): an entry names one
+// metric, its value is a threshold (ParseThreshold).
+func metricCondition(field, had, key string, val *yaml.Node) (op string, v float64, err error) {
+	switch {
+	case had != "":
+		return "", 0, fieldErr(field, "names two metrics, %s and %s; write one entry per metric", had, key)
+	case val.Kind != yaml.ScalarNode:
+		return "", 0, fieldErr(field+"."+key, `want "OP NUMBER" like %q, got a %s`, conditionExample(key), nodeKind(val))
+	}
+	if op, v, err = ParseThreshold(key, val.Value); err != nil {
+		return "", 0, fieldErr(field+"."+key, "%v", err)
+	}
+	return op, v, nil
+}
+
 // parseCondition parses "OP NUMBER", e.g. "< 0.005" or ">=3"; the number
-// must be finite.
+// must be finite. A number may end in "%", which divides it by 100.
 func parseCondition(s string) (op string, v float64, ok bool) {
+	op, v, _, ok = parseConditionPct(s)
+	return op, v, ok
+}
+
+func parseConditionPct(s string) (op string, v float64, pct, ok bool) {
 	s = strings.TrimSpace(s)
 	for _, op := range ops {
 		if rest, found := strings.CutPrefix(s, op); found {
+			rest = strings.TrimSpace(rest)
+			rest, pct = strings.CutSuffix(rest, "%")
 			v, err := strconv.ParseFloat(strings.TrimSpace(rest), 64)
 			if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
-				return "", 0, false
+				return "", 0, false, false
 			}
-			return op, v, true
+			if pct {
+				v /= 100
+			}
+			return op, v, pct, true
 		}
 	}
-	return "", 0, false
+	return "", 0, false, false
+}
+
+// ParseThreshold parses a threshold on metric as expect and abort write
+// it: "OP NUMBER", e.g. "< 0.005", ">= 3". A ratio may be written as a
+// percentage, "< 0.5%" (the terminal's and the report's percent columns
+// show ratios that way); without "%" it must be within [0, 1], so "< 5"
+// on a ratio, which every run would pass, is refused with the fix. Only a
+// ratio takes "%". The error does not name the field; callers add it.
+func ParseThreshold(metric, s string) (op string, v float64, err error) {
+	op, v, pct, ok := parseConditionPct(s)
+	if !ok {
+		return "", 0, fmt.Errorf(`want "OP NUMBER" like %q, got %q`, conditionExample(metric), s)
+	}
+	m, _ := reports.LookupMetric(metric)
+	switch {
+	case pct && m.Kind != reports.KindRatio:
+		return "", 0, fmt.Errorf("%q: %s is not a ratio and takes no %%; write a number like %q", s, metric, conditionExample(metric))
+	case m.Kind == reports.KindRatio && v < 0 && !pct:
+		return "", 0, fmt.Errorf("%q: %s is a ratio between 0 and 1; a negative one holds for every run or none", s, metric)
+	case m.Kind == reports.KindRatio && (v < 0 || v > 1) && pct:
+		return "", 0, fmt.Errorf("%q: %s is a ratio, so a percentage must be within 0%% and 100%%", s, metric)
+	case m.Kind == reports.KindRatio && (v < 0 || v > 1):
+		return "", 0, fmt.Errorf("%q: %s is a ratio between 0 and 1, and %v is outside it; write %q for %v percent, or %q", s, metric,
+			v, op+" "+strconv.FormatFloat(v, 'g', -1, 64)+"%", v, op+" "+strconv.FormatFloat(v/100, 'g', -1, 64))
+	}
+	return op, v, nil
 }
 
 // conditionExample is a condition on metric to quote in an error message,
@@ -141,7 +183,7 @@ func conditionExample(metric string) string {
 	m, _ := reports.LookupMetric(metric)
 	switch m.Kind {
 	case reports.KindRatio:
-		return "> 0.05"
+		return "> 5%"
 	case reports.KindMilliseconds:
 		return "< 100"
 	}

@@ -27,7 +27,9 @@ expect:
   - strategy: round-robin
     p99_ms: "<=100"
   - {strategy: round-robin, ejections: ">= 3"}
-  - {strategy: round-robin, bad_ratio: "< -1e-3"}
+  - {strategy: round-robin, bad_ratio: "< 1e-3"}
+  - {strategy: round-robin, timeout_ratio: "<= 0.5%"}
+  - {strategy: round-robin, faulty_share: "> 100%"}
 `))
 	if err != nil {
 		t.Fatal(err)
@@ -37,7 +39,9 @@ expect:
 		{"p2c+eject(consecutive=5,duration=5s)", "slow_ratio", ">", 0.05},
 		{"round-robin", "p99_ms", "<=", 100},
 		{"round-robin", "ejections", ">=", 3},
-		{"round-robin", "bad_ratio", "<", -0.001},
+		{"round-robin", "bad_ratio", "<", 0.001},
+		{"round-robin", "timeout_ratio", "<=", 0.005},
+		{"round-robin", "faulty_share", ">", 1},
 	}
 	if d := cmp.Diff(want, e.Expect); d != "" {
 		t.Errorf("Expect (-want +got):\n%s", d)
@@ -73,45 +77,55 @@ func TestBadExpectations(t *testing.T) {
 		want string // the whole error
 	}{
 		{"not an OP NUMBER", `expect: [{strategy: round-robin, error_ratio: "< 0.005"}, {strategy: round-robin, slow_ratio: "big"}]`,
-			`t.yaml: expect[1].slow_ratio: want "OP NUMBER" like "> 0.05", got "big"`},
+			`t.yaml: line 7: expect[1].slow_ratio: want "OP NUMBER" like "> 5%", got "big"`},
 		{"number without op", `expect: [{strategy: round-robin, error_ratio: 0.005}]`,
-			`t.yaml: expect[0].error_ratio: want "OP NUMBER" like "> 0.05", got "0.005"`},
+			`t.yaml: line 7: expect[0].error_ratio: want "OP NUMBER" like "> 5%", got "0.005"`},
 		{"op without number", `expect: [{strategy: round-robin, p99_ms: "<"}]`,
-			`t.yaml: expect[0].p99_ms: want "OP NUMBER" like "< 100", got "<"`},
+			`t.yaml: line 7: expect[0].p99_ms: want "OP NUMBER" like "< 100", got "<"`},
 		{"unsupported op", `expect: [{strategy: round-robin, ejections: "== 3"}]`,
-			`t.yaml: expect[0].ejections: want "OP NUMBER" like ">= 1", got "== 3"`},
+			`t.yaml: line 7: expect[0].ejections: want "OP NUMBER" like ">= 1", got "== 3"`},
 		{"not finite", `expect: [{strategy: round-robin, p99_ms: "< Inf"}]`,
-			`t.yaml: expect[0].p99_ms: want "OP NUMBER" like "< 100", got "< Inf"`},
+			`t.yaml: line 7: expect[0].p99_ms: want "OP NUMBER" like "< 100", got "< Inf"`},
 		{"condition is a list", `expect: [{strategy: round-robin, error_ratio: ["<", 1]}]`,
-			`t.yaml: expect[0].error_ratio: want "OP NUMBER" like "> 0.05", got a sequence`},
+			`t.yaml: line 7: expect[0].error_ratio: want "OP NUMBER" like "> 5%", got a sequence`},
 		{"unknown metric", `expect: [{strategy: round-robin, errors: "< 1"}]`,
-			`t.yaml: expect[0].errors: unknown metric (known: ` + metricList + `)`},
+			`t.yaml: line 7: expect[0].errors: unknown metric (known: ` + metricList + `)`},
 		{"unknown strategy", `expect: [{strategy: p2c, error_ratio: "< 0.01"}]`,
-			`t.yaml: expect[0].strategy: "p2c" is not one of the file's strategies (` + strategyList + `)`},
+			`t.yaml: line 7: expect[0].strategy: "p2c" is not one of the file's strategies (` + strategyList + `)`},
 		{"strategy spelled differently", `expect: [{strategy: "p2c+eject(consecutive=5, duration=5s)", error_ratio: "< 0.01"}]`,
 			`t.yaml: expect[0].strategy: "p2c+eject(consecutive=5, duration=5s)" is not one of the file's strategies (` + strategyList + `)`},
 		{"missing strategy", `expect: [{error_ratio: "< 0.01"}]`,
 			`t.yaml: expect[0].strategy: is required: one of the file's strategies (` + strategyList + `)`},
 		{"empty strategy", `expect: [{strategy: , error_ratio: "< 0.01"}]`,
-			`t.yaml: expect[0].strategy: want one of the file's strategies (` + strategyList + `)`},
+			`t.yaml: line 7: expect[0].strategy: want one of the file's strategies (` + strategyList + `)`},
 		{"strategy twice", `expect: [{strategy: round-robin, error_ratio: "< 0.01", strategy: round-robin}]`,
-			`t.yaml: expect[0].strategy: is given twice`},
+			`t.yaml: line 7: expect[0].strategy: is given twice`},
 		{"two metrics", `expect: [{strategy: round-robin, error_ratio: "< 0.01", slow_ratio: "< 0.01"}]`,
-			`t.yaml: expect[0]: names two metrics, error_ratio and slow_ratio; write one entry per metric`},
+			`t.yaml: line 7: expect[0]: names two metrics, error_ratio and slow_ratio; write one entry per metric`},
 		{"no metric", `expect: [{strategy: round-robin}]`,
 			`t.yaml: expect[0]: names no metric; add one of ` + metricList},
 		{"entry not a mapping", `expect: [round-robin]`,
-			`t.yaml: expect[0]: want a mapping like {strategy: round-robin, error_ratio: "< 0.01"}`},
+			`t.yaml: line 7: expect[0]: want a mapping like {strategy: round-robin, error_ratio: "< 0.01"}`},
 		{"expect not a list", `expect: {strategy: round-robin, error_ratio: "< 0.01"}`,
-			`t.yaml: expect: want a list like [{strategy: round-robin, error_ratio: "< 0.01"}], got a mapping`},
+			`t.yaml: line 7: expect: want a list like [{strategy: round-robin, error_ratio: "< 0.01"}], got a mapping`},
 		{"expect a number", `expect: 3`,
 			`t.yaml: expect: want a list like [{strategy: round-robin, error_ratio: "< 0.01"}], got a value "3"`},
 		{"unquoted > in a flow mapping", `expect: [{strategy: round-robin, error_ratio: > 0.2}]`,
 			`t.yaml: line 7: error_ratio: the condition > 0.2 must be quoted, as in error_ratio: "> 0.2" (unquoted, YAML reads > as the start of a folded block)`},
 		{"unquoted >= in a block mapping", "expect:\n  - strategy: round-robin\n    ejections: >= 1",
 			`t.yaml: line 9: ejections: the condition >= 1 must be quoted, as in ejections: ">= 1" (unquoted, YAML reads > as the start of a folded block)`},
+		// The terminal shows SLOW%>500MS 12.41: "< 5" on a ratio would
+		// pass against 0.1241 in every run.
+		{"ratio above 1", `expect: [{strategy: round-robin, slow_ratio: "< 5"}]`,
+			`t.yaml: line 7: expect[0].slow_ratio: "< 5": slow_ratio is a ratio between 0 and 1, and 5 is outside it; write "< 5%" for 5 percent, or "< 0.05"`},
+		{"negative ratio", `expect: [{strategy: round-robin, error_ratio: "> -0.1"}]`,
+			`t.yaml: expect[0].error_ratio: "> -0.1": error_ratio is a ratio between 0 and 1; a negative one holds for every run or none`},
+		{"percentage above 100", `expect: [{strategy: round-robin, error_ratio: "< 150%"}]`,
+			`t.yaml: expect[0].error_ratio: "< 150%": error_ratio is a ratio, so a percentage must be within 0% and 100%`},
+		{"percentage on milliseconds", `expect: [{strategy: round-robin, p99_ms: "< 5%"}]`,
+			`t.yaml: expect[0].p99_ms: "< 5%": p99_ms is not a ratio and takes no %; write a number like "< 100"`},
 		{"bad key metric", `key_metric: p50_ms`,
-			`t.yaml: key_metric: unknown metric "p50_ms" (one of bad_ratio, error_ratio, slow_ratio, timeout_ratio, faulty_share, p99_ms, p999_ms, max_avg_load, max_jump_rps, share_stddev, error_tail_s)`},
+			`t.yaml: line 7: key_metric: unknown metric "p50_ms" (one of bad_ratio, error_ratio, slow_ratio, timeout_ratio, faulty_share, p99_ms, p999_ms, max_avg_load, max_jump_rps, share_stddev, error_tail_s)`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -120,7 +134,7 @@ func TestBadExpectations(t *testing.T) {
 			if err == nil {
 				t.Fatalf("accepted:\n%s", body)
 			}
-			if err.Error() != tt.want {
+			if msg(err, tt.want) != tt.want {
 				t.Errorf("error\n  %s\nwant\n  %s", err, tt.want)
 			}
 		})
@@ -139,7 +153,7 @@ func TestValidateExpectations(t *testing.T) {
 	}{
 		{"unknown metric", Expectation{"round-robin", "p95_ms", "<", 1}, `expect[0]: unknown metric "p95_ms"`},
 		{"unknown op", Expectation{"round-robin", "p99_ms", "=", 1}, `expect[0].p99_ms: want "OP NUMBER" like "< 100", got "= 1"`},
-		{"NaN", Expectation{"round-robin", "error_ratio", "<", math.NaN()}, `expect[0].error_ratio: want "OP NUMBER" like "> 0.05", got "< NaN"`},
+		{"NaN", Expectation{"round-robin", "error_ratio", "<", math.NaN()}, `expect[0].error_ratio: want "OP NUMBER" like "> 5%", got "< NaN"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -82,11 +82,6 @@ func TestExternalInstances(t *testing.T) {
 			instances: "{count: 1, health: /ready, service: {dist: fixed, value: 1ms}}",
 			wantErr:   "instances.health: applies to instances.external only",
 		},
-		{
-			name:      "service still required without external",
-			instances: "{count: 1}",
-			wantErr:   "instances.service: is required",
-		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -125,7 +120,6 @@ func TestExternalOverrides(t *testing.T) {
 	}{
 		{name: "one per instance", ov: Overrides{External: three}, health: DefaultHealthPath},
 		{name: "health path", ov: Overrides{External: three, HealthPath: "/up"}, health: "/up"},
-		{name: "too few", ov: Overrides{External: three[:2]}, wantErr: "--backend: 2 given for the 3 instances of t.yaml (instances.count); give one per instance, in id order"},
 		{name: "health without external", ov: Overrides{HealthPath: "/up"}, wantErr: "--health-path: applies to external instances"},
 		{name: "bad health", ov: Overrides{External: three, HealthPath: "up"}, wantErr: `instances.health: must be a path starting with /`},
 	}

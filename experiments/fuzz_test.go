@@ -74,6 +74,14 @@ func FuzzParse(f *testing.F) {
 			if !ok {
 				t.Fatalf("Parse(%q): error %q does not start with the file's name", data, err)
 			}
+			if head, rest, many := strings.Cut(msg, " problems:\n"); many && strings.TrimLeft(head, "0123456789") == "" {
+				for _, line := range strings.Split(rest, "\n") {
+					if !namesField(strings.TrimSpace(line)) {
+						t.Fatalf("Parse(%q): problem %q of %q names neither a line nor a field", data, line, msg)
+					}
+				}
+				return
+			}
 			if !namesField(msg) {
 				t.Fatalf("Parse(%q): error %q names neither a line nor a field", data, msg)
 			}
@@ -301,7 +309,7 @@ func TestParseErrorFieldPaths(t *testing.T) {
 			t.Errorf("namesField(%q) = %v, want %v", msg, got, want)
 		}
 	}
-	_, err := Parse("fuzz.yaml", []byte("rate: {A}"))
+	_, err := Parse("fuzz.yaml", []byte("rate: {A}\ninstances: {count: 1}\nstrategies: [p2c]"))
 	if err == nil || !namesField(strings.TrimPrefix(err.Error(), "fuzz.yaml: ")) {
 		t.Errorf(`Parse("rate: {A}"): err = %v, want one naming rate.A`, err)
 	}

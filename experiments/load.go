@@ -36,6 +36,10 @@ func Names() []string {
 	return names
 }
 
+// ErrUnknown is the error Load wraps for a name that is no shipped
+// experiment: a usage error.
+var ErrUnknown = errors.New("unknown experiment")
+
 // Load returns a shipped experiment by name, or, when ref names a file
 // (contains a path separator or ends in .yaml/.yml), that file from disk.
 func Load(ref string) (*Experiment, error) {
@@ -44,7 +48,7 @@ func Load(ref string) (*Experiment, error) {
 	}
 	data, err := shipped.ReadFile(ref + ".yaml")
 	if err != nil {
-		return nil, fmt.Errorf("unknown experiment %q (shipped: %s; or give a path to a .yaml file)", ref, strings.Join(Names(), ", "))
+		return nil, fmt.Errorf("%w %q%s (shipped: %s; or give a path to a .yaml file)", ErrUnknown, ref, didYouMean(ref, Names()), strings.Join(Names(), ", "))
 	}
 	return parse("experiments/"+ref+".yaml", "", data)
 }
@@ -72,18 +76,25 @@ func Parse(source string, data []byte) (*Experiment, error) {
 // parse is Parse with the directory relative paths are resolved against;
 // "" for a shipped experiment, which has none.
 func parse(source, dir string, data []byte) (*Experiment, error) {
-	var f file
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	if err := dec.Decode(&f); err != nil {
+	var doc yaml.Node
+	if err := yaml.NewDecoder(bytes.NewReader(data)).Decode(&doc); err != nil {
 		if errors.Is(err, io.EOF) {
 			return nil, fmt.Errorf("%s: empty experiment file", source)
 		}
 		return nil, fmt.Errorf("%s: %s", source, withLine(yamlMessage(err, data), data))
 	}
+	if ps := checkStructure(&doc); len(ps) > 0 {
+		return nil, fmt.Errorf("%s: %w", source, problemsError(ps))
+	}
+	var f file
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&f); err != nil {
+		return nil, fmt.Errorf("%s: %s", source, withLine(yamlMessage(err, data), data))
+	}
 	e, err := f.build(source, dir)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", source, err)
+		return nil, fmt.Errorf("%s: %w", source, located(err, &doc))
 	}
 	e.Raw = data
 	return e, nil
@@ -111,6 +122,16 @@ func yamlMessage(err error, data []byte) string {
 			if c := unquotedGT.FindStringSubmatch(lines[i-1]); c != nil {
 				return fmt.Sprintf("line %d: %s: the condition %s must be quoted, as in %s: \"%s\" (unquoted, YAML reads > as the start of a folded block)",
 					i, c[1], c[2], c[1], c[2])
+			}
+		}
+	}
+
+	if m := errorLine.FindStringSubmatch(err.Error()); m != nil {
+		n, _ := strconv.Atoi(m[1])
+		lines := strings.Split(string(data), "\n")
+		for _, i := range []int{n, n + 1} {
+			if i >= 1 && i <= len(lines) && strings.Contains(lines[i-1], "\t") {
+				return fmt.Sprintf("line %d: a tab; YAML indents with spaces only", i)
 			}
 		}
 	}

@@ -11,8 +11,10 @@
 package experiments
 
 import (
+	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/lbchaos/lbchaos/faultyserver"
@@ -114,7 +116,15 @@ type Experiment struct {
 	// of the file's strategies; after Apply with other strategies some
 	// may name a strategy that is not run.
 	Expect []Expectation
-	Raw    []byte // the file's content
+	// Abort are the file's abort conditions (abort.go), in file order:
+	// the first to trip ends the run.
+	Abort []Abort
+	Raw   []byte // the file's content
+	// Warnings are what the loader and Apply changed or left out that the
+	// user did not ask for in so many words (a name taken from the file's
+	// name, a fault past a shortened run's end); the command line prints
+	// them before the run.
+	Warnings []string
 }
 
 // Instances describes the fleet. Workers and Service are the defaults;
@@ -193,13 +203,11 @@ type External struct {
 	Sidecar string
 }
 
-// Modeled reports whether the simulator can model the instances: always
-// for the fake servers, and for external ones or the user's own image only
-// when a service time is given for them.
+// Modeled reports whether every instance has a service time: the model
+// the simulator runs and lbchaos's own instances serve with. Only foreign
+// instances (Foreign) run without one; a file that gives just a count
+// runs only once they are external (Overrides.External).
 func (in Instances) Modeled() bool {
-	if !in.Foreign() {
-		return true
-	}
 	for id := range in.Count {
 		if in.Instance(id).Service == (faultyserver.Dist{}) {
 			return false
@@ -304,6 +312,21 @@ type Fault struct {
 	Spec     faultyserver.Fault
 	// Warmup marks the slow fault that models a joining instance's warm-up.
 	Warmup bool
+	// Origin is where the file gives this fault's instance, for messages:
+	// "faults[0].instance" or "faults[0].instances[1]"; "" for a fault
+	// made by the loader (a warm-up) or by code.
+	Origin string
+}
+
+// where is the fault's instance field, and the fault's entry, as the file
+// names them; faults[i] when the file does not.
+func (f Fault) where(i int) (instance, entry string) {
+	if f.Origin == "" {
+		entry = fmt.Sprintf("faults[%d]", i)
+		return entry + ".instance", entry
+	}
+	entry, _, _ = strings.Cut(f.Origin, ".")
+	return f.Origin, entry
 }
 
 // PeakRate returns the highest request rate of the run.

@@ -15,13 +15,18 @@ type Overrides struct {
 	Seed       *uint64
 	Strategies []string
 	// External points the run at instances that already run, one per
-	// instance (cmd: --backend and --sidecar); it replaces the file's.
+	// instance (cmd: --backend and --sidecar); it replaces the file's, and
+	// its length the instance count (see resize).
 	External []External
 	// HealthPath replaces instances.health (cmd: --health-path).
 	HealthPath string
 	// Generators replaces generators (cmd: --generators); 0 keeps the
 	// file's.
 	Generators int
+	// Instances replaces instances.count (see resize), as External does
+	// by its length; 0 keeps the file's. A distributed run's generators
+	// take it from their targets.
+	Instances int
 }
 
 // Apply returns a copy of e with the overrides applied and validated; the
@@ -30,6 +35,7 @@ type Overrides struct {
 func (e *Experiment) Apply(o Overrides) (*Experiment, error) {
 	c := *e
 	c.Faults = slices.Clone(e.Faults)
+	c.Warnings = slices.Clone(e.Warnings)
 	c.Expect = slices.Clone(e.Expect)
 	if o.Duration != 0 {
 		if o.Duration < 0 {
@@ -38,17 +44,34 @@ func (e *Experiment) Apply(o Overrides) (*Experiment, error) {
 		c.Duration = o.Duration
 		// Faults scheduled beyond a shortened run are dropped; the ones
 		// that still start are kept (their end is clipped by the run).
+		// Each is a warning: a run that silently lost its fault answers
+		// another question.
 		kept := c.Faults[:0]
-		for _, f := range c.Faults {
+		for i, f := range c.Faults {
 			if f.At < c.Duration {
 				kept = append(kept, f)
+				continue
 			}
+			_, entry := f.where(i)
+			c.Warnings = append(c.Warnings, fmt.Sprintf("--duration %v: the run ends before %s (%s on instance %d at %v), which is not applied; give --duration over %v to keep it",
+				o.Duration, entry, f.Spec.Mode(), f.Instance, f.At, f.At))
 		}
 		c.Faults = kept
+		if len(e.Faults) > 0 && len(c.Faults) == 0 {
+			c.Warnings = append(c.Warnings, fmt.Sprintf("--duration %v: no fault of the experiment is applied; the run measures the fleet without one", o.Duration))
+		}
 		// A shorter run cuts the stages off; a longer one holds the last
 		// target to its end.
 		if c.Profile != nil {
 			c.Rate = c.Profile.Mean(c.Duration)
+			var at time.Duration
+			for i, st := range c.Profile.Stages {
+				if at >= c.Duration {
+					c.Warnings = append(c.Warnings, fmt.Sprintf("--duration %v: rate stage %d (from %v, to %v req/s) and later ones do not run", o.Duration, i+1, at, st.Target))
+					break
+				}
+				at += st.Duration
+			}
 		}
 	}
 	if o.Rate != 0 {
@@ -60,6 +83,8 @@ func (e *Experiment) Apply(o Overrides) (*Experiment, error) {
 			// A generator, given this mean back, scales the file's
 			// profile by the very same factor.
 			c.Profile = c.Profile.Scaled(o.Rate / c.Rate)
+			c.Warnings = append(c.Warnings, fmt.Sprintf("--rate %v: the rate stages' mean is %v req/s, so every stage's target is scaled by %.3g (stage 1: %v → %v req/s)",
+				o.Rate, c.Rate, o.Rate/c.Rate, e.Profile.Stages[0].Target, c.Profile.Stages[0].Target))
 		}
 		c.Rate = o.Rate
 	}
@@ -84,10 +109,18 @@ func (e *Experiment) Apply(o Overrides) (*Experiment, error) {
 			return nil, err
 		}
 	}
+	// One instance per --backend, whatever the file's count.
+	n := o.Instances
 	if len(o.External) > 0 {
-		if len(o.External) != c.Instances.Count {
-			return nil, fmt.Errorf("--backend: %d given for the %d instances of %s (instances.count); give one per instance, in id order", len(o.External), c.Instances.Count, e.Source)
+		n = len(o.External)
+	}
+	if n != 0 && n != c.Instances.Count {
+		if n < 1 || n > 1000 {
+			return nil, fmt.Errorf("--backend: %d given; a run has 1 to 1000 instances", n)
 		}
+		c.resize(n)
+	}
+	if len(o.External) > 0 {
 		c.Instances.External = o.External
 		if c.Instances.HealthPath == "" {
 			c.Instances.HealthPath = DefaultHealthPath

@@ -71,12 +71,12 @@ func TestProxyFiles(t *testing.T) {
 	}{
 		{"missing", `["nginx:file(path=nope.conf)"]`, "strategies[0]: nginx:file: cannot read " + filepath.Join(dir, "nope.conf") + ": no such file or directory"},
 		{"directory", `["haproxy:file(path=lb)"]`, "strategies[0]: haproxy:file: cannot read " + sub + ": is a directory"},
-		{"bad path", `["p2c", "nginx:file(path=a,b.conf)"]`, `strategies[1]: nginx:file: path "a,b.conf" contains ",", which a strategy spec cannot carry`},
+		{"bad path", `["p2c", "nginx:file(path=a,b.conf)"]`, `line 5: strategies[1]: nginx:file: path "a,b.conf" contains ",", which a strategy spec cannot carry`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			p := write(tt.name, tt.strategies)
 			_, err := LoadFile(p)
-			if err == nil || !strings.Contains(err.Error(), p+": "+tt.err) {
+			if err == nil || !strings.Contains(msg(err, tt.err), p+": "+tt.err) {
 				t.Errorf("error %v\nwant  %s: %s", err, p, tt.err)
 			}
 		})
@@ -85,7 +85,7 @@ func TestProxyFiles(t *testing.T) {
 	t.Run("shipped experiments have no directory", func(t *testing.T) {
 		_, err := parse("experiments/x.yaml", "", []byte("name: x\nduration: 1s\nrate: 10\ninstances: {count: 1, service: {dist: fixed, value: 1ms}}\nstrategies: [\"nginx:file(path=u.conf)\"]\n"))
 		want := `experiments/x.yaml: strategies[0]: nginx:file: path "u.conf" is relative, and a shipped experiment has no directory to resolve it against: give an absolute path`
-		if err == nil || err.Error() != want {
+		if err == nil || msg(err, want) != want {
 			t.Errorf("error %v\nwant  %s", err, want)
 		}
 	})

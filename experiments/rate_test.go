@@ -80,13 +80,13 @@ func TestBadRateStages(t *testing.T) {
 		{"stage not a mapping", "{stages: [5]}", "", "t.yaml: rate.stages[0]: line 3: want {duration: 10s, target: 2000}"},
 		{"missing duration", "{stages: [{duration: 1s, target: 5}, {target: 5}]}", "", "t.yaml: rate.stages[1].duration: is required"},
 		{"bad duration", "{stages: [{duration: 1s, target: 5}, {duration: soon, target: 5}]}", "", `t.yaml: rate.stages[1].duration: want a duration like "10s", got "soon"`},
-		{"zero duration", "{stages: [{duration: 1s, target: 5}, {duration: 0s, target: 5}]}", "", "t.yaml: rate.stages[1].duration: must be > 0, got 0s"},
+		{"zero duration", "{stages: [{duration: 1s, target: 5}, {duration: 0s, target: 5}]}", "", "t.yaml: line 3: rate.stages[1].duration: must be > 0, got 0s"},
 		{"missing target", "{stages: [{duration: 1s}]}", "", "t.yaml: rate.stages[0].target: is required"},
-		{"negative target", "{stages: [{duration: 1s, target: 5}, {duration: 1s, target: -5}]}", "", "t.yaml: rate.stages[1].target: must be within [0, 1000000] requests per second, got -5"},
+		{"negative target", "{stages: [{duration: 1s, target: 5}, {duration: 1s, target: -5}]}", "", "t.yaml: line 3: rate.stages[1].target: must be within [0, 1000000] requests per second, got -5"},
 		{"target too high", "{stages: [{duration: 1s, target: 2e6}]}", "", "t.yaml: rate.stages[0].target: must be within [0, 1000000]"},
 		{"negative start", "{start: -1, stages: [{duration: 1s, target: 5}]}", "", "t.yaml: rate.start: must be within [0, 1000000]"},
 		{"all zero", "{stages: [{duration: 1s, target: 0}]}", "", "t.yaml: rate.stages: send fewer than one request in the run's 1s"},
-		{"duration disagrees", stages, "duration: 30s\n", "t.yaml: duration: 30s differs from the total of rate.stages (25s); leave duration out to run the stages, or make them agree"},
+		{"duration disagrees", stages, "duration: 30s\n", "t.yaml: line 6: duration: 30s differs from the total of rate.stages (25s); leave duration out to run the stages, or make them agree"},
 		{"not a number", "fast", "", `t.yaml: rate: want requests per second or {stages: [{duration: 10s, target: 2000}, ...]}, got "fast"`},
 		{"a list", "[1, 2]", "", "t.yaml: rate: line 3: want requests per second or {stages"},
 	}
@@ -100,7 +100,7 @@ func TestBadRateStages(t *testing.T) {
 			if err == nil {
 				t.Fatalf("accepted:\n%s", body)
 			}
-			if !strings.Contains(err.Error(), tt.want) {
+			if !strings.Contains(msg(err, tt.want), tt.want) {
 				t.Errorf("error %q\nwant it to contain %q", err, tt.want)
 			}
 		})

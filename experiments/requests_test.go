@@ -120,13 +120,13 @@ func TestBadRequests(t *testing.T) {
 		want  string // the error after the file's path
 	}{
 		{"neither form", "requests: {}", nil,
-			"requests: give targets (a Vegeta targets file) or list (requests with weights)"},
+			"line 6: requests: give targets (a Vegeta targets file) or list (requests with weights)"},
 		{"both forms", "requests: {targets: t.txt, list: [{path: /}]}", nil,
-			"requests: give targets or list, not both"},
+			"line 6: requests: give targets or list, not both"},
 		{"negative weight", "requests: {list: [{path: /a}, {path: /b, weight: -1}]}", nil,
-			"requests.list[1].weight: want a number > 0, got -1"},
+			"line 6: requests.list[1].weight: want a number > 0, got -1"},
 		{"zero weight", "requests: {list: [{path: /a, weight: 0}]}", nil,
-			"requests.list[0].weight: want a number > 0, got 0"},
+			"line 6: requests.list[0].weight: want a number > 0, got 0"},
 		{"no path", "requests: {list: [{method: GET}]}", nil,
 			"requests.list[0].path: is required, e.g. /orders"},
 		{"relative path", "requests: {list: [{path: orders}]}", nil,
@@ -136,47 +136,47 @@ func TestBadRequests(t *testing.T) {
 		{"bad header name", `requests: {list: [{path: /, headers: {"a b": x}}]}`, nil,
 			`requests.list[0].headers: header name "a b": want letters, digits and`},
 		{"unknown field", "requests: {list: [{path: /, wieght: 2}]}", nil,
-			`line 6: unknown field "wieght"`},
+			`line 6: requests.list[0]: unknown field "wieght"; did you mean "weight"?`},
 		{"missing targets file", "requests: {targets: nope.txt}", nil,
 			"requests.targets: open "},
 		{"bad header line", "requests: {targets: targets.txt}",
 			map[string]string{"targets.txt": "GET /a\n\n# b\nPOST /b\nContent-Type: text/plain\nnot a header\n"},
-			"requests.targets: targets.txt line 6: bad header: not a header"},
+			"line 6: requests.targets: targets.txt line 6: bad header: not a header"},
 		{"bad first line", "requests: {targets: targets.txt}",
 			map[string]string{"targets.txt": "\n/a\n"},
-			"requests.targets: targets.txt line 2: bad target: /a"},
+			"line 6: requests.targets: targets.txt line 2: bad target: /a"},
 		{"missing body file", "requests: {targets: targets.txt}",
 			map[string]string{"targets.txt": "GET /a\n\nPOST /b\n@missing.json\n"},
 			"requests.targets: targets.txt line 4: bad body: open "},
 		{"line after the body", "requests: {targets: targets.txt}",
 			map[string]string{"targets.txt": "POST /b\n@b.json\nX-After: 1\n", "b.json": "{}"},
-			"requests.targets: targets.txt line 3: bad method: X-After:"},
+			"line 6: requests.targets: targets.txt line 3: bad method: X-After:"},
 		{"bad URL", "requests: {targets: targets.txt}",
 			map[string]string{"targets.txt": "GET a b\n"},
 			"requests.targets: targets.txt line 1: bad URL: a b"},
 		{"empty targets file", "requests: {targets: targets.txt}",
 			map[string]string{"targets.txt": "# nothing\n"},
-			`requests.targets: targets.txt: no targets (want lines like "GET /path")`},
+			`line 6: requests.targets: targets.txt: no targets (want lines like "GET /path")`},
 		{"JSON without a method", "requests: {targets: t.json, format: json}",
 			map[string]string{"t.json": `{"method": "GET", "url": "/a"}` + "\n\n" + `{"url": "/b"}` + "\n"},
-			"requests.targets: t.json line 3: target: required method is missing"},
+			"line 6: requests.targets: t.json line 3: target: required method is missing"},
 		{"JSON with a bad URL", "requests: {targets: t.json, format: json}",
 			map[string]string{"t.json": `{"method": "GET", "url": "a b"}`},
 			"requests.targets: t.json line 1: bad URL: "},
 		{"unknown format", "requests: {targets: t.txt, format: yaml}", nil,
 			`requests.format: must be http or json, got "yaml"`},
 		{"format without targets", "requests: {format: json, list: [{path: /}]}", nil,
-			"requests.format: is the format of a targets file; give it with targets"},
+			"line 6: requests.format: is the format of a targets file; give it with targets"},
 		{"key and keys", "keys: {dist: uniform, n: 10}\nrequests: {key: {header: X-User}, list: [{path: /, headers: {X-User: '1'}}]}", nil,
-			"requests.key: and keys both give requests a key; keep one: keys draws them, requests.key reads them from the requests"},
+			"line 7: requests.key: and keys both give requests a key; keep one: keys draws them, requests.key reads them from the requests"},
 		{"key header and path", `requests: {key: {header: X-User, path: "/u/{key}"}, list: [{path: /}]}`, nil,
-			"requests.key: give header or path, not both"},
+			"line 6: requests.key: give header or path, not both"},
 		{"empty key", "requests: {key: {}, list: [{path: /}]}", nil,
 			`requests.key: want {header: NAME} or {path: "/users/{key}/"}`},
 		{"pattern without {key}", `requests: {key: {path: "/users/"}, list: [{path: /}]}`, nil,
 			`requests.key.path: the pattern must hold {key} once, e.g. "/users/{key}/", got "/users/"`},
 		{"no request has the header", "requests: {key: {header: X-User}, list: [{path: /}]}", nil,
-			"requests.key.header: no request has header X-User"},
+			"line 6: requests.key.header: no request has header X-User"},
 		{"no path matches", `requests: {key: {path: "/users/{key}"}, list: [{path: /orders/1}]}`, nil,
 			`requests.key.path: no request's path matches "/users/{key}" with a number at {key}`},
 	}
@@ -186,7 +186,7 @@ func TestBadRequests(t *testing.T) {
 			if err == nil {
 				t.Fatal("loaded; want an error")
 			}
-			_, after, ok := strings.Cut(err.Error(), string(filepath.Separator)+"my-case.yaml: ")
+			_, after, ok := strings.Cut(msg(err, "my-case.yaml: "+tt.want), string(filepath.Separator)+"my-case.yaml: ")
 			if !ok || !strings.HasPrefix(after, tt.want) {
 				t.Errorf("error %q\nwant .../my-case.yaml: %s...", err, tt.want)
 			}
@@ -197,7 +197,7 @@ func TestBadRequests(t *testing.T) {
 func TestShippedExperimentHasNoTargetsDirectory(t *testing.T) {
 	_, err := parse("experiments/x.yaml", "", []byte(strings.Replace(requestsBase, "my-case", "x", 1)+"requests: {targets: t.txt}\n"))
 	want := "experiments/x.yaml: requests.targets: " + errNoDir.Error()
-	if err == nil || err.Error() != want {
+	if err == nil || msg(err, want) != want {
 		t.Errorf("error %v, want %s", err, want)
 	}
 }

@@ -18,50 +18,68 @@ import (
 )
 
 // Validate checks every field's range and the cross-field rules, and fills
-// in the keys the requests carry (Requests.Key). It is run
-// by Parse and again after command-line overrides. That an expectation
-// names one of the strategies is checked by Parse only. The first rule
-// broken is the error, in the order of the checks below.
+// in the keys the requests carry (Requests.Key). It is run by Parse and
+// again after command-line overrides. That an expectation names one of the
+// strategies is checked by Parse only. It reports the first rule each
+// check finds broken, every check's at once (errors.Join); the checks of
+// the run's size go first, and when one of them fails the rest, which
+// rely on the size, are not run.
 func (e *Experiment) Validate() error {
-	for _, check := range []func() error{
-		e.validateLoad,
-		e.Instances.validateSize,
-		e.validateHasStrategies,
-		e.validateProfile,
-		e.Instances.validateExternal,
-		e.Instances.validateApp,
-		e.Instances.validateEach,
-		e.validateBalancers,
-		e.validateKeys,
-		e.validateFaults,
-		e.validateStrategies,
-		e.validateExpectations,
+	var errs []error
+	// Checks that rely on a valid duration and instance count are not
+	// run without them: every fault would be "out of range" of nothing.
+	sized := e.Duration > 0 && e.Instances.Count >= 1 && e.Instances.validateSize() == nil
+	for _, c := range []struct {
+		check func() error
+		sized bool
+	}{
+		{e.validateLoad, false},
+		{e.Instances.validateSize, false},
+		{e.validateHasStrategies, false},
+		{e.validateProfile, false},
+		{e.Instances.validateExternal, false},
+		{e.Instances.validateApp, false},
+		{e.Instances.validateEach, true},
+		{e.validateBalancers, true},
+		{e.validateKeys, false},
+		{e.validateFaults, true},
+		{e.validateStrategies, false},
+		{e.validateExpectations, false},
+		{e.validateAborts, true},
 	} {
-		if err := check(); err != nil {
-			return err
+		if c.sized && !sized {
+			continue
+		}
+		if err := c.check(); err != nil {
+			errs = append(errs, err)
 		}
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // validateLoad checks the run's timing and its constant rate: duration,
 // arrival, rate (without a rate profile), timeout and slow_threshold.
 func (e *Experiment) validateLoad() error {
-	switch {
-	case e.Duration <= 0:
-		return fieldErr("duration", "must be > 0, got %v", e.Duration)
-	case e.Arrival != ArrivalPoisson && e.Arrival != ArrivalConstant:
-		return fieldErr("arrival", "must be %q or %q, got %q", ArrivalPoisson, ArrivalConstant, e.Arrival)
-	case e.Profile == nil && !(e.Rate > 0):
-		return fieldErr("rate", "must be > 0 requests per second, got %v", e.Rate)
-	case e.Profile == nil && e.Rate > MaxRate:
-		return fieldErr("rate", "%v requests per second is beyond what one machine can generate; the limit is 1000000", e.Rate)
-	case e.Timeout <= 0:
-		return fieldErr("timeout", "must be > 0, got %v", e.Timeout)
-	case e.SlowThreshold <= 0:
-		return fieldErr("slow_threshold", "must be > 0, got %v", e.SlowThreshold)
+	var errs []error
+	if e.Duration <= 0 {
+		errs = append(errs, fieldErr("duration", "must be > 0, got %v", e.Duration))
 	}
-	return nil
+	if e.Arrival != ArrivalPoisson && e.Arrival != ArrivalConstant {
+		errs = append(errs, fieldErr("arrival", "must be %q or %q, got %q", ArrivalPoisson, ArrivalConstant, e.Arrival))
+	}
+	switch {
+	case e.Profile == nil && !(e.Rate > 0):
+		errs = append(errs, fieldErr("rate", "must be > 0 requests per second, got %v", e.Rate))
+	case e.Profile == nil && e.Rate > MaxRate:
+		errs = append(errs, fieldErr("rate", "%v requests per second is beyond what one machine can generate; the limit is 1000000", e.Rate))
+	}
+	if e.Timeout <= 0 {
+		errs = append(errs, fieldErr("timeout", "must be > 0, got %v", e.Timeout))
+	}
+	if e.SlowThreshold <= 0 {
+		errs = append(errs, fieldErr("slow_threshold", "must be > 0, got %v", e.SlowThreshold))
+	}
+	return errors.Join(errs...)
 }
 
 // validateSize checks instances.count, and the default workers and
@@ -100,7 +118,9 @@ func (e *Experiment) validateProfile() error {
 // it, each instance's settings, and that one instance is there from the
 // start.
 func (in Instances) validateEach() error {
-	modeled := !in.Foreign() || in.Service != (faultyserver.Dist{})
+	// Without a service time the instances can only be foreign ones
+	// (Modeled); whoever starts or simulates instances requires one.
+	modeled := in.Service != (faultyserver.Dist{})
 	usesDefault := modeled && (len(in.Each) == 0 || slices.ContainsFunc(in.Each, func(x Instance) bool { return x.Service == in.Service }))
 	if usesDefault {
 		if err := in.Service.Validate(); err != nil {
@@ -182,10 +202,10 @@ func (e *Experiment) validateKeys() error {
 // two faults of one instance overlap.
 func (e *Experiment) validateFaults() error {
 	for i, f := range e.Faults {
-		name := fmt.Sprintf("faults[%d]", i)
+		field, name := f.where(i)
 		switch {
 		case f.Instance < 0 || f.Instance >= e.Instances.Count:
-			return fieldErr(name+".instance", "%d is out of range: instances are 0..%d", f.Instance, e.Instances.Count-1)
+			return fieldErr(field, "%d is out of range: instances are 0..%d", f.Instance, e.Instances.Count-1)
 		case f.At < 0:
 			return fieldErr(name+".at", "must be >= 0, got %v", f.At)
 		case f.At >= e.Duration:
@@ -196,10 +216,11 @@ func (e *Experiment) validateFaults() error {
 		for j := range i {
 			g := e.Faults[j]
 			if g.Instance == f.Instance && overlaps(g, f) {
+				_, other := g.where(j)
 				if f.Warmup {
-					return fieldErr(name, "the warm-up of instance %d overlaps faults[%d]; one instance has one fault at a time", f.Instance, j)
+					return fieldErr(name, "the warm-up of instance %d overlaps %s; one instance has one fault at a time", f.Instance, other)
 				}
-				return fieldErr(name, "overlaps faults[%d] on instance %d; one instance has one fault at a time", j, f.Instance)
+				return fieldErr(name, "overlaps %s on instance %d; one instance has one fault at a time", other, f.Instance)
 			}
 		}
 	}
@@ -210,29 +231,45 @@ func (e *Experiment) validateFaults() error {
 // checks a proxy's file, and refuses a strategy listed twice.
 func (e *Experiment) validateStrategies() error {
 	seen := map[string]int{}
+	var errs []error
 	for i, s := range e.Strategies {
 		name := fmt.Sprintf("strategies[%d]", i)
-		if proxyspec.IsProxy(s) {
-			ps, err := proxyspec.Parse(s)
-			if err != nil {
-				return fieldErr(name, "%v", err)
-			}
-			if ps.Algorithm == proxyspec.File {
-				if err := e.checkProxyFile(name, s, ps); err != nil {
-					return err
-				}
-			}
-		} else if strategies.IsGRPC(s) {
-			if err := e.checkGRPC(name, s); err != nil {
-				return err
-			}
-		} else if _, err := strategies.Parse(s); err != nil {
-			return fieldErr(name, "%v", err)
+		if err := e.checkStrategy(name, s); err != nil {
+			errs = append(errs, err)
 		}
 		if j, dup := seen[s]; dup {
-			return fieldErr(name, "%q is listed twice (also strategies[%d])", s, j)
+			errs = append(errs, fieldErr(name, "%q is listed twice (also strategies[%d])", s, j))
 		}
 		seen[s] = i
+	}
+	return errors.Join(errs...)
+}
+
+// checkStrategy parses one strategy spec of the file, named name in
+// messages, and for an unknown one says which known one it is closest to.
+func (e *Experiment) checkStrategy(name, s string) error {
+	switch {
+	case proxyspec.IsProxy(s):
+		ps, err := proxyspec.Parse(s)
+		if err != nil {
+			return fieldErr(name, "%v", err)
+		}
+		if ps.Algorithm == proxyspec.File {
+			return e.checkProxyFile(name, s, ps)
+		}
+	case strategies.IsGRPC(s):
+		return e.checkGRPC(name, s)
+	default:
+		if _, err := strategies.Parse(s); err != nil {
+			base, _, _ := strings.Cut(s, "+")
+			base, _, _ = strings.Cut(base, "(")
+			if !slices.Contains(strategies.Names(), base) {
+				if hint := Suggest(base, strategies.Names()); hint != "" {
+					return fieldErr(name, "unknown strategy %q; did you mean %q? (lbchaos list strategies shows them all)", base, hint)
+				}
+			}
+			return fieldErr(name, "%v", err)
+		}
 	}
 	return nil
 }
@@ -250,6 +287,9 @@ func (e *Experiment) validateExpectations() error {
 			return fieldErr(name, "unknown metric %q (known: %s)", x.Metric, strings.Join(reports.Metrics(), ", "))
 		case !slices.Contains(ops, x.Op) || math.IsNaN(x.Value) || math.IsInf(x.Value, 0):
 			return fieldErr(name+"."+x.Metric, `want "OP NUMBER" like %q, got %q`, conditionExample(x.Metric), x.Op+" "+strconv.FormatFloat(x.Value, 'g', -1, 64))
+		}
+		if _, _, err := ParseThreshold(x.Metric, x.String()[len(x.Metric)+1:]); err != nil {
+			return fieldErr(name+"."+x.Metric, "%v", err)
 		}
 	}
 	return nil

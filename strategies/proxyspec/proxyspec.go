@@ -277,3 +277,10 @@ func validateParams(name string, params map[string]string) error {
 	}
 	return nil
 }
+
+// Algorithms returns the algorithms proxy kind offers, sorted (File
+// among them for nginx and HAProxy); nil for lbchaos, whose algorithm is
+// any built-in strategy, and for an unknown kind.
+func Algorithms(kind string) []string {
+	return slices.Sorted(maps.Keys(algorithms[kind]))
+}
