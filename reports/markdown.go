@@ -26,12 +26,21 @@ type Plot struct {
 // with the same rows. The plots are
 // linked, not embedded, by their file names.
 func WriteMarkdown(w io.Writer, s *Summary, plots []Plot) error {
+	return WriteMarkdownAt(w, s, plots, "")
+}
+
+// WriteMarkdownAt is WriteMarkdown with the plots embedded as images from
+// plotsURL, the address the run's folder is published at (a CI
+// artifact's, a Pages site's). Without one the plots are links to the
+// files beside report.md, and the report says so: a relative image pasted
+// into a pull-request comment or a job summary would be a broken image.
+func WriteMarkdownAt(w io.Writer, s *Summary, plots []Plot, plotsURL string) error {
 	if s == nil {
 		return fmt.Errorf("reports: nil summary")
 	}
 	v := newView(s, plots)
 	bw := bufio.NewWriter(w)
-	m := mdWriter{bw}
+	m := mdWriter{w: bw, plotsURL: strings.TrimSuffix(plotsURL, "/")}
 
 	m.p("# %s\n\n", mdText(v.Title))
 	m.p("%s\n\n", mdText(v.Subtitle))
@@ -40,6 +49,9 @@ func WriteMarkdown(w io.Writer, s *Summary, plots []Plot) error {
 	}
 	if v.Partial != "" {
 		m.p("> **%s**\n\n", mdText(v.Partial))
+	}
+	if b := abortBanner(s); b != "" {
+		m.p("> **%s**\n\n", mdText(b))
 	}
 	if v.Description != "" {
 		m.p("%s\n\n", mdText(v.Description))
@@ -86,6 +98,9 @@ func WriteMarkdown(w io.Writer, s *Summary, plots []Plot) error {
 	}
 	if len(v.Plots) > 0 {
 		m.p("## Across strategies\n\n")
+		if m.plotsURL == "" {
+			m.p("The plots are the PNG and SVG files in this run's folder, beside report.md (report.html shows them all). They are linked, not embedded, so that this report stays whole when pasted into a pull request or a CI job summary; `lbchaos report RUN --plots-url URL` embeds them from where the folder is published.\n\n")
+		}
 		m.plots(v.Plots)
 	}
 	for _, sv := range v.Strategies {
@@ -96,7 +111,10 @@ func WriteMarkdown(w io.Writer, s *Summary, plots []Plot) error {
 	return bw.Flush()
 }
 
-type mdWriter struct{ w *bufio.Writer }
+type mdWriter struct {
+	w        *bufio.Writer
+	plotsURL string // where the plots are published; "" links the files
+}
 
 func (m mdWriter) p(format string, args ...any) { fmt.Fprintf(m.w, format, args...) }
 
@@ -279,14 +297,31 @@ func (m mdWriter) rows(title, what string, rows []row) {
 	m.p("\n")
 }
 
-// plots links plots, the PNG as an image and the SVG beside it.
+// plots writes plots: with a plots URL the PNG as an image from there
+// and the SVG beside it; without, a link to each file.
 func (m mdWriter) plots(plots []Plot) {
+	if m.plotsURL == "" {
+		for _, p := range plots {
+			var links []string
+			if p.PNG != "" {
+				links = append(links, fmt.Sprintf("[%s](%s)", mdText(p.Title), p.PNG))
+			}
+			if p.SVG != "" {
+				links = append(links, fmt.Sprintf("[SVG](%s)", p.SVG))
+			}
+			if len(links) > 0 {
+				m.p("- %s\n", strings.Join(links, " · "))
+			}
+		}
+		m.p("\n")
+		return
+	}
 	for _, p := range plots {
 		if p.PNG != "" {
-			m.p("![%s](%s)\n", mdAlt(p.Title), p.PNG)
+			m.p("![%s](%s/%s)\n", mdAlt(p.Title), m.plotsURL, p.PNG)
 		}
 		if p.SVG != "" {
-			m.p("[%s (SVG)](%s)\n", mdText(p.Title), p.SVG)
+			m.p("[%s (SVG)](%s/%s)\n", mdText(p.Title), m.plotsURL, p.SVG)
 		}
 		m.p("\n")
 	}

@@ -55,6 +55,11 @@ type Summary struct {
 	// Partial is true when the run was interrupted; the numbers cover only
 	// what was measured before the interruption.
 	Partial bool `json:"partial,omitempty"`
+	// Abort, when set, is the abort condition that ended the run early:
+	// what tripped, in which strategy and when (see Abort). That
+	// strategy's numbers cover its attack until then; the strategies
+	// after it were not run. Absent when no condition tripped.
+	Abort *Abort `json:"abort,omitempty"`
 	// Notes lists anything that weakens the measurement (generator behind,
 	// interrupted run, connection cap reached, ...), in plain sentences.
 	Notes []string `json:"notes,omitempty"`

@@ -38,6 +38,9 @@ func WriteTable(w io.Writer, s *Summary) error {
 	if s.Partial {
 		fmt.Fprintln(bw, "PARTIAL RUN: interrupted; numbers cover only what was measured before the interruption")
 	}
+	if b := abortBanner(s); b != "" {
+		fmt.Fprintln(bw, b)
+	}
 	fmt.Fprintln(bw, heading(s))
 
 	var rows bytes.Buffer

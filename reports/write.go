@@ -17,7 +17,11 @@ const (
 // WriteAll writes summary.json, the plots, report.md and report.html into
 // dir, creating dir if needed. summary.json is written first, so the measurement survives
 // a failure to render. Errors name the file that could not be written.
-func WriteAll(dir string, s *Summary) error {
+func WriteAll(dir string, s *Summary) error { return WriteAllAt(dir, s, "") }
+
+// WriteAllAt is WriteAll with report.md's plots embedded from plotsURL,
+// the address dir is published at (see WriteMarkdownAt); "" links them.
+func WriteAllAt(dir string, s *Summary, plotsURL string) error {
 	if s == nil {
 		return fmt.Errorf("reports: nil summary")
 	}
@@ -31,7 +35,7 @@ func WriteAll(dir string, s *Summary) error {
 	if err != nil {
 		return err
 	}
-	if err := writeFile(filepath.Join(dir, MarkdownFile), func(b *bytes.Buffer) error { return WriteMarkdown(b, s, plots) }); err != nil {
+	if err := writeFile(filepath.Join(dir, MarkdownFile), func(b *bytes.Buffer) error { return WriteMarkdownAt(b, s, plots, plotsURL) }); err != nil {
 		return err
 	}
 	return writeFile(filepath.Join(dir, HTMLFile), func(b *bytes.Buffer) error { return WriteHTML(b, s, plots, os.DirFS(dir)) })
