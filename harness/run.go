@@ -76,8 +76,11 @@ func (e *ExpectationsFailed) Error() string {
 // with Partial set and an error wrapping ErrInterrupted. On
 // any other error during a strategy, Run returns the strategies measured so
 // far (the failing one too, marked partial, if its attack had started) and
-// an error naming the strategy. When the run completes but expectations
-// fail, the error is an *ExpectationsFailed.
+// an error naming the strategy. When one of the experiment's abort
+// conditions trips, the strategies after the one it stopped are skipped
+// and the error is an *Aborted (the summary's Abort says what tripped).
+// When the run completes but expectations fail, the error is an
+// *ExpectationsFailed.
 func Run(ctx context.Context, exp *experiments.Experiment, opts Options) (*reports.Summary, error) {
 	if opts.Engine == nil {
 		return nil, errors.New("harness: no engine")
@@ -118,6 +121,7 @@ func Run(ctx context.Context, exp *experiments.Experiment, opts Options) (*repor
 		}
 	}
 	var runErr error
+	var aborted *Aborted
 	pos := 0
 	for i, name := range exp.Strategies {
 		if ctx.Err() != nil {
@@ -147,6 +151,9 @@ func Run(ctx context.Context, exp *experiments.Experiment, opts Options) (*repor
 			sum.Notes = append(sum.Notes, notes...)
 			fmt.Fprintf(opts.Log, "      done: %d requests, %.2f%% errors, p50 %.1f ms, p99 %.1f ms%s%s\n",
 				st.Requests, 100*st.ErrorRatio, st.LatencyMs.P50, st.LatencyMs.P99, wallNote(info, wall), harnessNote(st.Harness))
+			if m.Abort != nil {
+				aborted = abortRun(sum, exp, skip, i, m.Abort, opts.Log)
+			}
 			if err == nil && m.Interrupted {
 				break
 			}
@@ -175,6 +182,9 @@ func Run(ctx context.Context, exp *experiments.Experiment, opts Options) (*repor
 		runErr = fmt.Errorf("%w: %d of %d strategies measured", ErrInterrupted, len(sum.Strategies), runs)
 	}
 	failed := finish(sum, exp, opts.Advisory)
+	if runErr == nil && aborted != nil {
+		runErr = aborted
+	}
 	if runErr == nil && failed > 0 && !opts.Advisory {
 		runErr = &ExpectationsFailed{Failed: failed, Total: len(sum.Expectations)}
 	}

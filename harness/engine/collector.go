@@ -32,6 +32,9 @@ type Collector struct {
 	slow      time.Duration
 	bucket    time.Duration
 	settle    time.Duration // how long after a bucket ends its requests may still finish
+	// observe, set before the first Add (Observe), is told every outcome
+	// recorded; nil: none is.
+	observe func(o Outcome, n int64)
 
 	mu      sync.Mutex
 	overall *hdrhistogram.Histogram
@@ -119,6 +122,12 @@ func NewCollector(instances int, duration, timeout, slow time.Duration) *Collect
 // Add records one measured request.
 func (c *Collector) Add(o Outcome) { c.AddN(o, 1) }
 
+// Observe makes every outcome recorded (Add, AddN) go to f as well, from
+// the goroutine that adds it, before the collector records it. Call it
+// before the first Add; f must be safe to call from every goroutine that
+// adds.
+func (c *Collector) Observe(f func(o Outcome, n int64)) { c.observe = f }
+
 // AddN records n measured requests of the same outcome, as n calls of Add
 // would: the collector keeps nothing of a request but its instance, the
 // second it was sent in, its latency in histogram units, whether it was
@@ -128,6 +137,9 @@ func (c *Collector) Add(o Outcome) { c.AddN(o, 1) }
 func (c *Collector) AddN(o Outcome, n int64) {
 	if n <= 0 {
 		return
+	}
+	if c.observe != nil {
+		c.observe(o, n)
 	}
 	us := micros(o.Latency)
 	slow := o.Timeout || o.Latency > c.slow

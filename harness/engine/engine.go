@@ -141,6 +141,11 @@ type Measurement struct {
 	// Skipped, when not empty, says why the engine did not run the
 	// strategy; nothing else is set.
 	Skipped string
+	// Abort, when set, is the abort condition (AbortWatch) that stopped
+	// the attack: the load stopped, the requests in flight were left out
+	// as aborted, every fault was healed, and Interrupted is set with
+	// Elapsed the time it tripped. The driver runs no further strategy.
+	Abort *reports.Abort
 }
 
 // ErrNoHost fails a request for which the strategy allowed no instance

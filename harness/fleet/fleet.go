@@ -136,8 +136,13 @@ type InProcess interface {
 // Check returns an error naming the first fault of exp that p's backends
 // cannot take (a container-level fault on backends that are not
 // containers; on external instances, any container fault, and a server
-// fault on one without a sidecar). Engines check it before any work.
+// fault on one without a sidecar), or that exp gives no service time for
+// the instances p starts. Engines check it before any work.
 func Check(exp *experiments.Experiment, p Provider) error {
+	if !exp.Instances.Foreign() && !exp.Instances.Modeled() {
+		return fmt.Errorf("%s: instances.service: is required for the instances %s backends start, which serve with that service time, e.g. service: {dist: fixed, value: 10ms}; "+
+			"without one the file runs only against instances that already run (--backend URL, one per instance)", exp.Source, p.Name())
+	}
 	if app := exp.Instances.App; app != nil {
 		if ap, ok := p.(AppProvider); !ok || !ap.RunsApps() {
 			return fmt.Errorf("%s: instances.app runs your image %s in containers, which %s backends cannot start; run with --backends docker (or auto with a Docker daemon)",

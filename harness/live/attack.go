@@ -146,6 +146,8 @@ type ran struct {
 	span    time.Duration // from the start until the last request ended
 	poller  *loadPoller
 	harness *reports.Harness // nil when the harness was not watched
+	// abortNotes say what the abort healed (r.abort set).
+	abortNotes []string
 }
 
 // run plays the attack in this process: the faults due at 0 applied, the
@@ -174,10 +176,16 @@ func (a *attack) run(ctx context.Context) (ran, error) {
 	if a.raw != nil {
 		loop.raw = a.raw.add
 	}
+	if a.fl != nil { // a generator's abort is its coordinator's (checkAbort)
+		loop.abort = engine.NewAbortWatch(exp, a.job.Name())
+	}
 	r := ran{loopResult: loop.run(ctx, a.load.send(engine.Until(a.sched, exp.Duration), exp.Duration+engine.EndGrace)), poller: bg.poller}
 	r.span = time.Since(a.start)
 	if d := bg.end(); r.interrupted < 0 && d > 0 {
 		r.interrupted = d
+	}
+	if r.abort != nil {
+		r.abortNotes = a.healAfterAbort(ctx, r.abort)
 	}
 	a.armed.Store(false)
 	if mon != nil {
@@ -204,6 +212,8 @@ func (a *attack) measure(ctx context.Context, r ran, conns int) *engine.Measurem
 		m.Notes = append(m.Notes, notes...)
 	}
 	a.finish(ctx, m, r)
+	m.Abort = r.abort
+	m.Notes = append(m.Notes, r.abortNotes...)
 	setAttempts(&m.Strategy, attempts)
 	if a.proxy == nil {
 		m.Strategy.TransportOverheadMs = r.overhead.summary()

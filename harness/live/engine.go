@@ -6,6 +6,7 @@ package live
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/lbchaos/lbchaos/faultyserver"
 	"github.com/lbchaos/lbchaos/harness/engine"
 	"github.com/lbchaos/lbchaos/harness/fleet"
+	"github.com/lbchaos/lbchaos/harness/metrics"
 	"github.com/lbchaos/lbchaos/harness/process"
 	"github.com/lbchaos/lbchaos/harness/proxies"
 	"github.com/lbchaos/lbchaos/harness/transport"
@@ -50,6 +52,17 @@ type Options struct {
 	// Launcher starts a distributed run's generators (generators > 1);
 	// nil runs them as local processes of LbchaosBinary (LocalLauncher).
 	Launcher engine.Launcher
+	// Metrics, when set, is told each strategy's requests as they are
+	// measured (metrics.go); not those of a distributed run.
+	Metrics *metrics.Exporter
+	// SkipMissing leaves out the proxy strategies whose proxy is not
+	// installed (Skip names them) instead of refusing the run with a
+	// *MissingProxies.
+	SkipMissing bool
+	// ProxyMissing, when set, replaces proxies.Missing: it returns an
+	// error wrapping proxies.ErrNotInstalled when the proxy a strategy
+	// needs is not installed, else nil.
+	ProxyMissing func(strategy string) error
 }
 
 // Engine is the real engine.
@@ -87,13 +100,16 @@ func (e *Engine) Check(exp *experiments.Experiment) ([]string, error) {
 	if err := checkGenerators(exp, e.launcher()); err != nil {
 		return nil, err
 	}
-	if err := checkProxies(exp, e.opts.LbchaosBinary); err != nil {
+	if err := e.checkProxies(exp); err != nil {
 		return nil, err
 	}
 	if err := checkGRPC(exp); err != nil {
 		return nil, err
 	}
 	if err := checkLoadPolling(exp); err != nil {
+		return nil, err
+	}
+	if err := checkAbort(exp); err != nil {
 		return nil, err
 	}
 	var notes []string
@@ -127,11 +143,17 @@ func (e *Engine) Check(exp *experiments.Experiment) ([]string, error) {
 // strategy, so instances that join later or move (a killed container's new
 // port) would not reach it, and a proxy is one balancer, not replicas. It
 // also checks that each proxy is installed and that a file spec's file
-// (nginx:file, haproxy:file) is a section lbchaos can complete.
-func checkProxies(exp *experiments.Experiment, lbchaos string) error {
+// (nginx:file, haproxy:file) is a section lbchaos can complete. The
+// strategies whose proxy is missing are named all at once in a
+// *MissingProxies; with SkipMissing they are left out unchecked.
+func (e *Engine) checkProxies(exp *experiments.Experiment) error {
+	var absent MissingProxies
 	for i, name := range exp.Strategies {
 		if !proxyspec.IsProxy(name) {
 			continue
+		}
+		if e.opts.SkipMissing && e.missing(name) != nil {
+			continue // Skip leaves it out
 		}
 		ps, err := proxyspec.Parse(name)
 		if err != nil {
@@ -151,9 +173,23 @@ func checkProxies(exp *experiments.Experiment, lbchaos string) error {
 				return fmt.Errorf("strategy %s: mode %q brings the instance back on a new address, which a proxy's configuration does not follow; run it with built-in strategies", name, f.Spec.Mode())
 			}
 		}
-		if err := proxies.Check(name, exp.ProxyFiles[name], lbchaos); err != nil {
+		if e.opts.ProxyMissing != nil {
+			err = e.opts.ProxyMissing(name)
+		}
+		if err == nil {
+			err = proxies.Check(name, exp.ProxyFiles[name], e.opts.LbchaosBinary)
+		}
+		if errors.Is(err, proxies.ErrNotInstalled) {
+			absent.Strategies = append(absent.Strategies, name)
+			absent.Why = append(absent.Why, err)
+			continue
+		}
+		if err != nil {
 			return fmt.Errorf("strategy %s: %w", name, err)
 		}
+	}
+	if len(absent.Strategies) > 0 {
+		return &absent
 	}
 	return nil
 }
@@ -164,6 +200,9 @@ func checkProxies(exp *experiments.Experiment, lbchaos string) error {
 // (measureSpread).
 func (e *Engine) Measure(ctx context.Context, job engine.Job) (m *engine.Measurement, err error) {
 	exp, opts := job.Exp, e.opts
+	if why := e.Skip(exp, job.Name()); why != "" {
+		return &engine.Measurement{Skipped: why}, nil
+	}
 	defer lessGC()()
 	conns := opts.MaxConnsPerInstance
 	if conns == 0 {
@@ -195,6 +234,7 @@ func (e *Engine) Measure(ctx context.Context, job engine.Job) (m *engine.Measure
 	if err := e.prepare(ctx, a, targets, conns); err != nil {
 		return nil, err
 	}
+	defer e.exportMetrics(a, len(targets))()
 	r, err := a.run(ctx)
 	if err != nil {
 		return nil, err

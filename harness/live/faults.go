@@ -29,6 +29,8 @@ type faultRunner struct {
 
 	mu  sync.Mutex
 	err error
+	// applied marks the operations applied (mark), for heal.
+	applied []bool
 }
 
 func newFaultRunner(fl fleet.Fleet, faults []experiments.Fault, duration time.Duration, moved func(int, *url.URL)) *faultRunner {
@@ -66,6 +68,7 @@ func (r *faultRunner) do(ctx context.Context, i int) error {
 	if err != nil {
 		return fmt.Errorf("faults[%d]: %s %s fault on instance %d: %w", op.Index, verb, f.Mode(), op.Instance, err)
 	}
+	r.mark(i)
 	return nil
 }
 

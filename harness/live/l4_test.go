@@ -99,7 +99,7 @@ strategies: [nginx:least_conn+stream]
 		t.Run(tt.name, func(t *testing.T) {
 			exp := runtest.MustExperiment(t, "proxy-client", tt.body)
 			// The engine's Check, which runs before anything starts.
-			if err := checkProxies(exp, "unused"); err == nil || !strings.Contains(err.Error(), tt.want) {
+			if err := (&Engine{opts: Options{LbchaosBinary: "unused"}}).checkProxies(exp); err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("error %v, want one containing %q", err, tt.want)
 			}
 		})

@@ -9,6 +9,7 @@ import (
 
 	"github.com/lbchaos/lbchaos/harness/engine"
 	"github.com/lbchaos/lbchaos/harness/transport"
+	"github.com/lbchaos/lbchaos/reports"
 )
 
 // resultLoop reads an attack's results into its collector until the
@@ -29,6 +30,9 @@ type resultLoop struct {
 	// mon, when set, measures the harness; the loop gives it every
 	// request's send lag.
 	mon *monitor
+	// abort, when set, judges the experiment's abort conditions over the
+	// results (abort.go).
+	abort *engine.AbortWatch
 }
 
 type loopResult struct {
@@ -39,6 +43,7 @@ type loopResult struct {
 	// conns are the client connections of the unnamed results, by
 	// sequence number, for a connection-level proxy's log.
 	conns map[uint64]transport.ConnRef
+	abort *reports.Abort // the abort condition that stopped the load; nil: none did
 }
 
 // run reads results until the channel closes; when ctx is done it aborts
@@ -47,6 +52,8 @@ func (l *resultLoop) run(ctx context.Context, results <-chan *vegeta.Result) loo
 	exp, name, start, coll, bal := l.job.Exp, l.job.Name(), l.start, l.coll, l.load
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
+	judge, stopJudging := l.judgeTicker()
+	defer stopJudging()
 	var (
 		errs    int64
 		lastLog = start
@@ -84,6 +91,9 @@ func (l *resultLoop) run(ctx context.Context, results <-chan *vegeta.Result) loo
 			if !o.Success {
 				errs++
 			}
+			if l.abort != nil {
+				l.abort.Add(o)
+			}
 			if l.proxy && o.Instance < 0 && routed {
 				// Neither the backend nor the proxy named an instance (the
 				// client gave up first): the proxy's access log will.
@@ -111,6 +121,14 @@ func (l *resultLoop) run(ctx context.Context, results <-chan *vegeta.Result) loo
 				} else {
 					fmt.Fprintf(l.job.Log, "      %v: attack over; %d results, waiting for %d requests still in flight (timeout %v)\n",
 						el, out.sent, bal.InFlight(), exp.Timeout)
+				}
+			}
+		case now := <-judge:
+			if l.judge(now, &out) {
+				stopJudging()
+				judge = nil
+				if out.abort != nil {
+					done = nil // stopped already
 				}
 			}
 		case <-done:

@@ -34,7 +34,7 @@ func nginxStreamModule() (string, error) {
 			return p, nil
 		}
 	}
-	return "", fmt.Errorf("nginx's stream module is not installed (no %s): run `make deps` (it runs `apt-get install libnginx-mod-stream`)", strings.Join(nginxStreamModules, " or "))
+	return "", fmt.Errorf("nginx's stream module is %w (no %s): run `make deps` (it runs `apt-get install libnginx-mod-stream`)", ErrNotInstalled, strings.Join(nginxStreamModules, " or "))
 }
 
 // nginxStreamConfig is nginx's configuration for a +stream spec: the

@@ -39,8 +39,12 @@ type proxyProcess struct {
 // PATH for a user other than root.
 var sbinDir = "/usr/sbin"
 
+// ErrNotInstalled is what Check and Installed wrap when the proxy (or
+// the nginx module it needs) is not installed on this machine.
+var ErrNotInstalled = errors.New("not installed")
+
 // proxyBinary returns the path of kind's executable, or an error that
-// says how to install it.
+// says how to install it (wrapping ErrNotInstalled).
 func proxyBinary(kind, lbchaos string) (string, error) {
 	switch kind {
 	case proxyspec.Lbchaos:
@@ -56,7 +60,7 @@ func proxyBinary(kind, lbchaos string) (string, error) {
 			return p, nil
 		}
 		pkg := map[string]string{proxyspec.Nginx: "nginx-light", proxyspec.HAProxy: "haproxy", proxyspec.Caddy: "caddy"}[kind]
-		return "", fmt.Errorf("%s is not installed: run `make deps` (it runs `apt-get install %s`), or install %s and put it on PATH", kind, pkg, kind)
+		return "", fmt.Errorf("%s is %w: run `make deps` (it runs `apt-get install %s`), or install %s and put it on PATH", kind, ErrNotInstalled, pkg, kind)
 	}
 	return "", fmt.Errorf("unknown proxy kind %q", kind)
 }

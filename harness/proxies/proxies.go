@@ -8,6 +8,7 @@ package proxies
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"net/url"
@@ -206,6 +207,27 @@ func parse(spec, file string) (proxyspec.Spec, *fileTemplate, error) {
 func Installed(kind, lbchaos string) error {
 	_, err := proxyBinary(kind, lbchaos)
 	return err
+}
+
+// Missing returns an error wrapping ErrNotInstalled that says how to
+// install it when what spec needs is not installed here: its proxy, or for
+// nginx's +stream nginx's stream module; lbchaos is the lbchaos binary,
+// for proxyspec.Lbchaos. Any other problem of spec is Check's, and nil
+// here.
+func Missing(spec, lbchaos string) error {
+	ps, err := proxyspec.Parse(spec)
+	if err != nil {
+		return nil
+	}
+	if _, err := proxyBinary(ps.Kind, lbchaos); errors.Is(err, ErrNotInstalled) {
+		return err
+	}
+	if ps.Kind == proxyspec.Nginx && ps.ConnLevel() {
+		if _, err := nginxStreamModule(); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // lbchaosArgs is the command line of `lbchaos proxy` under test for cfg,

@@ -75,6 +75,10 @@ func (Engine) Check(exp *experiments.Experiment) ([]string, error) {
 }
 
 func check(exp *experiments.Experiment) ([]string, error) {
+	if !exp.Instances.Modeled() && !exp.Instances.Foreign() {
+		return nil, fmt.Errorf("%s: instances.service: is required to simulate the instances, e.g. service: {dist: fixed, value: 10ms}; "+
+			"without one the file runs only against instances that already run (--engine real with --backend URL, one per instance)", exp.Source)
+	}
 	if !exp.Instances.Modeled() && exp.Instances.App != nil {
 		return nil, fmt.Errorf("%s: instances.app: the simulator cannot model a service it does not know (%s); "+
 			"give instances.service (a model of its service time) to simulate it, or run it with --engine real", exp.Source, exp.Instances.App.Image)
@@ -145,6 +149,10 @@ func simCalibrated(ctx context.Context, exp *experiments.Experiment, name string
 	m, err := s.measure(exp, name, elapsed, interrupted)
 	if err != nil {
 		return nil, err
+	}
+	if a := s.abort.tripped; a != nil {
+		m.Abort = a
+		m.Notes = append(m.Notes, abortNotes(name, a)...)
 	}
 	if len(s.gens) == 1 && s.gens[0].stream == nil {
 		m.Events, m.EventDrops = events.Sorted()

@@ -22,6 +22,11 @@ func TestSimExternalInstances(t *testing.T) {
 			wantErr:   "ext.yaml: instances.external: the simulator cannot model instances it did not start; give instances.service (a model of their service time) to simulate them, or run them with --engine real",
 		},
 		{
+			name:      "count only",
+			instances: "{count: 2}",
+			wantErr:   "ext.yaml: instances.service: is required to simulate the instances, e.g. service: {dist: fixed, value: 10ms}; without one the file runs only against instances that already run (--engine real with --backend URL, one per instance)",
+		},
+		{
 			name:      "modeled",
 			instances: "{workers: 2, service: {dist: fixed, value: 5ms}, external: [http://10.0.0.1:80, http://10.0.0.2:80]}",
 		},

@@ -104,6 +104,8 @@ type sim struct {
 	arrival time.Duration // its time, never when there is none
 
 	cal *calibrated // nil: no transport overhead (see Calibration)
+
+	abort simAbort // the abort conditions (abort.go)
 }
 
 // simInstance is one simulated faultyserver.Server.
@@ -165,6 +167,7 @@ func newSim(exp *experiments.Experiment, name string, hooks simHooks, events *en
 	s.loads = newLoadPoll(s.gens, n)
 	s.outcomes = newOutcomeRuns(len(s.gens), n)
 	s.arrival = s.due(0)
+	s.abort = newSimAbort(exp, name)
 	s.nextControl = s.controlDue()
 	return s, nil
 }
@@ -209,6 +212,9 @@ func (s *sim) run(done <-chan struct{}) (interrupted bool) {
 			s.clock.now = t
 			s.control(t)
 			s.nextControl = s.controlDue()
+			if s.abort.tripped != nil {
+				return true
+			}
 		case tEvent:
 			s.clock.now = t
 			s.answer(s.events.pop())
@@ -226,7 +232,7 @@ func (s *sim) run(done <-chan struct{}) (interrupted bool) {
 // of probes, load poll or collector sweep is due. Only control moves
 // those times, so run asks after each control, not at every step.
 func (s *sim) controlDue() time.Duration {
-	t := min(s.nextSweep, s.nextProbe, s.loads.next)
+	t := min(s.nextSweep, s.nextProbe, s.loads.next, s.abort.next)
 	if s.nextOp < len(s.ops) {
 		t = min(t, s.ops[s.nextOp].At)
 	}
@@ -267,6 +273,10 @@ func (s *sim) control(t time.Duration) {
 	}
 	if s.loads.next == t {
 		s.loads.poll(s.insts, s.duration)
+		return
+	}
+	if s.abort.next == t {
+		s.judge(t)
 		return
 	}
 	s.outcomes.flush(s.gens)
@@ -449,6 +459,9 @@ func (s *sim) report(inst int, sentAt time.Duration, lb int32, tk strategies.Tic
 	o.Key = req.Key
 	o.HasKey = req.HasKey
 	s.outcomes.add(src, s.gens[src].coll, &o)
+	if s.abort.watch != nil {
+		s.abort.watch.Add(o)
+	}
 	if s.hooks.result != nil {
 		s.hooks.result(o, strategies.Outcome{Status: status, Err: err, Timeout: timeout, Latency: lat, Load: load, HasLoad: status != 0})
 	}
