@@ -5,12 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/lbchaos/lbchaos/experiments"
+	"github.com/lbchaos/lbchaos/faultyserver"
 	"github.com/lbchaos/lbchaos/harness/docker"
 	"github.com/lbchaos/lbchaos/harness/external"
 	"github.com/lbchaos/lbchaos/harness/fleet"
@@ -131,8 +134,8 @@ func (x externalFlags) overrides(backends, engine string) ([]experiments.Externa
 		return nil, errors.New("--sidecar: give it with --backend URL, one --sidecar per --backend, in order")
 	case len(x.backends) == 0:
 		return nil, nil
-	case backends != "external":
-		return nil, fmt.Errorf("--backend: points the run at instances that already run; give --backends external too (got --backends %s)", backends)
+	case backends != "external" && backends != "auto":
+		return nil, fmt.Errorf("--backend with --backends %s: --backend points the run at instances that already run, and %s backends start instances of their own; leave --backends out (--backend implies external) or drop --backend", backends, backends)
 	case engine != "real":
 		return nil, fmt.Errorf("--backend: external instances run with --engine real only (got --engine %s)", engine)
 	case len(x.sidecars) > 0 && len(x.sidecars) != len(x.backends):
@@ -152,6 +155,24 @@ func (x externalFlags) overrides(backends, engine string) ([]experiments.Externa
 		}
 	}
 	return out, nil
+}
+
+// checkInstances prints a note when --backend changed the number of
+// instances from the file's fileCount, and refuses, as a usage error, an
+// experiment without a service time whose instances lbchaos would start
+// or simulate.
+func checkInstances(stderr io.Writer, exp *experiments.Experiment, fileCount int, engine string) error {
+	in := exp.Instances
+	if len(in.External) > 0 && in.Count != fileCount {
+		fmt.Fprintf(stderr, "lbchaos: %s: %d instances, one per --backend (the file has %d)\n", exp.Name, in.Count, fileCount)
+	}
+	if in.Foreign() || in.Modeled() {
+		return nil
+	}
+	if engine == "sim" {
+		return &exitError{2, fmt.Errorf("%s: instances.service: is required to simulate the instances (--engine sim), e.g. service: {dist: fixed, value: 10ms}; without one the file runs only against instances that already run: --engine real --backend URL (one per instance)", exp.Source)}
+	}
+	return &exitError{2, fmt.Errorf("%s: instances.service: is required for the instances lbchaos starts, which serve with that service time, e.g. service: {dist: fixed, value: 10ms}; without one the file runs only against instances that already run: --backend URL (one per instance)", exp.Source)}
 }
 
 // urlList collects a repeated flag.
@@ -201,4 +222,39 @@ func hostNetwork(choice string) (bool, error) {
 	default:
 		return false, fmt.Errorf("--docker-network: unknown value %q (auto, host or published)", choice)
 	}
+}
+
+// proxyMissing, when set, says which proxy strategies lack their proxy
+// (live.Options.ProxyMissing); nil looks for the proxies on this machine.
+// Tests set it to make a proxy look missing.
+var proxyMissing func(strategy string) error
+
+// ownSidecars makes each external instance without a sidecar that a fault
+// names its own sidecar when it is an lbchaos instance (lbchaos serve
+// answers the control API on its own address), so that
+// lbchaos run fast-fail --backend URL --backend URL applies the fault to
+// instances started with lbchaos serve. It asks each such instance for its
+// fault once, with a short timeout and the run's token; one that does not
+// answer as an lbchaos instance is left as it is, and the fault's check
+// says what it needs.
+func ownSidecars(ctx context.Context, exp *experiments.Experiment, token string, stderr io.Writer) {
+	ext := exp.Instances.External
+	if len(ext) == 0 {
+		return
+	}
+	ext = slices.Clone(ext)
+	asked := map[int]bool{}
+	for _, f := range exp.Faults {
+		id := f.Instance
+		if id < 0 || id >= len(ext) || ext[id].Sidecar != "" || asked[id] {
+			continue
+		}
+		asked[id] = true
+		c := faultyserver.Client{BaseURL: ext[id].URL, Token: token, HTTP: &http.Client{Timeout: 2 * time.Second}}
+		if _, err := c.Fault(ctx); err == nil {
+			ext[id].Sidecar = ext[id].URL
+			fmt.Fprintf(stderr, "lbchaos: instance %d (%s) is an lbchaos instance: faults act through its own control API\n", id, ext[id].URL)
+		}
+	}
+	exp.Instances.External = ext
 }

@@ -23,6 +23,7 @@ const (
 	signalName           // STOP or CONT
 	commandName          // another command
 	shellName            // bash, zsh or fish
+	listName             // what lbchaos list lists
 )
 
 // command describes a subcommand for its help, the top-level usage and
@@ -34,18 +35,25 @@ type command struct {
 	about string // the paragraph of lbchaos help NAME
 	// flags defines the command's flags on fs, as the command itself
 	// does; nil for a command without flags.
-	flags    func(fs *flag.FlagSet)
+	flags func(fs *flag.FlagSet)
+	// groups order the flags by topic in the help; nil lists them in
+	// alphabetical order.
+	groups   []flagGroup
 	operands operands
 }
 
 // commands in the order of the top-level usage.
 var commands = []command{
-	{name: "list", short: "the shipped experiments",
-		about: "Lists the experiments built into lbchaos, each with its description. Run one with lbchaos run NAME; copy its file from experiments/ to make your own."},
+	{name: "list", args: "[experiments|strategies]", short: "the shipped experiments, or every strategy name", operands: listName,
+		about: "Lists the experiments built into lbchaos, each with its description. Run one with lbchaos run NAME; copy its file from experiments/ to make your own. " +
+			"lbchaos list strategies lists, one a line with its kind and what it does, every name an experiment's strategies (or --strategies) may use: the built-in strategies, the wrappers written after one (least-inflight+eject), " +
+			"the real proxies' algorithms (nginx:, haproxy:, caddy:, and lbchaos: with a built-in strategy) and grpc-go's balancers (grpc:)."},
 	{name: "run", args: "NAME|FILE [flags]", short: "run an experiment", operands: experiment,
 		about: "Runs an experiment's strategies one after another against backends with injected faults, and writes summary.json, report.md, report.html and plots to the output directory. " +
-			"NAME is a shipped experiment (lbchaos list); FILE a path to your own .yaml. Exit status 3 when an expectation of the file does not hold, 130 when interrupted (the partial results are kept).",
-		flags: func(fs *flag.FlagSet) { bindRun(fs) }},
+			"NAME is a shipped experiment (lbchaos list); FILE a path to your own .yaml. Exit status 3 when an expectation of the file does not hold, 4 when one of its abort conditions tripped (the run stopped there; its results are kept), 130 when interrupted (the partial results are kept).",
+		flags: func(fs *flag.FlagSet) { bindRun(fs) }, groups: runFlagGroups},
+	{name: "validate", args: "FILE...", short: "check experiment files without running them", operands: experiment,
+		about: "Loads and checks each experiment file (or shipped name) as lbchaos run would, without running anything, and prints every problem of every file, each with its line and field, or \"ok\". Exit status 0 when every file is valid, 2 when one is not: for editors and CI."},
 	{name: "serve", args: "[flags]", short: "one fake backend instance, or a fault sidecar in front of your own service (--upstream URL)",
 		about: "Runs one fake backend instance, or with --upstream a fault sidecar in front of a real HTTP or gRPC service; one port speaks HTTP/1.1, h2c and gRPC (method " + faultyserver.GRPCMethod + "). " +
 			"Control API: GET/PUT/DELETE " + faultyserver.ControlPrefix + "fault, GET " + faultyserver.ControlPrefix + "stats, POST " + faultyserver.ControlPrefix + "reset, each with the header Authorization: Bearer <token> when the instance has a token (--token or " + faultyserver.TokenEnv + "); health: GET /healthz, open.",
@@ -54,7 +62,8 @@ var commands = []command{
 		about: "Serves a built-in strategy as an HTTP reverse proxy in front of the backends. Admin, read-only and open: GET /_lbchaos/stats (per backend, JSON), GET /metrics (the same in the Prometheus text format), GET /_lbchaos/ready.",
 		flags: func(fs *flag.FlagSet) { f := lbproxy.DefaultFlags; f.Bind(fs) }},
 	{name: "report", args: "RUN", short: "re-render a run's report and plots from its summary.json", operands: runDir,
-		about: "Re-renders every artifact of a run (report.md, report.html, plots) from its saved summary.json, without running anything. RUN is the run's directory or its summary.json."},
+		about: "Re-renders every artifact of a run (report.md, report.html, plots) from its saved summary.json, without running anything. RUN is the run's directory or its summary.json.",
+		flags: func(fs *flag.FlagSet) { bindReport(fs) }},
 	{name: "compare", args: "[--fail-on-regression] RUN_A RUN_B", short: "headline metrics of two runs side by side", operands: runDir,
 		about: "Prints the headline metrics of two runs side by side; each RUN is a run's directory or its summary.json, or the folder of a repeated run (lbchaos run --repeat N), which compares by medians and ranges and reports only changes beyond the noise. " +
 			"With --fail-on-regression, exits 3 when a strategy of RUN_B is worse than in RUN_A beyond the tolerance (and the noise), or missing from RUN_B.",
@@ -78,7 +87,7 @@ var commands = []command{
 		about: "Internal: one load generator of a distributed run (generators: N), started by lbchaos run. It writes its results to stdout as lines starting with \"lbchaos-gen/1 \", its progress to stderr.",
 		flags: func(fs *flag.FlagSet) { bindGenerate(fs) }},
 	{name: "completion", args: "bash|zsh|fish", short: "a shell completion script", operands: shellName,
-		about: "Prints a script that completes lbchaos's commands, their flags, experiment names and file names in the shell. " +
+		about: "Prints a script that completes lbchaos's commands, their flags, experiment names, strategy names (--strategies) and file names in the shell. " +
 			"bash: source <(lbchaos completion bash), or save it in /etc/bash_completion.d/lbchaos. zsh: source <(lbchaos completion zsh). fish: lbchaos completion fish > ~/.config/fish/completions/lbchaos.fish."},
 	{name: "help", args: "[COMMAND]", short: "this usage, or a command's", operands: commandName,
 		about: "Prints the usage of lbchaos, or of COMMAND; lbchaos COMMAND --help does the same."},
@@ -123,14 +132,7 @@ func (c *command) writeHelp(w io.Writer) {
 		synopsis += " " + c.args
 	}
 	fmt.Fprintf(w, "Usage: %s\n\n%s\n", synopsis, wrap(c.about, 78))
-	fs := c.flagSet()
-	n := 0
-	fs.VisitAll(func(*flag.Flag) { n++ })
-	if n > 0 {
-		fmt.Fprint(w, "\nFlags (-name or --name):\n")
-		fs.SetOutput(w)
-		fs.PrintDefaults()
-	}
+	writeFlags(w, c.flagSet(), c.groups)
 }
 
 // wrap breaks s into lines of at most width runes where it can.
@@ -174,7 +176,7 @@ func parseArgs(fs *flag.FlagSet, args []string, stdout io.Writer) ([]string, err
 		lookup(name).writeHelp(stdout)
 		return nil, flag.ErrHelp
 	case err != nil:
-		return nil, &exitError{2, fmt.Errorf("%s: %w (see lbchaos help %s)", name, err, name)}
+		return nil, &exitError{2, fmt.Errorf("%s: %w (see lbchaos help %s)", name, flagError(fs, err), name)}
 	}
 	return pos, nil
 }
@@ -213,8 +215,7 @@ func cmdHelp(args []string, stdout, stderr io.Writer) error {
 	case 1:
 		c := lookup(pos[0])
 		if c == nil {
-			writeUsage(stderr)
-			return &exitError{2, fmt.Errorf("help: unknown command %q", pos[0])}
+			return unknownCommand(pos[0])
 		}
 		c.writeHelp(stdout)
 		return nil

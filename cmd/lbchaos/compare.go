@@ -78,7 +78,9 @@ func loadSummary(path string) (*reports.Summary, error) {
 // cmdReport re-renders every artifact of a run (report.md, report.html,
 // plots) from its saved summary.json, without running anything.
 func cmdReport(args []string, stdout io.Writer) error {
-	pos, err := parseArgs(newFlagSet("report"), args, stdout)
+	fs := newFlagSet("report")
+	plotsURL := bindReport(fs)
+	pos, err := parseArgs(fs, args, stdout)
 	if err != nil {
 		return err
 	}
@@ -93,9 +95,27 @@ func cmdReport(args []string, stdout io.Writer) error {
 	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
 		dir = filepath.Dir(dir)
 	}
-	if err := reports.WriteAll(dir, s); err != nil {
+	if err := reports.WriteAllAt(dir, s, plotsOrEnv(*plotsURL)); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "re-rendered %s from %s\n", filepath.Join(dir, reports.MarkdownFile), reports.SummaryFile)
 	return nil
+}
+
+// plotsURLUsage is the help of run's and report's --plots-url.
+const plotsURLUsage = "the address the run's folder is published at (a CI artifact's or a Pages site's URL): report.md then embeds its plots from there, so it can be pasted into a pull request or a job summary; default $" + plotsURLEnv + ", else the plots are linked as files beside report.md"
+
+// plotsURLEnv sets --plots-url for a CI job.
+const plotsURLEnv = "LBCHAOS_PLOTS_URL"
+
+func bindReport(fs *flag.FlagSet) *string {
+	return fs.String("plots-url", "", plotsURLUsage)
+}
+
+// plotsOrEnv is the --plots-url given, else $LBCHAOS_PLOTS_URL.
+func plotsOrEnv(flagValue string) string {
+	if flagValue != "" {
+		return flagValue
+	}
+	return os.Getenv(plotsURLEnv)
 }

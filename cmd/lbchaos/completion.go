@@ -16,7 +16,8 @@ const (
 	freeValue                  // typed by hand: a duration, a number, a URL
 	fileValue
 	dirValue
-	wordValue // one of flagWords
+	wordValue     // one of flagWords
+	strategyValue // a comma-separated list of strategyWords
 )
 
 // flagWords are the values of the flags that take one of a few words.
@@ -38,6 +39,8 @@ func kindOf(f *flag.Flag) valueKind {
 		return noValue
 	}
 	switch {
+	case f.Name == "strategies":
+		return strategyValue
 	case flagWords[f.Name] != nil:
 		return wordValue
 	case slices.Contains(fileFlags, f.Name):
@@ -103,7 +106,17 @@ var bashOperands = map[operands]string{
 	signalName:  `COMPREPLY=($(compgen -W "STOP CONT" -- "$cur"))`,
 	commandName: `COMPREPLY=($(compgen -W "` + strings.Join(commandNames(), " ") + `" -- "$cur"))`,
 	shellName:   `COMPREPLY=($(compgen -W "` + strings.Join(shells, " ") + `" -- "$cur"))`,
+	listName:    `COMPREPLY=($(compgen -W "` + strings.Join(listTopics, " ") + `" -- "$cur"))`,
 }
+
+// bashStrategies completes the last name of a comma-separated list of
+// strategies (word, the word at the cursor), and trims each reply of
+// what precedes $cur in word (readline replaces only $cur).
+var bashStrategies = `        local pre= head=${word%"$cur"}
+        [[ $word == *,* ]] && pre=${word%,*},
+        COMPREPLY=($(compgen -P "$pre" -W "` + strings.Join(strategyWords(), " ") + `" -- "${word##*,}"))
+        [[ -n $head ]] && COMPREPLY=("${COMPREPLY[@]#"$head"}")
+        compopt -o nospace 2>/dev/null; return 0`
 
 func writeBashCompletion(w io.Writer) {
 	fmt.Fprintf(w, `# bash completion for lbchaos: source <(lbchaos completion bash)
@@ -114,21 +127,32 @@ _lbchaos() {
         COMPREPLY=($(compgen -W "%s --help --version" -- "$cur"))
         return 0
     fi
+    # Readline breaks words at ':' (COMP_WORDBREAKS), so nginx:least_conn
+    # arrives as nginx, :, least_conn: word joins it back, and prev is the
+    # word before it.
+    local word=$cur j=$COMP_CWORD
+    while [[ $j -gt 2 && ( ${COMP_WORDS[j]} == : || ${COMP_WORDS[j-1]} == : ) ]]; do
+        j=$((j - 1)); word=${COMP_WORDS[j]}$word
+    done
+    prev=${COMP_WORDS[j-1]}
     case "${COMP_WORDS[1]} ${prev#--}" in
 `, strings.Join(commandNames(), " "))
 	// The value of the flag before the cursor.
 	for _, c := range commands {
 		_, byKind := c.flagsByKind()
-		for _, kind := range []valueKind{wordValue, fileValue, dirValue, freeValue} {
+		for _, kind := range []valueKind{wordValue, strategyValue, fileValue, dirValue, freeValue} {
 			var cases []string
 			for _, f := range byKind[kind] {
 				cases = append(cases, fmt.Sprintf(`"%s %s"|"%s -%s"`, c.name, f.Name, c.name, f.Name))
-				if kind == wordValue {
+				switch kind {
+				case wordValue:
 					fmt.Fprintf(w, "    %s)\n        COMPREPLY=($(compgen -W \"%s\" -- \"$cur\")); return 0 ;;\n",
 						cases[len(cases)-1], strings.Join(flagWords[f.Name], " "))
+				case strategyValue:
+					fmt.Fprintf(w, "    %s)\n%s ;;\n", cases[len(cases)-1], bashStrategies)
 				}
 			}
-			if len(cases) == 0 || kind == wordValue {
+			if len(cases) == 0 || kind == wordValue || kind == strategyValue {
 				continue
 			}
 			var action string
@@ -163,6 +187,7 @@ var fishOperands = map[operands]string{
 	signalName:  `-x -a 'STOP CONT'`,
 	commandName: `-x -a '` + strings.Join(commandNames(), " ") + `'`,
 	shellName:   `-x -a '` + strings.Join(shells, " ") + `'`,
+	listName:    `-x -a '` + strings.Join(listTopics, " ") + `'`,
 }
 
 func writeFishCompletion(w io.Writer) {
@@ -181,6 +206,9 @@ func writeFishCompletion(w io.Writer) {
 				arg = " -x"
 			case wordValue:
 				arg = " -x -a " + fishQuote(strings.Join(flagWords[f.Name], " "))
+			case strategyValue:
+				// The last name of a comma-separated list.
+				arg = " -x -a " + fishQuote(`(__fish_complete_list , "string split , `+strings.Join(strategyWords(), ",")+`")`)
 			case fileValue:
 				arg = " -r -F"
 			case dirValue:

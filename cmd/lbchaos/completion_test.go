@@ -125,6 +125,14 @@ printf '%s\n' "${COMPREPLY[@]}" | sort | tr '\n' ' '`, "bash", script)
 		{[]string{"lbchaos", "help", "com"}, "compare completion"},
 		{[]string{"lbchaos", "completion", ""}, "bash fish zsh"},
 		{[]string{"lbchaos", "version", "-"}, "--help"},
+		{[]string{"lbchaos", "list", ""}, "experiments strategies"},
+		{[]string{"lbchaos", "run", "--strategies", "p2"}, "p2c"},
+		{[]string{"lbchaos", "run", "fast-fail", "-strategies", "round-robin,least-i"}, "round-robin,least-inflight"},
+		{[]string{"lbchaos", "run", "--strategies", "haproxy:l"}, "haproxy:leastconn"},
+		// As readline splits haproxy:l at the colon: the reply replaces
+		// only the part after it.
+		{[]string{"lbchaos", "run", "--strategies", "haproxy", ":", "l"}, "leastconn"},
+		{[]string{"lbchaos", "run", "--strategies", "p2c,grpc", ":", "round"}, "round_robin"},
 	}
 	for _, tt := range tests {
 		if got := complete(tt.words...); got != tt.want {

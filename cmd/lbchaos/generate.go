@@ -115,7 +115,9 @@ func cmdGenerate(ctx context.Context, args []string, stdin io.Reader, stdout, st
 	if err != nil {
 		return err
 	}
-	ov := experiments.Overrides{Duration: f.duration, Rate: f.rate, Generators: f.gens, Strategies: []string{f.strategy}}
+	// One instance per target: the coordinator's count, which --backend
+	// may have changed from the file's.
+	ov := experiments.Overrides{Duration: f.duration, Rate: f.rate, Generators: f.gens, Strategies: []string{f.strategy}, Instances: len(urls)}
 	fs.Visit(func(fl *flag.Flag) {
 		if fl.Name == "seed" {
 			ov.Seed = &f.seed

@@ -36,8 +36,8 @@ func TestCommandHelpBothWays(t *testing.T) {
 				t.Errorf("help %s lacks its description:\n%s", c.name, want)
 			}
 			c.flagSet().VisitAll(func(f *flag.Flag) {
-				if !strings.Contains(want, "  -"+f.Name+" ") && !strings.Contains(want, "  -"+f.Name+"\n") {
-					t.Errorf("help %s does not list -%s:\n%s", c.name, f.Name, want)
+				if !strings.Contains(want, "\n  --"+f.Name+" ") && !strings.Contains(want, "\n  --"+f.Name+"\n") {
+					t.Errorf("help %s does not list --%s:\n%s", c.name, f.Name, want)
 				}
 			})
 			for _, h := range []string{"--help", "-h", "-help"} {
@@ -81,12 +81,12 @@ func TestHelpErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"unknown command", []string{"help", "nosuch"}, `help: unknown command "nosuch"`},
+		{"unknown command", []string{"help", "nosuch"}, `unknown command "nosuch" (lbchaos help lists the commands)`},
 		{"two commands", []string{"help", "run", "serve"}, "help takes one command, got 2 (run serve)"},
-		{"unknown flag", []string{"report", "--nosuch", "dir"}, "report: flag provided but not defined: -nosuch (see lbchaos help report)"},
-		{"unknown run flag", []string{"run", "baseline", "--colour", "red"}, "run: flag provided but not defined: -colour (see lbchaos help run)"},
+		{"unknown flag", []string{"report", "--nosuch", "dir"}, "report: unknown flag --nosuch (see lbchaos help report)"},
+		{"unknown run flag", []string{"run", "baseline", "--colour", "red"}, "run: unknown flag --colour (see lbchaos help run)"},
 		{"version with an argument", []string{"version", "now"}, `version takes no arguments, got ["now"]`},
-		{"list with an argument", []string{"list", "all"}, `list takes no arguments, got ["all"]`},
+		{"list with an argument", []string{"list", "all"}, `list takes no argument (the experiments) or one of experiments, strategies; got ["all"]`},
 		{"completion without a shell", []string{"completion"}, "completion takes one shell, bash, zsh or fish, got []"},
 		{"completion for another shell", []string{"completion", "tcsh"}, `completion takes one shell, bash, zsh or fish, got ["tcsh"]`},
 	}
@@ -111,5 +111,45 @@ func TestOperandsAfterDoubleDash(t *testing.T) {
 	_, _, err := runCLI(t, context.Background(), "report", "--", "--help")
 	if err == nil || exitCode(err) != 1 || !strings.Contains(err.Error(), "--help/summary.json") && !strings.Contains(err.Error(), "open --help") {
 		t.Errorf("report -- --help: exit %d, %v; want it to look for the run --help", exitCode(err), err)
+	}
+}
+
+// TestRunHelpGroupsEveryFlag: lbchaos run --help lists its flags by topic,
+// load first, each flag once, and none is left under "Other flags" (a new
+// flag joins a group in runFlagGroups).
+func TestRunHelpGroupsEveryFlag(t *testing.T) {
+	out, _, err := runCLI(t, context.Background(), "run", "--help")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var order []string
+	for _, line := range strings.Split(out, "\n") {
+		if strings.HasSuffix(line, " flags:") {
+			order = append(order, strings.TrimSuffix(line, " flags:"))
+		}
+	}
+	want := []string{"Load", "Backends", "Output", "Simulation", "Kubernetes (--backends kube)"}
+	if strings.Join(order, "|") != strings.Join(want, "|") {
+		t.Errorf("groups %q, want %q", order, want)
+	}
+	seen := map[string]int{}
+	for _, line := range strings.Split(out, "\n") {
+		if name, ok := strings.CutPrefix(line, "  --"); ok {
+			name, _, _ = strings.Cut(name, " ")
+			seen[name]++
+		}
+	}
+	lookup("run").flagSet().VisitAll(func(f *flag.Flag) {
+		if seen[f.Name] != 1 {
+			t.Errorf("--%s is listed %d times", f.Name, seen[f.Name])
+		}
+	})
+	for _, name := range flagsInGroups(runFlagGroups) {
+		if _, ok := seen[name]; !ok && lookup("run").flagSet().Lookup(name) != nil {
+			t.Errorf("--%s is in a group but not listed", name)
+		}
+	}
+	if !strings.Contains(out, "Load flags:\n  --duration duration\n") {
+		t.Errorf("the common flags do not come first:\n%s", out)
 	}
 }

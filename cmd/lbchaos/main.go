@@ -3,8 +3,8 @@
 // backends with injected faults and reports per-instance latency, errors and
 // traffic share.
 //
-//	lbchaos list
-//	lbchaos run NAME|FILE [--duration 10s] [--rate 2000] [--seed 7] [--strategies a,b] [--out DIR] [--backends auto|process|docker|kube|external [--backend URL ...] [--sidecar URL ...]]
+//	lbchaos list [experiments|strategies]
+//	lbchaos run NAME|FILE [--duration 10s] [--rate 2000] [--seed 7] [--strategies a,b] [--out DIR] [--backends auto|process|docker|kube|external] [--backend URL ... [--sidecar URL ...]] [--skip-missing]
 //	lbchaos serve --id N --listen ADDR [--workers W] [--service fixed:10ms] ...
 //	lbchaos serve --upstream http://HOST:PORT [--listen ADDR] [--health-path /healthz] ...
 //	lbchaos help [COMMAND]
@@ -79,6 +79,8 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return cmdList(args[1:], stdout)
 	case "run":
 		return cmdRun(ctx, args[1:], stdout, stderr)
+	case "validate":
+		return cmdValidate(args[1:], stdout, stderr)
 	case "proxy":
 		return cmdProxy(ctx, args[1:], stdout, stderr)
 	case "serve":
@@ -111,7 +113,6 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		writeUsage(stdout)
 		return nil
 	default:
-		writeUsage(stderr)
-		return &exitError{2, fmt.Errorf("unknown command %q", args[0])}
+		return unknownCommand(args[0])
 	}
 }

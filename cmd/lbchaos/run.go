@@ -28,8 +28,11 @@ func cmdList(args []string, w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if len(pos) > 0 {
-		return &exitError{2, fmt.Errorf("list takes no arguments, got %q", pos)}
+	switch topic, err := listTopic(pos); {
+	case err != nil:
+		return err
+	case topic == "strategies":
+		return listStrategies(w)
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	for _, name := range experiments.Names() {
@@ -52,9 +55,12 @@ type runFlags struct {
 	backends, health, engine string
 	token, dnet              string
 	quiet, raw, force        bool
+	skipMissing              bool
+	plotsURL                 string
 	ext                      externalFlags
 	kube                     kubeFlags
 	cal                      calibrateFlags
+	metrics                  metricsFlags
 }
 
 func bindRun(fs *flag.FlagSet) *runFlags {
@@ -62,12 +68,14 @@ func bindRun(fs *flag.FlagSet) *runFlags {
 	fs.DurationVar(&f.duration, "duration", 0, "attack duration per strategy, > 0 (default: the experiment's)")
 	fs.Float64Var(&f.rate, "rate", 0, "requests per second, > 0 (default: the experiment's); with rate stages, their mean: every stage scales in proportion")
 	fs.Uint64Var(&f.seed, "seed", 0, "seed for every random choice (default: the experiment's)")
-	fs.StringVar(&f.strats, "strategies", "", "comma-separated strategies to run instead of the experiment's, e.g. round-robin,p2c; a file strategy's path, as in nginx:file(path=upstream.conf), is relative to the current directory unless the experiment lists that strategy")
+	fs.StringVar(&f.strats, "strategies", "", "comma-separated strategies to run instead of the experiment's, e.g. round-robin,p2c (lbchaos list strategies names them all); a file strategy's path, as in nginx:file(path=upstream.conf), is relative to the current directory unless the experiment lists that strategy")
 	fs.StringVar(&f.out, "out", "", "output directory (default: RESULTS/NAME/<UTC timestamp>, with RESULTS/NAME/latest pointing at it)")
 	fs.StringVar(&f.results, "results", "results", "parent directory of timestamped outputs when --out is not given")
-	fs.StringVar(&f.backends, "backends", "auto", "where backends run: process (in this process, on 127.0.0.1), docker (one container each), kube (one pod each in a namespace of the run's own; see --kubeconfig and --kube-*; never chosen by auto), external (instances already running: --backend or instances.external), or auto (external when the file lists instances.external, docker when it gives instances.app, else docker when a daemon answers, else process)")
+	fs.StringVar(&f.backends, "backends", "auto", "where backends run: process (in this process, on 127.0.0.1), docker (one container each), kube (one pod each in a namespace of the run's own; see --kubeconfig and --kube-*; never chosen by auto), external (instances already running: --backend or instances.external), or auto (external when --backend is given or the file lists instances.external, docker when it gives instances.app, else docker when a daemon answers, else process)")
+	fs.BoolVar(&f.skipMissing, "skip-missing", false, "leave out the proxy strategies (nginx:, haproxy:, caddy:) whose proxy is not installed here, each noted as skipped in the summary, and run the rest; without it such a run stops before it starts, naming every proxy to install")
 	fs.StringVar(&f.health, "health-path", "", "external instances without a sidecar: the path whose GET must answer (status below 500) before each strategy (default: instances.health, else /)")
 	fs.BoolVar(&f.quiet, "quiet", false, "no progress lines")
+	fs.StringVar(&f.plotsURL, "plots-url", "", plotsURLUsage)
 	fs.BoolVar(&f.raw, "raw", true, "keep raw data in each strategy's directory: every result in Vegeta's encoding, zstd-compressed (results.bin.zst: zstd -dc FILE | vegeta report), and an HdrHistogram log (latency.hlog); real engine only")
 	fs.BoolVar(&f.force, "force", false, "with --out: write into a directory that is not empty, first removing a previous run's files there (only files lbchaos writes; anything else is kept)")
 	fs.StringVar(&f.engine, "engine", "real", "real (real HTTP backends and load) or sim (the same model in virtual time: deterministic, seconds)")
@@ -77,14 +85,16 @@ func bindRun(fs *flag.FlagSet) *runFlags {
 	fs.StringVar(&f.dnet, "docker-network", "auto", "how the harness reaches docker backends on 127.0.0.1: published (ports published by the engine; portable), host (containers share the host's network namespace; no userland proxy), or auto (host for a local Linux engine, else published)")
 	f.kube.bind(fs)
 	f.cal.bind(fs)
-	fs.Var(urlList{&f.ext.backends}, "backend", "with --backends external: an instance's base URL, e.g. http://10.0.0.5:8080 (repeat, one per instance, in id order)")
+	f.metrics.bind(fs)
+	fs.Var(urlList{&f.ext.backends}, "backend", "the base URL of an instance that already runs, e.g. http://10.0.0.5:8080 (repeat, one per instance, in id order); implies --backends external. Given N times, the run has N instances whatever the file's count (a note says so), and a fault on an instance beyond them is not applied (a warning names each)")
 	fs.Var(urlList{&f.ext.sidecars}, "sidecar", "with --backend: the base URL of the lbchaos sidecar in front of each instance (repeat, one per --backend, in order, or none); faults act through it and load goes to it")
 	return f
 }
 
 // cmdRun runs one experiment (or --repeat N of it), writes its reports
 // and prints its table. Its exit status is 2 for bad usage, 3 when
-// expectations failed, 130 when interrupted, else 1 on error.
+// expectations failed, 4 when an abort condition of the file tripped, 130
+// when interrupted, else 1 on error.
 func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("run")
 	f := bindRun(fs)
@@ -92,11 +102,14 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
-	if len(pos) != 1 {
-		lookup("run").writeHelp(stderr)
+	switch len(pos) {
+	case 0:
+		return &exitError{2, errors.New("run: which experiment? Give a shipped one's name (lbchaos list) or a .yaml file, e.g. lbchaos run fast-fail; lbchaos help run lists the flags")}
+	case 1:
+	default:
 		return &exitError{2, fmt.Errorf("run takes one experiment name or file, got %d (%s)", len(pos), strings.Join(pos, " "))}
 	}
-	exp, err := experiments.Load(pos[0])
+	exp, err := loadExperiment(pos[0])
 	if err != nil {
 		return err
 	}
@@ -104,8 +117,16 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
+	fileCount := exp.Instances.Count
 	if exp, err = exp.Apply(ov); err != nil {
 		return &exitError{2, err}
+	}
+	if err := checkInstances(stderr, exp, fileCount, f.engine); err != nil {
+		return err
+	}
+	ownSidecars(ctx, exp, cmp.Or(f.token, os.Getenv(faultyserver.TokenEnv)), stderr)
+	for _, w := range exp.Warnings {
+		fmt.Fprintln(stderr, "lbchaos: warning:", w)
 	}
 	logw, progress := f.logging(stderr)
 	dir, latest, err := f.outDir(exp.Name)
@@ -116,6 +137,11 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if f.repeat > 1 {
 		return runRepeated(ctx, args, exp, f.repeat, dir, latest, advisory, stdout, stderr)
 	}
+	stopMetrics, err := f.metrics.start(exp, logw)
+	if err != nil {
+		return err
+	}
+	defer stopMetrics()
 	eng, release, err := f.newEngine(ctx, fs, exp, dir, logw)
 	if err != nil {
 		return err
@@ -129,7 +155,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return runErr
 	}
 	f.cal.record(sum)
-	if err := writeRun(exp, sum, dir, latest, stderr); err != nil {
+	if err := writeRun(exp, sum, dir, latest, f.plotsURL, stderr); err != nil {
 		return errors.Join(runErr, err)
 	}
 	if err := printRun(stdout, sum, dir); err != nil {
@@ -191,6 +217,9 @@ func (f *runFlags) overrides(fs *flag.FlagSet) (experiments.Overrides, error) {
 		bad = append(bad, err)
 	}
 	if err := f.kube.check(f.backends); err != nil {
+		bad = append(bad, err)
+	}
+	if err := f.metrics.check(fs, f.engine); err != nil {
 		bad = append(bad, err)
 	}
 	switch f.engine {
@@ -282,7 +311,7 @@ func (f *runFlags) liveEngine(ctx context.Context, exp *experiments.Experiment, 
 			closeProvider()
 		}
 	}()
-	ropts := live.Options{Provider: provider}
+	ropts := live.Options{Provider: provider, Metrics: f.metrics.exporter, SkipMissing: f.skipMissing, ProxyMissing: proxyMissing}
 	if self, err := os.Executable(); err == nil {
 		ropts.LbchaosBinary = self // for lbchaos:... proxy strategies
 	}
@@ -323,8 +352,8 @@ func (f *runFlags) ready(exp *experiments.Experiment, dir string, logw io.Writer
 // writeRun writes the run's reports and its experiment file into dir,
 // then points latest (when not empty) at dir; a link that cannot be
 // updated is reported on stderr, not returned.
-func writeRun(exp *experiments.Experiment, sum *reports.Summary, dir, latest string, stderr io.Writer) error {
-	if err := reports.WriteAll(dir, sum); err != nil {
+func writeRun(exp *experiments.Experiment, sum *reports.Summary, dir, latest, plotsURL string, stderr io.Writer) error {
+	if err := reports.WriteAllAt(dir, sum, plotsOrEnv(plotsURL)); err != nil {
 		return fmt.Errorf("write report: %w", err)
 	}
 	if err := reports.WriteFileAtomic(filepath.Join(dir, reports.ExperimentFile), exp.Raw, 0o644); err != nil {
@@ -356,15 +385,18 @@ func printRun(stdout io.Writer, sum *reports.Summary, dir string) error {
 }
 
 // runExit maps the run's error to the command's: exit status 3 for
-// failed expectations, 130 for an interrupt, 1 for any other error;
-// each says where the results are.
+// failed expectations, 4 when an abort condition ended the run, 130 for
+// an interrupt, 1 for any other error; each says where the results are.
 func runExit(runErr error, dir string) error {
 	var failed *harness.ExpectationsFailed
+	var aborted *harness.Aborted
 	switch {
 	case runErr == nil:
 		return nil
 	case errors.As(runErr, &failed):
 		return &exitError{3, fmt.Errorf("%w; results are in %s", runErr, dir)}
+	case errors.As(runErr, &aborted):
+		return &exitError{4, fmt.Errorf("%w; results are in %s", runErr, dir)}
 	case errors.Is(runErr, harness.ErrInterrupted):
 		return &exitError{130, fmt.Errorf("%w; the partial results are in %s", runErr, dir)}
 	default:

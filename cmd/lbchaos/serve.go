@@ -40,6 +40,13 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return faultyserver.ServeSidecar(ctx, cfg, f.Listen, logf)
 	}
 	cfg, err := f.Config()
+	if err == nil {
+		// A value out of range is bad usage, as a flag that does not
+		// parse is: its message names the field, which is the flag.
+		if err = cfg.Validate(); err != nil {
+			err = fmt.Errorf("serve: --%w", err)
+		}
+	}
 	if err != nil {
 		return &exitError{2, err}
 	}
