@@ -56,13 +56,15 @@ vet:
 test: fmt-check vet
 	$(GO) test -race -count=1 -p 1 $(PKGS)
 
-# The fuzz targets, one after another, each for FUZZTIME (go test -fuzz
-# takes one target per run). One worker each (-parallel 1): the machine's
-# cores are shared. Their seed corpora (f.Add and testdata/fuzz/) run under
-# make test as ordinary tests. A failing input is written to the package's
-# testdata/fuzz/<target>/; commit it with the fix.
-# make fuzz [FUZZTIME=10m] [FUZZ=FuzzDist]
-FUZZTIME ?= 10s
+# The fuzz targets, one after another, each for FUZZEXECS executions (go
+# test -fuzz takes one target per run). A bound by executions, not by time:
+# a time budget can fail at random with "context deadline exceeded" and no
+# crasher when the fuzzer stalls (golang/go#75804). One worker each
+# (-parallel 1): the machine's cores are shared. Their seed corpora (f.Add
+# and testdata/fuzz/) run under make test as ordinary tests. A failing input
+# is written to the package's testdata/fuzz/<target>/; commit it with the fix.
+# make fuzz [FUZZEXECS=200000] [FUZZ=FuzzDist]
+FUZZEXECS ?= 20000
 FUZZ     ?=
 FUZZ_TARGETS := \
 	./strategies/:FuzzParse \
@@ -78,8 +80,8 @@ fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
 		pkg=$${t%%:*}; name=$${t#*:}; \
 		if [ -n "$(FUZZ)" ] && [ "$(FUZZ)" != "$$name" ]; then continue; fi; \
-		echo "fuzz: $$name in $$pkg for $(FUZZTIME)"; \
-		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) -parallel 1 $$pkg; \
+		echo "fuzz: $$name in $$pkg, $(FUZZEXECS) executions"; \
+		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZEXECS)x -parallel 1 $$pkg; \
 	done
 
 # Go benchmarks: each strategy's pick+done cost, the backend's handler cost,
