@@ -53,8 +53,10 @@ vet:
 # engines' parity test, cmd) measure latency and share the machine's cores
 # with the generator and the backends; another package's tests beside them
 # would measure the machine instead.
+# -timeout 30m: cmd/lbchaos's tests run real experiments end to end
+# (about 9 minutes under -race on 2 cores), near go test's default of 10.
 test: fmt-check vet
-	$(GO) test -race -count=1 -p 1 $(PKGS)
+	$(GO) test -race -count=1 -p 1 -timeout 30m $(PKGS)
 
 # The fuzz targets, one after another, each for FUZZEXECS executions (go
 # test -fuzz takes one target per run). A bound by executions, not by time:

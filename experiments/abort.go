@@ -141,8 +141,8 @@ func (e *Experiment) validateAborts() error {
 			continue
 		case a.Window <= 0:
 			errs = append(errs, fieldErr(name+".window", "must be > 0, e.g. 10s; got %v", a.Window))
-		case a.Window > e.Duration:
-			errs = append(errs, fieldErr(name+".window", "%v is longer than the run (duration %v): the condition is judged only once a whole window has passed", a.Window, e.Duration))
+		case a.Window >= e.Duration:
+			errs = append(errs, fieldErr(name+".window", "%v is not shorter than the run (duration %v): the condition is judged only once a whole window has passed, before the run ends", a.Window, e.Duration))
 		}
 		if _, _, err := ParseThreshold(a.Metric, a.Op+" "+strconv.FormatFloat(a.Value, 'g', -1, 64)); err != nil {
 			errs = append(errs, fieldErr(name+"."+a.Metric, "%v", err))

@@ -12,7 +12,7 @@ import (
 
 func TestAbortConditions(t *testing.T) {
 	e, err := Parse("t.yaml", []byte(twoStrategies+`abort:
-  - {error_ratio: "> 0.5", window: 10s}
+  - {error_ratio: "> 0.5", window: 9s}
   - {timeout_ratio: ">= 1%", window: 2s}
   - window: 500ms
     p99_ms: "> 250"
@@ -21,14 +21,14 @@ func TestAbortConditions(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []Abort{
-		{"error_ratio", ">", 0.5, 10 * time.Second},
+		{"error_ratio", ">", 0.5, 9 * time.Second},
 		{"timeout_ratio", ">=", 0.01, 2 * time.Second},
 		{"p99_ms", ">", 250, 500 * time.Millisecond},
 	}
 	if d := cmp.Diff(want, e.Abort); d != "" {
 		t.Errorf("abort (-want +got):\n%s", d)
 	}
-	if got := e.Abort[0].String(); got != "error_ratio > 0.5 over 10s" {
+	if got := e.Abort[0].String(); got != "error_ratio > 0.5 over 9s" {
 		t.Errorf("String() = %q", got)
 	}
 	if !e.Abort[0].Holds(0.97) || e.Abort[0].Holds(0.5) {
@@ -52,7 +52,10 @@ func TestBadAbortConditions(t *testing.T) {
 		{"no window", `abort: [{error_ratio: "> 0.5"}]`, []string{"abort[0].window: is required"}},
 		{"zero window", `abort: [{error_ratio: "> 0.5", window: 0s}]`, []string{"abort[0].window: must be > 0"}},
 		{"bad window", `abort: [{error_ratio: "> 0.5", window: soon}]`, []string{`abort[0].window: want a duration like "30s"`}},
-		{"window past the run", `abort: [{error_ratio: "> 0.5", window: 11s}]`, []string{"abort[0].window: 11s is longer than the run (duration 10s)"}},
+		{"window past the run", `abort: [{error_ratio: "> 0.5", window: 11s}]`, []string{"abort[0].window: 11s is not shorter than the run (duration 10s)"}},
+		// Both engines judge only before the end: a window as long as the
+		// run would never be judged.
+		{"window as long as the run", `abort: [{error_ratio: "> 0.5", window: 10s}]`, []string{"abort[0].window: 10s is not shorter than the run (duration 10s)"}},
 		{"whole-attack metric", `abort: [{faulty_share: "> 0.5", window: 1s}]`, []string{"abort[0].faulty_share: is a metric of a whole attack", "error_ratio, timeout_ratio, slow_ratio"}},
 		{"unknown metric", `abort: [{eror_ratio: "> 0.5", window: 1s}]`, []string{"abort[0].eror_ratio: unknown metric"}},
 		{"no metric", `abort: [{window: 1s}]`, []string{"abort[0]: names no metric"}},
@@ -85,7 +88,7 @@ func TestAbortOverriddenDuration(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = e.Apply(Overrides{Duration: 2 * time.Second})
-	if err == nil || !strings.Contains(err.Error(), "abort[0].window: 5s is longer than the run (duration 2s)") {
+	if err == nil || !strings.Contains(err.Error(), "abort[0].window: 5s is not shorter than the run (duration 2s)") {
 		t.Errorf("Apply(duration 2s) = %v, want the window refused", err)
 	}
 }
@@ -102,7 +105,7 @@ func TestAbortSchema(t *testing.T) {
 		abort string
 		ok    bool
 	}{
-		{`[{error_ratio: "> 0.5", window: 10s}]`, true},
+		{`[{error_ratio: "> 0.5", window: 9s}]`, true},
 		{`[{p99_ms: "> 250", window: 500ms}, {timeout_ratio: "> 1%", window: 2s}]`, true},
 		{`[{error_ratio: "> 0.5"}]`, false},
 		{`[{faulty_share: "> 0.5", window: 1s}]`, false},

@@ -116,7 +116,7 @@ func (e *Experiment) Apply(o Overrides) (*Experiment, error) {
 	}
 	if n != 0 && n != c.Instances.Count {
 		if n < 1 || n > 1000 {
-			return nil, fmt.Errorf("--backend: %d given; a run has 1 to 1000 instances", n)
+			return nil, fmt.Errorf("instance count %d (one per --backend or --target): a run has 1 to 1000 instances", n)
 		}
 		c.resize(n)
 	}

@@ -13,6 +13,11 @@ import (
 // e is Apply's copy; the file's experiment is left as it is.
 func (e *Experiment) resize(n int) {
 	in := &e.Instances
+	for id := n; id < len(in.Each); id++ {
+		if at := in.Each[id].JoinAt; at > 0 {
+			e.Warnings = append(e.Warnings, fmt.Sprintf("--backend: instance %d, which joins at %v, is not in the run: it has %d instances, one per --backend (ids 0..%d)", id, at, n, n-1))
+		}
+	}
 	if len(in.Each) > 0 {
 		each := slices.Clone(in.Each[:min(n, len(in.Each))])
 		for len(each) < n {

@@ -131,7 +131,29 @@ func TestInstancesOverride(t *testing.T) {
 	if got.Instances.Count != 2 || got.Instances.Foreign() || !got.Instances.Modeled() {
 		t.Errorf("count %d, foreign %v, modeled %v; want 2, false, true", got.Instances.Count, got.Instances.Foreign(), got.Instances.Modeled())
 	}
-	if _, err := e.Apply(Overrides{Instances: 1001}); err == nil || !strings.Contains(err.Error(), "--backend: 1001 given; a run has 1 to 1000 instances") {
+	if _, err := e.Apply(Overrides{Instances: 1001}); err == nil || !strings.Contains(err.Error(), "instance count 1001 (one per --backend or --target): a run has 1 to 1000 instances") {
 		t.Errorf("1001 instances: %v", err)
+	}
+}
+
+// TestBackendsDropAJoiningInstance: fewer --backend URLs than cold-start's
+// instances leave out the one that joins mid-run, and the run says so.
+func TestBackendsDropAJoiningInstance(t *testing.T) {
+	e, err := Load("cold-start")
+	if err != nil {
+		t.Fatal(err)
+	}
+	joining := e.Instances.Joining()
+	if len(joining) == 0 {
+		t.Skip("cold-start has no joining instance")
+	}
+	n := joining[0]
+	c, err := e.Apply(Overrides{Instances: n})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("--backend: instance %d, which joins at %v, is not in the run", n, e.Instances.Each[n].JoinAt)
+	if !slices.ContainsFunc(c.Warnings, func(w string) bool { return strings.HasPrefix(w, want) }) {
+		t.Errorf("warnings %q\nwant one starting %q", c.Warnings, want)
 	}
 }

@@ -3,6 +3,7 @@ package reports
 import (
 	"bytes"
 	"encoding/json"
+	"html"
 	"strings"
 	"testing"
 )
@@ -30,6 +31,16 @@ func TestAbortIsReported(t *testing.T) {
 	}
 	if !strings.Contains(table.String(), want+"\n") {
 		t.Errorf("table lacks the abort line %q:\n%s", want, table.String())
+	}
+	if page := writeHTML(t, s, nil, nil); !strings.Contains(page, `<div class="partial-banner" role="alert">`+html.EscapeString(want)+`</div>`) {
+		t.Errorf("report.html lacks the abort banner %q", want)
+	}
+	var cmpOut bytes.Buffer
+	if err := WriteComparison(&cmpOut, s, sampleSummary()); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(cmpOut.String(), "was aborted (error_ratio 0.97 > 0.5 over 10s in "+name+" at 12.0s)") {
+		t.Errorf("lbchaos compare does not say the run was aborted:\n%s", cmpOut.String())
 	}
 	raw, err := json.Marshal(s)
 	if err != nil {

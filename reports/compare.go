@@ -33,6 +33,9 @@ func WriteComparison(w io.Writer, a, b *Summary) error {
 		if r.Partial {
 			fmt.Fprintf(w, "NOTE: %s is a partial run\n", describeRun(r))
 		}
+		if r.Abort != nil {
+			fmt.Fprintf(w, "NOTE: %s was aborted (%s): %s's numbers cover part of its attack, and the strategies after it were not run\n", describeRun(r), r.Abort.Text(), r.Abort.Strategy)
+		}
 	}
 	var names []string
 	seen := map[string]bool{}

@@ -105,7 +105,9 @@ func Aggregate(runs []*Summary, dirs []string) (*Repeated, error) {
 				dirs[i], s.Experiment, s.Engine, s.Backends, first.Experiment, first.Engine, first.Backends)
 		}
 		r.Seeds = append(r.Seeds, s.Seed)
-		r.Partial = r.Partial || s.Partial
+		// A repetition its abort condition stopped is as incomplete as an
+		// interrupted one.
+		r.Partial = r.Partial || s.Partial || s.Abort != nil
 		for _, st := range s.Strategies {
 			if !slices.Contains(names, st.Name) {
 				names = append(names, st.Name)

@@ -17,6 +17,9 @@ type view struct {
 	Description string
 	// Partial is the banner of an interrupted run; "" for a complete one.
 	Partial string
+	// Abort is the banner of a run its abort condition stopped; "" for
+	// one it did not.
+	Abort string
 	// Harness opens the report when the load generator saturated: a line
 	// per strategy whose numbers describe the harness (harness.go).
 	Harness []string `json:",omitempty"`
@@ -164,6 +167,7 @@ func newView(s *Summary, plots []Plot) *view {
 		v.Title += " (PARTIAL)"
 		v.Partial = partialBanner
 	}
+	v.Abort = abortBanner(s)
 	if !virtualTime(s) && !s.Started.IsZero() { // heading says "virtual time"
 		v.Subtitle += ", started " + startedText(s)
 	}

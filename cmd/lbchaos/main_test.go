@@ -125,6 +125,7 @@ func TestRunErrors(t *testing.T) {
 		{"near miss of a command", []string{"runn", "fast-fail"}, 2, `unknown command "runn"; did you mean "run"?`},
 		{"near miss of a flag", []string{"run", "fast-fail", "--strategy", "p2c"}, 2, `run: unknown flag --strategy; did you mean --strategies?`},
 		{"duration without unit", []string{"run", "fast-fail", "--duration", "3"}, 2, `run: --duration: want a duration like 30s, 500ms or 2m, got "3"`},
+		{"boolean flag value", []string{"run", "fast-fail", "--quiet=maybe"}, 2, `run: --quiet: want true or false, got "maybe"`},
 		{"serve workers out of range", []string{"serve", "--workers", "-1"}, 2, `serve: --workers: must be >= 0 (0 = unlimited), got -1`},
 		{"bad backends", []string{"run", "baseline", "--backends", "cloud"}, 2, `--backends: unknown value "cloud"`},
 		{"bad engine", []string{"run", "baseline", "--engine", "quantum"}, 2, `--engine: unknown value "quantum"`},
@@ -245,6 +246,10 @@ func startByHand(t *testing.T, n int) []string {
 // by the experiment file, and checks what is refused up front.
 func TestRunExternal(t *testing.T) {
 	urls := startByHand(t, 2)
+	// An instance that is not lbchaos's: it answers every path, and has
+	// no control API to take a fault through.
+	plain := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok") }))
+	t.Cleanup(plain.Close)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -281,8 +286,8 @@ strategies: [round-robin]
 			code int
 			want string
 		}{
-			{"http fault without sidecar", []string{"run", modeled, "--backends", "external", "--backend", urls[0], "--backend", urls[1]}, 1,
-				`modeled.yaml: faults[0]: mode "fail" on instance 1 (` + urls[1] + `) needs an lbchaos sidecar in front of it to apply the fault; give one with --sidecar or instances.external[1].sidecar`},
+			{"http fault without sidecar", []string{"run", modeled, "--backends", "external", "--backend", urls[0], "--backend", plain.URL}, 1,
+				`modeled.yaml: faults[0]: mode "fail" on instance 1 (` + plain.URL + `) needs an lbchaos sidecar in front of it to apply the fault; give one with --sidecar or instances.external[1].sidecar`},
 			{"unreachable", []string{"run", modeled, "--backends", "external", "--backend", urls[0], "--backend", dead, "--sidecar", urls[0], "--sidecar", dead}, 1,
 				"--backends external: instance 1 (" + dead + ", sidecar " + dead + ") does not answer"},
 			{"listed with process", []string{"run", listed, "--backends", "process"}, 2,
@@ -350,7 +355,7 @@ func TestInterruptWritesPartialResults(t *testing.T) {
 		t.Fatalf("build: %v\n%s", err, out)
 	}
 	out := filepath.Join(dir, "out")
-	cmd := exec.Command(bin, "run", "slow-instance", "--duration", "30s", "--rate", "500", "--out", out, "--backends", "process")
+	cmd := exec.Command(bin, "run", "slow-instance", "--duration", "30s", "--rate", "500", "--out", out, "--backends", "process", "--skip-missing")
 	var stderr syncBuffer
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
@@ -560,7 +565,7 @@ func TestInterruptDockerRunLeavesNoContainer(t *testing.T) {
 	requireDocker(t)
 	bin := buildStatic(t)
 	out := filepath.Join(t.TempDir(), "out")
-	cmd := exec.Command(bin, "run", "fast-fail", "--backends", "docker", "--duration", "30s", "--rate", "500", "--out", out)
+	cmd := exec.Command(bin, "run", "fast-fail", "--backends", "docker", "--duration", "30s", "--rate", "500", "--out", out, "--skip-missing")
 	var stderr syncBuffer
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {

@@ -89,7 +89,9 @@ func writeFlag(w io.Writer, f *flag.Flag) {
 
 var (
 	undefinedFlag = regexp.MustCompile(`^flag provided but not defined: -+(.+)$`)
-	invalidValue  = regexp.MustCompile(`^invalid (?:boolean )?value "(.*)" for flag -+([^:]+): `)
+	// "invalid value "x" for flag -name: ..." and, for a boolean,
+	// "invalid boolean value "x" for -name: ...".
+	invalidValue = regexp.MustCompile(`^invalid (?:value "(.*)" for flag|boolean value "(.*)" for) -+([^:]+): `)
 )
 
 // flagError rewrites the flag package's parse errors to speak like the
@@ -107,8 +109,8 @@ func flagError(fs *flag.FlagSet, err error) error {
 		return errors.New(s)
 	}
 	if m := invalidValue.FindStringSubmatch(msg); m != nil {
-		if f := fs.Lookup(m[2]); f != nil {
-			return fmt.Errorf("--%s: want %s, got %q", f.Name, wantOf(f), m[1])
+		if f := fs.Lookup(m[3]); f != nil {
+			return fmt.Errorf("--%s: want %s, got %q", f.Name, wantOf(f), m[1]+m[2])
 		}
 	}
 	if name, ok := strings.CutPrefix(msg, "flag needs an argument: -"); ok {

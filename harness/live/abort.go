@@ -49,8 +49,8 @@ func (l *resultLoop) judgeTicker() (<-chan time.Time, func()) {
 // duration is over.
 func (l *resultLoop) judge(now time.Time, out *loopResult) bool {
 	elapsed := now.Sub(l.start)
-	if elapsed > l.job.Exp.Duration {
-		return true
+	if elapsed >= l.job.Exp.Duration {
+		return true // judged only before the end, as the simulator does
 	}
 	a := l.abort.Judge(elapsed)
 	if a == nil {

@@ -184,12 +184,14 @@ func (a *attack) run(ctx context.Context) (ran, error) {
 	if d := bg.end(); r.interrupted < 0 && d > 0 {
 		r.interrupted = d
 	}
-	if r.abort != nil {
-		r.abortNotes = a.healAfterAbort(ctx, r.abort)
-	}
+	// The load is over: stop the schedule's rate and the harness monitor
+	// before healing, which may take a while, is not part of the attack.
 	a.armed.Store(false)
 	if mon != nil {
 		r.harness = mon.stop(attackTime(exp.Duration, r.interrupted))
+	}
+	if r.abort != nil {
+		r.abortNotes = a.healAfterAbort(ctx, r.abort)
 	}
 	return r, nil
 }

@@ -59,6 +59,10 @@ func (r *faultRunner) do(ctx context.Context, i int) error {
 		case ctl == nil: // fleet.Check refuses such a schedule up front
 			err = fmt.Errorf("instance %d has no control API (no sidecar)", op.Instance)
 		case op.Set():
+			// Marked first: a set the attack's end cancels may still
+			// have reached the instance, and an abort's heal must clear
+			// it (clearing a fault that is not there is harmless).
+			r.mark(i)
 			err = ctl.SetFault(cctx, op.Fault)
 		default:
 			err = ctl.ClearFault(cctx)

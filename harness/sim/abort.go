@@ -29,9 +29,11 @@ func newSimAbort(exp *experiments.Experiment, name string) simAbort {
 	return a
 }
 
-// due is the watch's next judgement, or never past the attack's end.
+// due is the watch's next judgement, or never from the attack's end on:
+// both engines judge only before the end (a window must be shorter than
+// the run), so they agree at the boundary.
 func (a *simAbort) due(duration time.Duration) time.Duration {
-	if d := a.watch.Due(); d <= duration {
+	if d := a.watch.Due(); d < duration {
 		return d
 	}
 	return never
