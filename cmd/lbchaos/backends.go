@@ -207,7 +207,7 @@ func dockerOptions(logw io.Writer, hostNetwork bool) docker.Options {
 
 // hostNetwork resolves --docker-network. The engine's port publishing on
 // Linux goes through the userland docker-proxy, which costs milliseconds
-// at p50 under load (README, performance); a local Linux engine can run the
+// at p50 under load (docs/performance-log.md); a local Linux engine can run the
 // containers in the host's network namespace instead. A remote engine
 // (DOCKER_HOST over TCP or SSH) or a VM-backed one elsewhere cannot.
 func hostNetwork(choice string) (bool, error) {

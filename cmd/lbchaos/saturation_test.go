@@ -14,7 +14,7 @@ import (
 
 // highestCleanRate is the highest rate at which in-process backends of
 // 1 ms kept up on this project's 2-core machine without the race
-// detector (README, performance). LBCHAOS_CLEAN_RATE overrides it when
+// detector (docs/performance-log.md). LBCHAOS_CLEAN_RATE overrides it when
 // the harness gets faster.
 const highestCleanRate = 10000
 

@@ -58,7 +58,7 @@ type Options struct {
 	// server listening on its own 127.0.0.1 port, instead of publishing
 	// 8080/tcp through the engine's port forwarding. On engines whose
 	// forwarding is the userland docker-proxy this removes a user-space copy
-	// of every byte (see the README's performance section). Linux engines
+	// of every byte (see docs/performance-log.md). Linux engines
 	// only; the default, published ports, works everywhere.
 	HostNetwork bool
 	// Token is the control token of every server and sidecar the provider

@@ -9,7 +9,7 @@ import (
 // need: they share the harness's one runtime, whereas each container runs
 // its own, mostly idle between requests, and pays alone for every wake-up.
 // Measured with BenchmarkOverheadDockerCPU and perf(1) on one container
-// under its share of the baseline load (the README's performance section):
+// under its share of the baseline load (docs/performance-log.md):
 //
 //   - GOMAXPROCS=1: a container sees every CPU of the host, so ten of them
 //     on two cores would run twenty processors, and a goroutine made ready

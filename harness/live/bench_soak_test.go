@@ -10,7 +10,7 @@ import (
 	"github.com/lbchaos/lbchaos/reports"
 )
 
-// BenchmarkSoak is the short form of the soak run in the README: baseline
+// BenchmarkSoak is the short form of the soak run in docs/performance-log.md: baseline
 // with round robin at 4000 req/s on in-process backends for 60 s
 // (LBCHAOS_SOAK_DURATION sets another length), the harness sampling its
 // resources every 10 s. It reports how much RSS, open file descriptors and

@@ -31,7 +31,7 @@ import (
 // the mean send lag of a second stays within a few milliseconds even with
 // the machine's load average above 10, while past the machine's capacity it
 // grows to seconds within the first second or two (see
-// TestHarnessSaturation and the README's performance section).
+// TestHarnessSaturation and docs/performance-log.md).
 //
 // The harness saturated when two consecutive seconds were saturated (or
 // the last second of the attack was), so that one pause of the collector
