@@ -44,22 +44,9 @@ func (e *Experiment) Apply(o Overrides) (*Experiment, error) {
 		c.Duration = o.Duration
 		// Faults scheduled beyond a shortened run are dropped; the ones
 		// that still start are kept (their end is clipped by the run).
-		// Each is a warning: a run that silently lost its fault answers
-		// another question.
-		kept := c.Faults[:0]
-		for i, f := range c.Faults {
-			if f.At < c.Duration {
-				kept = append(kept, f)
-				continue
-			}
-			_, entry := f.where(i)
-			c.Warnings = append(c.Warnings, fmt.Sprintf("--duration %v: the run ends before %s (%s on instance %d at %v), which is not applied; give --duration over %v to keep it",
-				o.Duration, entry, f.Spec.Mode(), f.Instance, f.At, f.At))
-		}
-		c.Faults = kept
-		if len(e.Faults) > 0 && len(c.Faults) == 0 {
-			c.Warnings = append(c.Warnings, fmt.Sprintf("--duration %v: no fault of the experiment is applied; the run measures the fleet without one", o.Duration))
-		}
+		c.dropFaults(fmt.Sprintf("--duration %v", o.Duration), func(f Fault) bool { return f.At < c.Duration }, func(f Fault) string {
+			return fmt.Sprintf("the run ends before it starts at %v; give --duration over %v to keep it", f.At, f.At)
+		})
 		// A shorter run cuts the stages off; a longer one holds the last
 		// target to its end.
 		if c.Profile != nil {

@@ -112,8 +112,8 @@ func TestShortenedRunWarns(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []string{
-		"--duration 5s: the run ends before faults[0] (slow on instance 0 at 10s), which is not applied; give --duration over 10s to keep it",
-		"--duration 5s: no fault of the experiment is applied; the run measures the fleet without one",
+		"--duration 5s: faults[0] (slow on instance 0) is not applied: the run ends before it starts at 10s; give --duration over 10s to keep it",
+		"--duration 5s: no fault of the experiment is applied; the run measures the instances without one",
 	}
 	if strings.Join(short.Warnings, "\n") != strings.Join(want, "\n") {
 		t.Errorf("warnings\n%s\nwant\n%s", strings.Join(short.Warnings, "\n"), strings.Join(want, "\n"))

@@ -26,21 +26,30 @@ func (e *Experiment) resize(n int) {
 		in.Each = each
 	}
 	in.Count = n
+	e.dropFaults("--backend", func(f Fault) bool { return f.Instance < n }, func(Fault) string {
+		return fmt.Sprintf("the run has %d instances, one per --backend (ids 0..%d)", n, n-1)
+	})
+}
+
+// dropFaults leaves out the faults keep refuses, each with a warning
+// that the override (flag) left it out and why: a run that silently lost
+// its fault answers another question. A warm-up goes with its instance,
+// silently. When no fault is left, a warning says so.
+func (e *Experiment) dropFaults(flag string, keep func(Fault) bool, why func(Fault) string) {
 	var kept []Fault
 	dropped := false
 	for i, f := range e.Faults {
 		switch {
-		case f.Instance < n:
+		case keep(f):
 			kept = append(kept, f)
 		case !f.Warmup:
 			dropped = true
 			_, entry := f.where(i)
-			e.Warnings = append(e.Warnings, fmt.Sprintf("--backend: %s (%s on instance %d) is not applied: the run has %d instances, one per --backend (ids 0..%d)",
-				entry, f.Spec.Mode(), f.Instance, n, n-1))
+			e.Warnings = append(e.Warnings, fmt.Sprintf("%s: %s (%s on instance %d) is not applied: %s", flag, entry, f.Spec.Mode(), f.Instance, why(f)))
 		}
 	}
 	if dropped && len(kept) == 0 {
-		e.Warnings = append(e.Warnings, fmt.Sprintf("--backend: no fault of the experiment is applied; the run measures the %d instances without one", n))
+		e.Warnings = append(e.Warnings, flag+": no fault of the experiment is applied; the run measures the instances without one")
 	}
 	e.Faults = kept
 }

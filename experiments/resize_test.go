@@ -112,7 +112,7 @@ strategies: [round-robin]
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got.Faults) != 0 || !slices.Contains(got.Warnings, "--backend: no fault of the experiment is applied; the run measures the 1 instances without one") {
+	if len(got.Faults) != 0 || !slices.Contains(got.Warnings, "--backend: no fault of the experiment is applied; the run measures the instances without one") {
 		t.Errorf("faults %v, warnings %q", got.Faults, got.Warnings)
 	}
 }

@@ -91,12 +91,20 @@ func checkStructure(doc *yaml.Node) []problem {
 
 // mappingValue is the value under key in mapping n, or nil.
 func mappingValue(n *yaml.Node, key string) *yaml.Node {
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		if n.Content[i].Value == key {
-			return n.Content[i+1]
-		}
+	if i := mappingKey(n, key); i >= 0 {
+		return n.Content[i+1]
 	}
 	return nil
+}
+
+// mappingKey is the index of key's node in mapping n's Content, or -1.
+func mappingKey(n *yaml.Node, key string) int {
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == key {
+			return i
+		}
+	}
+	return -1
 }
 
 func isNull(n *yaml.Node) bool { return n.Kind == yaml.ScalarNode && n.Tag == "!!null" }
@@ -292,16 +300,11 @@ func lineOf(doc *yaml.Node, path string) int {
 			if n.Kind != yaml.MappingNode {
 				return 0
 			}
-			v := mappingValue(n, key)
-			if v == nil {
+			i := mappingKey(n, key)
+			if i < 0 {
 				return 0
 			}
-			for i := 0; i+1 < len(n.Content); i += 2 {
-				if n.Content[i+1] == v {
-					line = n.Content[i].Line
-				}
-			}
-			n = v
+			line, n = n.Content[i].Line, n.Content[i+1]
 		}
 		for idx != "" {
 			num, more, _ := strings.Cut(idx, "]")

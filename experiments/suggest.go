@@ -1,6 +1,7 @@
 package experiments
 
 import (
+	"strconv"
 	"strings"
 	"unicode/utf8"
 )
@@ -41,12 +42,10 @@ func Suggest(word string, candidates []string) string {
 // or "" when nothing is close.
 func didYouMean(word string, candidates []string) string {
 	if s := Suggest(word, candidates); s != "" {
-		return "; did you mean " + quote(s) + "?"
+		return "; did you mean " + strconv.Quote(s) + "?"
 	}
 	return ""
 }
-
-func quote(s string) string { return `"` + s + `"` }
 
 // editDistance is the Levenshtein distance between a and b, in runes.
 func editDistance(a, b string) int {

@@ -28,7 +28,7 @@ func (e *Experiment) Validate() error {
 	var errs []error
 	// Checks that rely on a valid duration and instance count are not
 	// run without them: every fault would be "out of range" of nothing.
-	sized := e.Duration > 0 && e.Instances.Count >= 1 && e.Instances.validateSize() == nil
+	sized := e.Duration > 0 && e.Instances.validateSize() == nil
 	for _, c := range []struct {
 		check func() error
 		sized bool

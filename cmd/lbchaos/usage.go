@@ -7,7 +7,6 @@ import (
 	"io"
 	"reflect"
 	"regexp"
-	"slices"
 	"strings"
 
 	"github.com/lbchaos/lbchaos/experiments"
@@ -152,13 +151,4 @@ func unknownCommand(name string) error {
 		s += fmt.Sprintf("; did you mean %q?", near)
 	}
 	return &exitError{2, errors.New(s + " (lbchaos help lists the commands)")}
-}
-
-// flagsInGroups lists the flags of groups, for tests.
-func flagsInGroups(groups []flagGroup) []string {
-	var names []string
-	for _, g := range groups {
-		names = append(names, g.names...)
-	}
-	return slices.Clip(names)
 }
