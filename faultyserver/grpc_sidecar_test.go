@@ -141,13 +141,13 @@ func TestGRPCSidecarRelaysStreams(t *testing.T) {
 	if status.Code(err) != codes.NotFound || status.Convert(err).Message() != "nope" {
 		t.Errorf("upstream's failure: %v, want NotFound nope", err)
 	}
-	// grpc-go's server answers this status trailers-only; the sidecar
-	// still gives its instance id in the header.
-	if tr := fs.Trailer(); len(tr.Get("x-up-trailer")) != 1 || len(tr.Get(ORCATrailerKey)) != 1 {
-		t.Errorf("trailer of a failed call %v, want the upstream's x-up-trailer and one load report", tr)
+	// grpc-go's server answers this status Trailers-Only, and so does the
+	// sidecar, with its instance id in that one block.
+	if tr := fs.Trailer(); len(tr.Get("x-up-trailer")) != 1 || len(tr.Get(ORCATrailerKey)) != 1 || len(tr.Get(GRPCInstanceKey)) != 1 {
+		t.Errorf("trailer of a failed call %v, want the upstream's x-up-trailer, one load report and the instance id", tr)
 	}
-	if hdr, _ := fs.Header(); len(hdr.Get(GRPCInstanceKey)) != 1 {
-		t.Errorf("header of a failed call %v, want the instance id", hdr)
+	if hdr, _ := fs.Header(); len(hdr) != 0 {
+		t.Errorf("header of a failed call %v, want none (Trailers-Only)", hdr)
 	}
 	if got := s.Stats(); got.Served != 1 || got.Failed != 1 {
 		t.Errorf("stats %+v, want 1 served and 1 failed", got)
@@ -220,7 +220,7 @@ func TestGRPCSidecarFaults(t *testing.T) {
 			continue
 		}
 		if r.instance != "9" {
-			t.Errorf("%s: header %s = %q, want 9", Describe(tc.fault), GRPCInstanceKey, r.instance)
+			t.Errorf("%s: %s = %q, want 9", Describe(tc.fault), GRPCInstanceKey, r.instance)
 		}
 		if rep := orcaReport(t, r.trailer); rep.Eps <= 0 {
 			t.Errorf("%s: load report %v, want errors counted", Describe(tc.fault), rep)

@@ -38,7 +38,7 @@ type grpcResult struct {
 	header   metadata.MD
 	trailer  metadata.MD
 	err      error
-	instance string // GRPCInstanceKey from the header
+	instance string // GRPCInstanceKey from the header, else (Trailers-Only) the trailer
 }
 
 func (r grpcResult) code() codes.Code { return status.Code(r.err) }
@@ -50,6 +50,8 @@ func call(ctx context.Context, cc *grpc.ClientConn) grpcResult {
 	r.err = cc.Invoke(ctx, GRPCMethod, wrapperspb.String("/"), out, grpc.Header(&r.header), grpc.Trailer(&r.trailer))
 	r.body = out.GetValue()
 	if v := r.header.Get(GRPCInstanceKey); len(v) == 1 {
+		r.instance = v[0]
+	} else if v := r.trailer.Get(GRPCInstanceKey); len(v) == 1 {
 		r.instance = v[0]
 	}
 	return r
@@ -124,10 +126,10 @@ func TestGRPCCallServes(t *testing.T) {
 	if v, ok := rep.NamedMetrics[ORCAInFlightMetric]; !ok || v != 0 {
 		t.Errorf("named_metrics[%s] = %v (present %v), want 0", ORCAInFlightMetric, v, ok)
 	}
-	var hdr metadata.MD
-	err := cc.Invoke(ctx, "/other.Svc/Get", wrapperspb.String("/"), new(wrapperspb.BytesValue), grpc.Header(&hdr))
-	if status.Code(err) != codes.Unimplemented || !strings.Contains(err.Error(), GRPCMethod) || len(hdr.Get(GRPCInstanceKey)) != 1 {
-		t.Errorf("another method: %v, header %v; want Unimplemented naming %s, from the instance", err, hdr, GRPCMethod)
+	var trl metadata.MD // a failure is answered Trailers-Only
+	err := cc.Invoke(ctx, "/other.Svc/Get", wrapperspb.String("/"), new(wrapperspb.BytesValue), grpc.Trailer(&trl))
+	if status.Code(err) != codes.Unimplemented || !strings.Contains(err.Error(), GRPCMethod) || len(trl.Get(GRPCInstanceKey)) != 1 {
+		t.Errorf("another method: %v, trailer %v; want Unimplemented naming %s, from the instance", err, trl, GRPCMethod)
 	}
 	st := s.Stats()
 	if st.Served != n || st.Failed != 0 || st.BusyS < float64(n)*0.02 {
@@ -437,7 +439,7 @@ func TestGRPCQueueFull(t *testing.T) {
 	if r.code() != codes.Unavailable || r.instance != "5" || time.Since(began) > ms(200) {
 		t.Errorf("call at a full queue: %v from %q after %v, want Unavailable at once from 5", r.err, r.instance, time.Since(began))
 	}
-	if got := r.header.Get(GRPCLoadKey); len(got) != 1 || got[0] != "2" {
+	if got := r.trailer.Get(GRPCLoadKey); len(got) != 1 || got[0] != "2" {
 		t.Errorf("%s = %v, want [2]", GRPCLoadKey, got)
 	}
 	if v := orcaReport(t, r.trailer).NamedMetrics[ORCAInFlightMetric]; v != 2 {

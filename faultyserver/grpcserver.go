@@ -93,7 +93,11 @@ func (s *Server) grpcUnknown(_ any, ss grpc.ServerStream) error {
 // releases it after closing that.
 func (s *Server) Release() { s.grpc.Stop() }
 
-// serveGRPC serves one gRPC call (r) through the gRPC server.
+// serveGRPC serves one gRPC call (r) through the gRPC server. A call the
+// gRPC server answers with a status alone (a failure: an injected fault,
+// a full queue, an unknown method) goes out Trailers-Only (see
+// trailersOnly); a served call as the gRPC server writes it: headers,
+// message, trailers.
 func (s *Server) serveGRPC(w http.ResponseWriter, r *http.Request) {
 	x := &grpcExchange{w: w}
 	r = r.WithContext(context.WithValue(r.Context(), grpcExchangeKey{}, x))
@@ -102,16 +106,50 @@ func (s *Server) serveGRPC(w http.ResponseWriter, r *http.Request) {
 		// Nothing of the call was written: reset its stream (or
 		// connection) as an HTTP/2 request's.
 		resetRequest(w, r, scope == resetWholeConn)
+		return
 	}
+	if h := w.Header(); !x.started && len(h[hdrGRPCStatus]) > 0 {
+		trailersOnly(h)
+		w.WriteHeader(http.StatusOK)
+	}
+}
+
+// trailersOnly turns the answer grpc-go's handler transport left in h —
+// header fields, trailers declared ("Trailer") and set (grpc-status,
+// grpc-message, "Trailer:"-prefixed metadata) — into header fields alone,
+// so that net/http's HTTP/2 server, the handler returning without a body,
+// sends them as one HEADERS frame ending the stream: the Trailers-Only
+// answer (gRPC over HTTP/2, "Responses") that grpc-go's own HTTP/2
+// server gives a call failed before any message. A client reads its
+// metadata as trailer metadata. grpc-go's client retries only such an
+// answer (clientStream's shouldRetry: no retry once response headers
+// came); its handler transport (grpc.Server.ServeHTTP) always flushes
+// headers before the status, which is why serveGRPC holds them back.
+func trailersOnly(h http.Header) {
+	delete(h, "Trailer")
+	for k, vs := range h {
+		if name, ok := strings.CutPrefix(k, http.TrailerPrefix); ok {
+			delete(h, k)
+			ck := http.CanonicalHeaderKey(name)
+			h[ck] = append(h[ck], vs...)
+		}
+	}
+	// Present but empty: no content-length: 0 and no date of net/http's,
+	// which a client would read as trailer metadata.
+	h["Content-Length"] = nil
+	h["Date"] = nil
 }
 
 // grpcExchange is the ResponseWriter a gRPC call is served through. A
 // handler that resets the call marks it here; from then on every write is
 // dropped, and serveGRPC resets the stream once the gRPC server is done.
-// The gRPC server writes only from the ServeHTTP goroutine.
+// Until a message or WriteHeader starts the answer, a Flush is held back,
+// so that an answer that turns out to be a status alone can still go out
+// Trailers-Only. The gRPC server writes only from the ServeHTTP goroutine.
 type grpcExchange struct {
-	w     http.ResponseWriter
-	reset atomic.Int32 // 0, resetStreamOnly or resetWholeConn
+	w       http.ResponseWriter
+	reset   atomic.Int32 // 0, resetStreamOnly or resetWholeConn
+	started bool         // the headers went to w; only on the ServeHTTP goroutine
 }
 
 const (
@@ -129,17 +167,20 @@ func (x *grpcExchange) Write(p []byte) (int, error) {
 	if x.reset.Load() != 0 {
 		return 0, errCallReset
 	}
+	x.started = true
 	return x.w.Write(p)
 }
 
 func (x *grpcExchange) WriteHeader(code int) {
 	if x.reset.Load() == 0 {
+		x.started = true
 		x.w.WriteHeader(code)
 	}
 }
 
+// Flush flushes what was written; before the answer started, nothing.
 func (x *grpcExchange) Flush() {
-	if f, ok := x.w.(http.Flusher); ok && x.reset.Load() == 0 {
+	if f, ok := x.w.(http.Flusher); ok && x.started && x.reset.Load() == 0 {
 		f.Flush()
 	}
 }
@@ -161,7 +202,8 @@ func (s *Server) grpcCall(ctx context.Context, _ *wrapperspb.StringValue) (*wrap
 }
 
 // grpcAnswer answers a gRPC call: the instance and load in the header
-// metadata and the load report in ORCA, a BytesValue or a status.
+// metadata and the load report in ORCA, a BytesValue or a status (which
+// serveGRPC sends Trailers-Only, that metadata with it).
 type grpcAnswer struct {
 	ctx    context.Context
 	id     string

@@ -26,11 +26,14 @@ import (
 // service: it never decodes a message.
 //
 // Its own answers (a failure, a closed instance, an unreachable upstream)
-// are gRPC statuses. Every answer carries the instance and load in its
-// header metadata (so a trailers-only answer of the upstream's becomes
-// headers and trailers) and an ORCA load report (ORCATrailerKey) from the
-// sidecar's counters in its trailer, which replaces any report of the
-// upstream's: a client accepts at most one per call.
+// are gRPC statuses, answered Trailers-Only (one HEADERS frame ending the
+// stream), and so is an upstream's Trailers-Only answer: grpc-go's client
+// retries only a failure answered so (see trailersOnly). Every answer
+// carries the instance and load in its first metadata block (header
+// metadata; trailer metadata for a Trailers-Only answer) and an ORCA load
+// report (ORCATrailerKey) from the sidecar's counters in its last (the
+// trailer metadata), which replaces any report of the upstream's: a
+// client accepts at most one per call.
 
 // Canonical forms of the gRPC metadata keys as net/http holds them.
 var (
@@ -64,27 +67,17 @@ func (s *Sidecar) relayGRPC(client context.Context, w http.ResponseWriter, resp 
 	h := w.Header()
 	rc := http.NewResponseController(w)
 	if st, ok := resp.Header[hdrGRPCStatus]; ok {
-		// Trailers-only: the upstream's status and metadata came in one
-		// block, which grpc-go reads as trailer metadata. Answer with
-		// headers of the sidecar's own, then that block as trailers.
+		// Trailers-Only: the upstream's status and metadata came in one
+		// block, which a client reads as trailer metadata. Answer the same
+		// way, with the sidecar's instance, load and load report in it.
 		_, _ = io.Copy(io.Discard, body)
 		load := s.countGRPC(resp.StatusCode, st)
-		h["Content-Type"] = grpcProtoCT
-		if ct, ok := resp.Header["Content-Type"]; ok {
-			h["Content-Type"] = ct
+		upstream.CopyEndToEnd(h, resp.Header)
+		if _, ok := h["Content-Type"]; !ok {
+			h["Content-Type"] = grpcProtoCT
 		}
-		h[InstanceHeader] = s.idHeader
-		setLoad(h, load)
+		s.trailersOnly(h, load)
 		w.WriteHeader(resp.StatusCode)
-		_ = rc.Flush()
-		tr := make(http.Header, len(resp.Header))
-		upstream.CopyEndToEnd(tr, resp.Header)
-		for k, vs := range tr {
-			if k != "Content-Type" && k != hdrORCA {
-				h[http.TrailerPrefix+k] = vs
-			}
-		}
-		h[http.TrailerPrefix+hdrORCA] = []string{s.orcaValue(load)}
 		return
 	}
 	upstream.CopyEndToEnd(h, resp.Header)
@@ -125,22 +118,34 @@ func (s *Sidecar) countGRPC(httpStatus int, grpcStatus []string) (load int) {
 	return int(s.inFlight.Load()) - 1
 }
 
-// grpcError answers a gRPC call with status code (OK meaning UNAVAILABLE),
-// the instance and load in its headers and the status and a load report
-// in its trailers, as grpc-go's server answers a failed call.
+// grpcError answers a gRPC call with status code (OK meaning UNAVAILABLE)
+// Trailers-Only, with the instance, load and a load report, as grpc-go's
+// server answers a call failed before any message.
 func (s *Sidecar) grpcError(w http.ResponseWriter, load int, code codes.Code, msg string) {
 	if code == codes.OK {
 		code = codes.Unavailable
 	}
 	h := w.Header()
 	h["Content-Type"] = grpcProtoCT
+	h[hdrGRPCStatus] = []string{strconv.Itoa(int(code))}
+	h[hdrGRPCMessage] = []string{percentEncode(msg)}
+	s.trailersOnly(h, load)
+	w.WriteHeader(http.StatusOK)
+}
+
+// trailersOnly completes h, the one block of a Trailers-Only answer
+// carrying load, with the sidecar's instance, load and load report, and
+// keeps net/http from adding fields to it (see trailersOnly in
+// grpcserver.go); the handler then writes the header and no body.
+func (s *Sidecar) trailersOnly(h http.Header, load int) {
 	h[InstanceHeader] = s.idHeader
 	setLoad(h, load)
-	w.WriteHeader(http.StatusOK)
-	_ = http.NewResponseController(w).Flush() // headers apart from trailers
-	h[http.TrailerPrefix+hdrGRPCStatus] = []string{strconv.Itoa(int(code))}
-	h[http.TrailerPrefix+hdrGRPCMessage] = []string{percentEncode(msg)}
-	h[http.TrailerPrefix+hdrORCA] = []string{s.orcaValue(load)}
+	h[hdrORCA] = []string{s.orcaValue(load)}
+	delete(h, "Trailer")
+	h["Content-Length"] = nil
+	if _, ok := h["Date"]; !ok {
+		h["Date"] = nil
+	}
 }
 
 // orcaValue is the sidecar's load report for an answer carrying load, as

@@ -15,10 +15,16 @@ import (
 //	request:  google.protobuf.StringValue — the request's path (informational)
 //	response: google.protobuf.BytesValue — the body the HTTP answer would carry
 //
-// The instance id rides in the response's header metadata under
+// The instance id rides in the response's first metadata under
 // GRPCInstanceKey (also on failures, as HTTP's InstanceHeader does), the
 // load under GRPCLoadKey, and each call's ORCA load report in the
 // trailer that grpc-go's orca package writes (endpoint-load-metrics-bin).
+// A served call's first metadata is its header metadata. A failed call
+// (a status and no message) is answered Trailers-Only, in one HEADERS
+// frame ending the stream, as grpc-go's own HTTP/2 server answers it, so
+// that a client's retry policy applies (grpc-go retries nothing else):
+// all its metadata is trailer metadata. A client attributing answers
+// reads the header metadata, else the trailer metadata.
 const (
 	// GRPCService is the service's full name.
 	GRPCService = "lbchaos.v1.Backend"
@@ -27,11 +33,12 @@ const (
 	// GRPCMethod is the method's full path, as grpc.ClientConn.Invoke
 	// takes it.
 	GRPCMethod = "/" + GRPCService + "/" + GRPCMethodName
-	// GRPCInstanceKey is the response header metadata key naming the
-	// instance (InstanceHeader, lower case as gRPC metadata is).
+	// GRPCInstanceKey is the response metadata key naming the instance
+	// (InstanceHeader, lower case as gRPC metadata is): header metadata,
+	// or trailer metadata for a Trailers-Only failure.
 	GRPCInstanceKey = "x-lbchaos-instance"
-	// GRPCLoadKey is the response header metadata key of the instance's
-	// load (LoadHeader).
+	// GRPCLoadKey is the response metadata key of the instance's load
+	// (LoadHeader), beside GRPCInstanceKey.
 	GRPCLoadKey = "x-lbchaos-load"
 	// GRPCKeyKey is the request metadata key of a request's affinity key
 	// (the HTTP requests' X-Lbchaos-Key), which grpc-go's ring_hash hashes

@@ -24,11 +24,20 @@ import (
 //	grpc:ring_hash_experimental(min_ring_size=1024,max_ring_size=4096)
 //
 // The policy names are the ones grpc-go registers (v1.85); the parameters
-// are their service-config fields in snake case. GRPCSpec is the parsed
-// form; LBConfig writes the policy's service-config JSON.
+// are their service-config fields in snake case. grpc-go's own retry
+// policy and retry throttling may follow the policy, as +retry(...) and
+// +throttling(...) (grpc_retry.go); no other wrapper. GRPCSpec is the
+// parsed form; LBConfig writes the policy's load-balancing config and
+// ServiceConfig the channel's whole service config.
 type GRPCSpec struct {
 	Policy string            // grpc-go's registered name, e.g. "round_robin"
 	Params map[string]string // nil when none were given
+	// Retry is the +retry segment, nil when there is none: then every
+	// call is one attempt.
+	Retry *GRPCRetry
+	// Throttling is the +throttling segment, nil when there is none; only
+	// with Retry.
+	Throttling *GRPCThrottling
 }
 
 // GRPCPrefix starts every gRPC strategy spec.
@@ -95,8 +104,9 @@ func ParseGRPC(spec string) (GRPCSpec, error) {
 	if !known {
 		return GRPCSpec{}, fmt.Errorf("%s: unknown grpc-go policy %q (known: %s)", spec, policy.Name, strings.Join(GRPCPolicies(), ", "))
 	}
-	if len(segs) > 1 {
-		return GRPCSpec{}, fmt.Errorf("%s: a grpc-go policy takes no wrappers (%q); its settings go in parentheses", spec, "+"+segs[1].Name)
+	out := GRPCSpec{Policy: policy.Name, Params: policy.Params}
+	if err := parseGRPCWrappers(&out, segs[1:]); err != nil {
+		return GRPCSpec{}, fmt.Errorf("%s: %w", spec, err)
 	}
 	if err := policy.CheckKeys(sortedKeys(params)); err != nil {
 		return GRPCSpec{}, fmt.Errorf("%s: %w", spec, err)
@@ -112,7 +122,7 @@ func ParseGRPC(spec string) (GRPCSpec, error) {
 			return GRPCSpec{}, fmt.Errorf("%s: min_ring_size (%d) is greater than max_ring_size (%d)", spec, lo, hi)
 		}
 	}
-	return GRPCSpec{Policy: policy.Name, Params: policy.Params}, nil
+	return out, nil
 }
 
 // value checks v and returns its JSON value.
@@ -155,12 +165,46 @@ func grpcUint(params map[string]string, key string, def uint64) uint64 {
 	return def
 }
 
-// String returns the spec in canonical form (parameters sorted by key).
+// String returns the spec in canonical form: parameters sorted by key,
+// +retry and +throttling after the policy in that order with every
+// parameter given.
 func (s GRPCSpec) String() string {
 	var b strings.Builder
 	b.WriteString(GRPCPrefix)
 	b.WriteString(proxyspec.Segment{Name: s.Policy, Params: s.Params}.String())
+	if s.Retry != nil {
+		b.WriteString("+" + s.Retry.segment().String())
+	}
+	if s.Throttling != nil {
+		b.WriteString("+" + s.Throttling.segment().String())
+	}
 	return b.String()
+}
+
+// ServiceConfig returns the service config JSON of a channel running s:
+// its loadBalancingConfig, the policy's LBConfig(hashHeader) under the
+// name lbName (a parent policy's that runs it; "" is s.Policy); with
+// +retry a methodConfig giving every method ("name": [{}]) its
+// retryPolicy; with +throttling the retryThrottling. A channel with
+// +retry must not be dialled with grpc.WithDisableRetry.
+func (s GRPCSpec) ServiceConfig(lbName, hashHeader string) json.RawMessage {
+	if lbName == "" {
+		lbName = s.Policy
+	}
+	cfg := map[string]any{
+		"loadBalancingConfig": []map[string]json.RawMessage{{lbName: s.LBConfig(hashHeader)}},
+	}
+	if s.Retry != nil {
+		cfg["methodConfig"] = []map[string]any{{
+			"name":        []map[string]string{{}},
+			"retryPolicy": s.Retry.policyJSON(),
+		}}
+	}
+	if s.Throttling != nil {
+		cfg["retryThrottling"] = map[string]any{"maxTokens": s.Throttling.MaxTokens, "tokenRatio": s.Throttling.TokenRatio}
+	}
+	js, _ := json.Marshal(cfg) // strings, numbers and raw JSON of LBConfig's
+	return js
 }
 
 // LBConfig returns the policy's load-balancing config as grpc-go's

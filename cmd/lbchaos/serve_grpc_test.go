@@ -49,10 +49,12 @@ func TestServeGRPC(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer cc.Close()
-		var hdr metadata.MD
-		err = cc.Invoke(ctx, faultyserver.GRPCMethod, wrapperspb.String("/"), new(wrapperspb.BytesValue), grpc.Header(&hdr))
+		var hdr, trl metadata.MD
+		err = cc.Invoke(ctx, faultyserver.GRPCMethod, wrapperspb.String("/"), new(wrapperspb.BytesValue), grpc.Header(&hdr), grpc.Trailer(&trl))
 		id := ""
 		if v := hdr.Get(faultyserver.GRPCInstanceKey); len(v) == 1 {
+			id = v[0]
+		} else if v := trl.Get(faultyserver.GRPCInstanceKey); len(v) == 1 { // a failure, Trailers-Only
 			id = v[0]
 		}
 		return id, err

@@ -59,12 +59,15 @@ type grpcClient interface {
 const grpcURL = "grpc://lbchaos-backend" + faultyserver.GRPCMethod
 
 // grpcDialOptions are the options of every client connection: plain text,
-// and no retries (every call is one attempt, as an HTTP request is).
-func grpcDialOptions() []grpc.DialOption {
-	return []grpc.DialOption{
-		grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithDisableRetry(),
+// and no retries (every call is one attempt, as an HTTP request is)
+// unless retry: a gRPC strategy with +retry, whose service config sets
+// grpc-go's retry policy.
+func grpcDialOptions(retry bool) []grpc.DialOption {
+	opts := []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}
+	if !retry {
+		opts = append(opts, grpc.WithDisableRetry())
 	}
+	return opts
 }
 
 // grpcAnswer is what a call got back.
@@ -93,6 +96,9 @@ func invoke(ctx context.Context, cc *grpc.ClientConn, path string, sreq strategi
 	if p.Addr != nil {
 		a.peer = p.Addr.String()
 	}
+	// The instance's metadata is in the header, or, for a failure
+	// answered Trailers-Only (one metadata block, which grpc-go hands
+	// over as the trailer), in the trailer.
 	for _, md := range []metadata.MD{hdr, trl} {
 		if v := md.Get(faultyserver.GRPCInstanceKey); len(v) > 0 {
 			if id, perr := strconv.Atoi(v[0]); perr == nil && id >= 0 && id < instances {
@@ -101,8 +107,11 @@ func invoke(ctx context.Context, cc *grpc.ClientConn, path string, sreq strategi
 			}
 		}
 	}
-	if v := hdr.Get(faultyserver.GRPCLoadKey); len(v) > 0 {
-		a.load = v[0]
+	for _, md := range []metadata.MD{hdr, trl} {
+		if v := md.Get(faultyserver.GRPCLoadKey); len(v) > 0 {
+			a.load = v[0]
+			break
+		}
 	}
 	// The deadline travels to the server (grpc-timeout), which may answer
 	// DeadlineExceeded with its metadata just as the client's deadline
@@ -197,7 +206,7 @@ type connSet struct {
 func newConnSet(addr string, n int) (*connSet, error) {
 	s := &connSet{}
 	for range n {
-		cc, err := grpc.NewClient("passthrough:///"+addr, grpcDialOptions()...)
+		cc, err := grpc.NewClient("passthrough:///"+addr, grpcDialOptions(false)...)
 		if err != nil {
 			s.close()
 			return nil, fmt.Errorf("gRPC client of %s: %w", addr, err)

@@ -61,12 +61,15 @@ func newGRPCPolicyClient(name string, replicas int, targets []*url.URL, hosts []
 	for _, u := range targets {
 		c.addrs = append(c.addrs, u.Host)
 	}
-	svc := fmt.Sprintf(`{"loadBalancingConfig":[{%q:%s}]}`, eventsPolicyPrefix+spec.Policy, spec.LBConfig(faultyserver.GRPCKeyKey))
+	// The policy runs under the events policy; with +retry, grpc-go's
+	// retry policy (and throttling) is on and each call may take several
+	// attempts, each a pick of the policy's.
+	svc := string(spec.ServiceConfig(eventsPolicyPrefix+spec.Policy, faultyserver.GRPCKeyKey))
 	for r := range max(1, replicas) {
 		sink := &subchannelSink{instanceOf: c.instanceOf, armed: armed, event: func(e strategies.Event) { events.AddFrom(r, e) }}
 		res := manual.NewBuilderWithScheme("lbchaos")
 		res.InitialState(c.state(sink))
-		opts := append(grpcDialOptions(), grpc.WithResolvers(res), grpc.WithDefaultServiceConfig(svc))
+		opts := append(grpcDialOptions(spec.Retry != nil), grpc.WithResolvers(res), grpc.WithDefaultServiceConfig(svc))
 		cc, err := grpc.NewClient(fmt.Sprintf("lbchaos:///replica-%d", r), opts...)
 		if err != nil {
 			c.close()
