@@ -32,6 +32,8 @@ type Balancer struct {
 	loads       LoadSource // Env.Loads
 	clock       Clock
 	events      func(Event)
+	rand        interface{ Float64() float64 } // Env.Rand
+	policy      *Policy                        // nil: one attempt per request
 
 	mu sync.Mutex
 	// serial: the owner uses the Balancer from one goroutine only, so
@@ -102,6 +104,7 @@ func New(spec string, env Env) (*Balancer, error) {
 		present:  make([]bool, env.N),
 		clock:    be.clock,
 		events:   be.events,
+		rand:     env.Rand,
 		loads:    env.Loads,
 	}
 	for i := range b.hosts {
@@ -109,6 +112,11 @@ func New(spec string, env Env) (*Balancer, error) {
 		b.present[i] = true
 	}
 	layers := []Picker{c.base(be)}
+	if c.spec.hasPolicy() {
+		// Retries and hedges avoid hosts; what the wrappers allow is
+		// narrowed right around the base strategy (excluder).
+		layers[0] = newExcluder(layers[0])
+	}
 	for _, wrap := range c.wrappers {
 		layers = append(layers, wrap(layers[len(layers)-1], be))
 	}
@@ -124,6 +132,12 @@ func New(spec string, env Env) (*Balancer, error) {
 		if pr, ok := p.(Prober); ok {
 			b.probers = append(b.probers, pr)
 		}
+		if rl, ok := p.(*retryLayer); ok {
+			b.ensurePolicy().retry = rl
+		}
+		if hl, ok := p.(*hedgeLayer); ok {
+			b.ensurePolicy().hedge = hl
+		}
 		if cp, ok := p.(connPinner); ok {
 			b.pinners = append(b.pinners, cp)
 		}
@@ -135,6 +149,14 @@ func New(spec string, env Env) (*Balancer, error) {
 		}
 	}
 	return b, nil
+}
+
+// ensurePolicy returns the Balancer's Policy, making it at the first call.
+func (b *Balancer) ensurePolicy() *Policy {
+	if b.policy == nil {
+		b.policy = &Policy{b: b}
+	}
+	return b.policy
 }
 
 // SetHosts replaces the set of endpoints that may be picked, as a service

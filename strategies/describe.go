@@ -28,6 +28,8 @@ var descriptions = map[string]string{
 	"weighted-round-robin":  "nginx's smooth weighted round robin over the configured weights",
 
 	// Wrappers.
+	"retry":       "retries a failed attempt (Envoy's retry policy: backoff with full jitter, other_host, budgets)",
+	"hedge":       "sends another attempt to another host when the first is slower than a delay (p95); the first answer wins",
 	"circuit":     "takes a host out for a duration once its requests in flight reach max_inflight",
 	"eject":       "Envoy's outlier detection: ejects a host after consecutive failures (or a low success rate) for a time that grows with each ejection, then re-admits it",
 	"health":      "passive multi-level health: a host's recent failures and latency lower the share of picks it may get",

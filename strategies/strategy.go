@@ -36,26 +36,37 @@ type Outcome struct {
 	// HasLoad is set.
 	Load    float64
 	HasLoad bool
+	// Cancelled is set when the caller gave the attempt up because the
+	// request no longer needed it (another attempt of a hedged request
+	// answered first): no failure of the endpoint.
+	Cancelled bool
 }
 
 // LocalOrigin reports whether the failure happened without an answer from
 // the backend: a transport error (refused, reset) or a timeout. Envoy calls
 // these locally originated errors.
 func (o Outcome) LocalOrigin() bool {
-	return o.Err != nil || o.Timeout
+	return !o.Cancelled && (o.Err != nil || o.Timeout)
 }
 
 // Failed reports whether the request counts as a failure: a transport error,
 // a timeout or a 5xx status (Envoy's consecutive_5xx treats locally
 // originated errors as 5xx too).
 func (o Outcome) Failed() bool {
-	return o.Err != nil || o.Timeout || o.Status >= 500
+	return !o.Cancelled && (o.Err != nil || o.Timeout || o.Status >= 500)
 }
 
 // Request describes a request to the picker.
 type Request struct {
 	Key    uint64 // affinity key for hash-based strategies (from KeyHeader)
 	HasKey bool   // whether Key is set; strategies that hash use 0 otherwise
+	// NonIdempotent marks a request whose method is not idempotent (POST,
+	// PATCH): a retry policy with idempotent_only leaves it alone.
+	NonIdempotent bool
+	// Exclude lists the hosts this request already tried, which a retry
+	// with other_host, or a hedge, must avoid while another host is
+	// allowed; the Balancer removes them from the hosts it picks from.
+	Exclude []int
 }
 
 // Clock is the source of the current time.
