@@ -260,16 +260,18 @@ func (e *Experiment) checkStrategy(name, s string) error {
 	case strategies.IsGRPC(s):
 		return e.checkGRPC(name, s)
 	default:
-		if _, err := strategies.Parse(s); err != nil {
-			base, _, _ := strings.Cut(s, "+")
-			base, _, _ = strings.Cut(base, "(")
-			if !slices.Contains(strategies.Names(), base) {
-				if hint := Suggest(base, strategies.Names()); hint != "" {
-					return fieldErr(name, "unknown strategy %q; did you mean %q? (lbchaos list strategies shows them all)", base, hint)
-				}
-			}
-			return fieldErr(name, "%v", err)
+		spec, err := strategies.Parse(s)
+		if err == nil {
+			return e.checkPolicy(name, spec)
 		}
+		base, _, _ := strings.Cut(s, "+")
+		base, _, _ = strings.Cut(base, "(")
+		if !slices.Contains(strategies.Names(), base) {
+			if hint := Suggest(base, strategies.Names()); hint != "" {
+				return fieldErr(name, "unknown strategy %q; did you mean %q? (lbchaos list strategies shows them all)", base, hint)
+			}
+		}
+		return fieldErr(name, "%v", err)
 	}
 	return nil
 }

@@ -117,12 +117,7 @@ func (c *Client) do(ctx context.Context, op, method, path string, body []byte, w
 		return fmt.Errorf("faultyserver: %s %s: reading answer: %w", op, url, err)
 	}
 	if resp.StatusCode != want {
-		msg := strings.TrimSpace(string(data))
-		var eb errorBody
-		if json.Unmarshal(data, &eb) == nil && eb.Error != "" {
-			msg = eb.Error
-		}
-		return &APIError{Op: op, URL: url, StatusCode: resp.StatusCode, Message: msg}
+		return apiError(op, url, resp.StatusCode, data)
 	}
 	if out != nil {
 		if err := json.Unmarshal(data, out); err != nil {
@@ -130,4 +125,15 @@ func (c *Client) do(ctx context.Context, op, method, path string, body []byte, w
 		}
 	}
 	return nil
+}
+
+// apiError is the *APIError of an answer with status and body data: the
+// control API's "error" text, or else the body.
+func apiError(op, url string, status int, data []byte) *APIError {
+	msg := strings.TrimSpace(string(data))
+	var eb errorBody
+	if json.Unmarshal(data, &eb) == nil && eb.Error != "" {
+		msg = eb.Error
+	}
+	return &APIError{Op: op, URL: url, StatusCode: status, Message: msg}
 }

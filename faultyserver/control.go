@@ -30,6 +30,7 @@ type controlled interface {
 	ClearFault()
 	Stats() Stats
 	Reset()
+	executedList() []byte // ExecutedPath's answer (executed.go)
 	controlToken() string // "" = the control API is open (auth.go)
 }
 
@@ -67,8 +68,10 @@ func serveControl(s controlled, w http.ResponseWriter, r *http.Request) {
 		}
 		s.Reset()
 		w.WriteHeader(http.StatusNoContent)
+	case ExecutedPath:
+		serveExecuted(s, w, r)
 	default:
-		writeError(w, http.StatusNotFound, fmt.Sprintf("no control endpoint %s (have %s, %s, %s)", r.URL.Path, FaultPath, StatsPath, ResetPath))
+		writeError(w, http.StatusNotFound, fmt.Sprintf("no control endpoint %s (have %s, %s, %s, %s)", r.URL.Path, FaultPath, StatsPath, ResetPath, ExecutedPath))
 	}
 }
 

@@ -9,7 +9,8 @@
 //	PUT    /_chaos/fault   replace the fault (body: fault JSON); 400 {"error": "..."} on bad input
 //	DELETE /_chaos/fault   clear the fault (204)
 //	GET    /_chaos/stats   [Stats] as JSON
-//	POST   /_chaos/reset   clear the fault and zero the counters (204)
+//	POST   /_chaos/reset   clear the fault, zero the counters, forget the executed requests (204)
+//	GET    /_chaos/executed the X-Vegeta-Seq numbers of the requests executed since then ([Executed], binary)
 //
 // An instance with a token (Config.Token, `lbchaos serve --token` or
 // LBCHAOS_TOKEN) answers every control request 401 unless it carries

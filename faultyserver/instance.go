@@ -42,6 +42,8 @@ type instanceState struct {
 	served, failed, dropped atomic.Int64
 	busy                    atomic.Int64 // nanoseconds of worker time, or of forwarding
 	window                  *loadWindow  // recent rates and utilization, for load reports
+	seqs                    seqLog       // the requests executed, by sequence number (executed.go)
+	abandoned               abandoned    // requests kept after their client left (abandon.go)
 
 	drainOnce sync.Once
 	drain     chan struct{} // closed when a graceful shutdown begins
@@ -143,8 +145,10 @@ func (s *instanceState) Stats() Stats {
 	return st
 }
 
-// Reset clears the fault, zeroes the served, failed and dropped counters
-// and the busy time, starts the load window afresh and reseeds the random
+// Reset clears the fault, ends the requests kept after their client went
+// away (Config.KeepAbandoned), zeroes the served, failed and dropped counters
+// and the busy time, forgets the requests executed (ExecutedPath), starts
+// the load window afresh and reseeds the random
 // source from the configured seed (Config.Seed, SidecarConfig.Seed).
 // InFlight and Queued describe requests still in the instance and are
 // kept.
@@ -154,6 +158,8 @@ func (s *instanceState) Reset() {
 	s.failed.Store(0)
 	s.dropped.Store(0)
 	s.busy.Store(0)
+	s.seqs.reset()
+	s.abandoned.cancelAll()
 	s.window.reset()
 	// Reseed, so that the same requests draw the same service times and
 	// fault decisions as on a new instance with this configuration.

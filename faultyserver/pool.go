@@ -40,14 +40,15 @@ func newPool(workers, limit int) *pool {
 // acquire takes a worker, queueing behind earlier requests if none is free.
 // It returns errQueueFull when the queue is at its limit and errClosed when
 // the pool closes first. While queued it gives up with ctx.Err() when ctx is
-// done, unless keep is set, in which case only close ends the wait. A nil
+// done (a request kept after its client left is served under a context
+// only a Reset cancels: abandon.go). A nil
 // error means the caller holds a worker and must release it.
 //
 // With errQueueFull, load is the pool's load (see release) at the instant
 // of the refusal, read under the same lock as the decision: the workers
 // held plus the requests queued, the refused request not among them. It is
 // 0 with any other error.
-func (p *pool) acquire(ctx context.Context, keep bool) (load int, err error) {
+func (p *pool) acquire(ctx context.Context) (load int, err error) {
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
@@ -67,16 +68,12 @@ func (p *pool) acquire(ctx context.Context, keep bool) (load int, err error) {
 	w.elem = p.queue.PushBack(w)
 	p.mu.Unlock()
 
-	var gone <-chan struct{}
-	if !keep {
-		gone = ctx.Done()
-	}
 	select {
 	case <-w.ready:
 		return 0, nil
 	case <-p.done:
 		err = errClosed
-	case <-gone:
+	case <-ctx.Done():
 		err = ctx.Err()
 	}
 	p.mu.Lock()

@@ -95,7 +95,8 @@ type Stats struct {
 	// and requests cut short by Close.
 	Failed int64 `json:"failed"`
 	// Dropped counts requests whose client went away before an answer:
-	// while queued, while being served, or under a fail delay or hang.
+	// while queued, while being served, or under a fail delay or hang
+	// (with KeepAbandoned, such a request is still served, for nobody).
 	Dropped int64 `json:"dropped"`
 	// BusyS is the worker time spent on requests since the start or the
 	// last reset, in seconds: from a worker being taken to its release.
@@ -223,9 +224,16 @@ func (a httpAnswer) fail(load, status int, _ codes.Code, msg string) {
 
 func (a httpAnswer) reset(wholeConn bool) { resetRequest(a.w, a.r, wholeConn) }
 
-// service answers a service request over HTTP.
+// service answers a service request over HTTP, once it has read the
+// request, body included, and recorded its execution (receive): every
+// fault acts on a request the instance has taken in.
 func (s *Server) service(w http.ResponseWriter, r *http.Request) {
-	handle(r.Context(), s, httpAnswer{w, r, time.Now()})
+	start := time.Now()
+	if !s.receive(r) {
+		s.dropped.Add(1)
+		return
+	}
+	handle(r.Context(), s, httpAnswer{w, r, start})
 }
 
 // handle answers a service request, whatever its protocol; ctx ends when
@@ -236,38 +244,74 @@ func handle[A serverAnswerer](ctx context.Context, s *Server, w A) {
 	}
 }
 
-// serveOn runs a request on a worker for d.
+// serveOn runs a request on a worker for d and answers it.
 func serveOn[A serverAnswerer](ctx context.Context, s *Server, w A, d time.Duration) {
-	keep := s.cfg.KeepAbandoned
-	switch load, err := s.pool.acquire(ctx, keep); err {
-	case nil:
-	case errQueueFull:
-		answerFault(&s.instanceState, w, load, http.StatusServiceUnavailable, codes.OK, "queue full")
-		return
-	case errClosed:
-		answerFault(&s.instanceState, w, s.pool.load(), http.StatusServiceUnavailable, codes.OK, "instance closed")
-		return
-	default:
-		s.dropped.Add(1)
+	if s.cfg.KeepAbandoned {
+		serveKept(ctx, s, w, d)
 		return
 	}
-	if keep {
-		ctx = context.WithoutCancel(ctx)
+	load, err := s.work(ctx, d)
+	answerWork(s, w, load, err)
+}
+
+// serveKept serves a request that is kept when its client goes away: the
+// work runs on a goroutine of its own, under a context only a Reset
+// cancels (abandon.go); the handler answers when it ends, or returns as
+// soon as the client goes away, so that the connection is freed while the
+// work goes on (an instance can keep far more abandoned requests than it
+// can hold connections).
+func serveKept[A serverAnswerer](ctx context.Context, s *Server, w A, d time.Duration) {
+	kctx, done := s.abandoned.keep(ctx)
+	type result struct {
+		load int
+		err  error
+	}
+	res := make(chan result, 1)
+	go func() {
+		defer done()
+		load, err := s.work(kctx, d)
+		res <- result{load, err}
+	}()
+	select {
+	case r := <-res:
+		answerWork(s, w, r.load, r.err)
+	case <-ctx.Done():
+		s.dropped.Add(1) // no answer reaches it; its work goes on
+	}
+}
+
+// work takes a worker (queueing for one), holds it for d and releases it.
+// It returns the load to answer with and nil, or why the request was not
+// served: errQueueFull, errClosed or ctx's error.
+func (s *Server) work(ctx context.Context, d time.Duration) (load int, err error) {
+	switch load, err = s.pool.acquire(ctx); err {
+	case nil:
+	case errClosed:
+		return s.pool.load(), err
+	default:
+		return load, err
 	}
 	began := time.Now()
 	s.window.begin(began)
-	err := ctx.Err() // the client may have gone just as a worker came free
+	err = ctx.Err() // the client may have gone just as a worker came free
 	if err == nil {
 		err = s.sleep(ctx, d)
 	}
 	ended := time.Now()
 	s.busy.Add(int64(ended.Sub(began)))
-	load := s.pool.release()
+	load = s.pool.release()
 	s.window.end(ended)
+	return load, err
+}
+
+// answerWork answers a request after work.
+func answerWork[A serverAnswerer](s *Server, w A, load int, err error) {
 	switch err {
 	case nil:
 		s.countAnswer(false)
 		w.ok(load)
+	case errQueueFull:
+		answerFault(&s.instanceState, w, load, http.StatusServiceUnavailable, codes.OK, "queue full")
 	case errClosed:
 		answerFault(&s.instanceState, w, load, http.StatusServiceUnavailable, codes.OK, "instance closed")
 	default:

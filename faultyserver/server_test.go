@@ -154,7 +154,9 @@ func TestAbandonedQueuedRequest(t *testing.T) {
 		wantDropped int64
 	}{
 		{"dropped and frees its place", false, 2, 1},
-		{"kept and served", true, 3, 0},
+		// B is served for nobody (its worker time is spent: BusyS covers
+		// three requests), and counted dropped: no answer reached it.
+		{"kept and served", true, 2, 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -186,6 +188,9 @@ func TestAbandonedQueuedRequest(t *testing.T) {
 				t.Fatalf("C: %d %v, want 200", c.status, c.err)
 			}
 			st = waitStats(t, in.s, "final counts", func(st Stats) bool { return st.Served == tt.wantServed })
+			if tt.keep {
+				st = waitStats(t, in.s, "B served for nobody", func(st Stats) bool { return st.BusyS >= 0.44 && st.InFlight == 0 })
+			}
 			if st.Dropped != tt.wantDropped || st.InFlight != 0 || st.Queued != 0 {
 				t.Fatalf("final stats %+v, want dropped %d and nothing left", st, tt.wantDropped)
 			}

@@ -195,8 +195,11 @@ func (s *Sidecar) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // handle carries out the current fault's plan for one request, HTTP or
 // gRPC (see admit). Every answer it gives carries InstanceHeader and
 // LoadHeader (the requests being forwarded at the moment of the answer,
-// itself not among them).
+// itself not among them). The request counts as executed (ExecutedPath) as
+// it is admitted, before its body, which goes on to the upstream as it
+// comes, is read.
 func (s *Sidecar) handle(x sidecarAnswer) {
+	s.seqs.record(x.r.Header[SeqHeader])
 	if a, ok := admit(x.r.Context(), &s.instanceState, x); ok {
 		s.forward(x, a)
 	}

@@ -8,7 +8,8 @@ import (
 // CheckExpectations checks exp's expectations against sum, in the file's
 // order, and returns one result each and how many failed. The strategy of
 // an expectation is looked up by name in sum.Strategies; when the summary
-// has none of that name the result is Missing, neither passed nor failed.
+// has none of that name, or the run could not measure the metric
+// (reports.Unobserved), the result is Missing, neither passed nor failed.
 // A strategy that was interrupted (Partial) is checked on what was measured.
 // An expectation on a metric reports.Value does not know fails.
 func CheckExpectations(exp *experiments.Experiment, sum *reports.Summary) (results []reports.ExpectationResult, failed int) {
@@ -20,6 +21,11 @@ func CheckExpectations(exp *experiments.Experiment, sum *reports.Summary) (resul
 		r := reports.ExpectationResult{Strategy: x.Strategy, Metric: x.Metric, Op: x.Op, Want: x.Value}
 		st, ok := byName[x.Strategy]
 		if !ok {
+			r.Missing = true
+			results = append(results, r)
+			continue
+		}
+		if reports.Unobserved(st, x.Metric) {
 			r.Missing = true
 			results = append(results, r)
 			continue

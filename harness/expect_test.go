@@ -25,7 +25,8 @@ var metricSample = reports.Strategy{
 }
 
 func TestCheckExpectations(t *testing.T) {
-	sum := &reports.Summary{Strategies: []reports.Strategy{metricSample}}
+	counted := reports.Strategy{Name: "counted", DuplicateExecutions: new(int64(3))}
+	sum := &reports.Summary{Strategies: []reports.Strategy{metricSample, counted}}
 	tests := []struct {
 		name    string
 		x       experiments.Expectation
@@ -44,6 +45,11 @@ func TestCheckExpectations(t *testing.T) {
 		{"derived metric", expect("s", "bad_ratio", "<", 0.5), 0.4375, true, false},
 		{"strategy not run", expect("p2c", "error_ratio", "<", 1), 0, false, true},
 		{"unknown metric", expect("s", "p95_ms", "<", 1000), 0, false, false},
+		// duplicate_executions only the real engine's instances count: a
+		// run without it (a simulation) neither passes nor fails.
+		{"metric not measured", expect("s", "duplicate_executions", "<=", 0), 0, false, true},
+		{"measured count fails", expect("counted", "duplicate_executions", "<=", 0), 3, false, false},
+		{"measured count passes", expect("counted", "duplicate_executions", ">", 2), 3, true, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -161,8 +167,10 @@ func TestShippedExpectationsHoldInSim(t *testing.T) {
 			results, failed := simChecked(t, exp)
 			for _, r := range results {
 				// A real proxy and grpc-go's balancers are left out of a
-				// simulation; nothing else is.
-				if r.Missing && !proxyspec.IsProxy(r.Strategy) && !strategies.IsGRPC(r.Strategy) {
+				// simulation, and a metric only real instances count is
+				// not measured; nothing else is missing.
+				unobservable := reports.Unobserved(&reports.Strategy{}, r.Metric)
+				if r.Missing && !proxyspec.IsProxy(r.Strategy) && !strategies.IsGRPC(r.Strategy) && !unobservable {
 					t.Errorf("%s %s: strategy missing from the run", r.Strategy, r.Metric)
 				}
 			}

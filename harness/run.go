@@ -240,6 +240,7 @@ func strategyOf(exp *experiments.Experiment, name string, m *engine.Measurement)
 	}
 	s.GeneratorBehind = float64(m.Sent) < 0.99*float64(m.Scheduled) || m.GeneratorBehind
 	s.Ejections = m.Ejections
+	s.Retry = m.Retry
 	// A proxy's or grpc-go's ejections happen where the harness cannot see.
 	observed := !proxyspec.IsProxy(name) && !strategies.IsGRPC(name)
 	s.EjectionsObserved = &observed

@@ -214,7 +214,8 @@ func WriteRegressions(w io.Writer, a, b *Summary, tol Tolerance) (regressions in
 
 // WriteExpectations prints checked expectations: a count line, then one
 // line per expectation, marked "passed", "FAILED" or "missing" (the run has
-// no such strategy). It writes nothing when results is empty.
+// no such strategy, or could not measure the metric). It writes nothing
+// when results is empty.
 func WriteExpectations(w io.Writer, results []ExpectationResult) error {
 	if len(results) == 0 {
 		return nil
@@ -232,7 +233,7 @@ func WriteExpectations(w io.Writer, results []ExpectationResult) error {
 	}
 	fmt.Fprintf(w, "expectations: %d passed, %d failed", passed, failed)
 	if missing > 0 {
-		fmt.Fprintf(w, ", %d missing (strategy not run)", missing)
+		fmt.Fprintf(w, ", %d missing (strategy not run, or metric not measured)", missing)
 	}
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
@@ -240,7 +241,7 @@ func WriteExpectations(w io.Writer, results []ExpectationResult) error {
 		status, got := "FAILED", "got "+expectNumber(r.Got)
 		switch {
 		case r.Missing:
-			status, got = "missing", "not run"
+			status, got = "missing", "not measured"
 		case r.Passed:
 			status = "passed"
 		}

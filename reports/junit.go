@@ -82,7 +82,7 @@ func NewJUnit(name string, runs []JUnitRun) *JUnitSuites {
 			}
 			switch {
 			case e.Missing:
-				c.Skipped = &JUnitSkipped{Message: "strategy " + e.Strategy + " was not run"}
+				c.Skipped = &JUnitSkipped{Message: "strategy " + e.Strategy + " was not run, or the run could not measure " + e.Metric}
 			case e.Passed:
 			case r.Advisory:
 				c.Skipped = &JUnitSkipped{Message: fmt.Sprintf("advisory (the run overrode the file's duration or rate): %s %s, want %s", e.Metric, got, want)}

@@ -118,6 +118,10 @@ type Metric struct {
 	// thresholdInHead marks a metric whose column heading should name the
 	// run's slow threshold.
 	thresholdInHead bool
+	// unobservable marks a metric some runs cannot measure at all (not a
+	// failure of the strategy): an expectation on it is then missing, not
+	// failed (see Unobserved).
+	unobservable bool
 }
 
 // metricTable is every metric, once. Key metrics keep the order KeyMetrics
@@ -138,7 +142,7 @@ var metricTable = []Metric{
 		Reading: "The share of requests that hit the client timeout.",
 		value:   func(st *Strategy) float64 { return st.TimeoutRatio }},
 	{Name: "faulty_share", Kind: KindRatio, Label: "share of requests sent to faulty instances", Head: "faulty share %", Better: LowerIsBetter, Key: true,
-		Reading:  "The share of requests sent to the faulty instances; compare it with their fair share.",
+		Reading:  "The share of requests sent to the faulty instances (of attempts, under a retry or hedge policy); compare it with their fair share.",
 		value:    func(st *Strategy) float64 { return st.FaultyShare },
 		measured: func(s *Summary, _ *Strategy) bool { return len(s.FaultyInstances) > 0 }},
 	{Name: "success_ratio", Kind: KindRatio, Label: "successful requests", Head: "success %", Better: HigherIsBetter,
@@ -213,6 +217,30 @@ var metricTable = []Metric{
 	{Name: "achieved_rate", Kind: KindRate, Label: "achieved rate", Head: "achieved rate req/s", Better: HigherIsBetter,
 		Reading: "Requests sent per second; below the target rate the load generator fell behind.",
 		value:   func(st *Strategy) float64 { return st.AchievedRate }},
+	{Name: "attempts_per_request", Kind: KindFactor, Label: "attempts per request", Head: "attempts/req", Better: LowerIsBetter,
+		Reading: "The mean number of attempts a client request made: 1 without retries or hedging; above it, the extra load the policy put on the instances.",
+		value: func(st *Strategy) float64 {
+			if st.AttemptsPerRequest == nil {
+				return math.NaN()
+			}
+			return st.AttemptsPerRequest.Mean
+		},
+		measured: func(_ *Summary, st *Strategy) bool { return st.AttemptsPerRequest != nil }},
+	{Name: "end_goodput_ratio", Kind: KindRatio, Label: "goodput at the end of the run", Head: "end goodput %", Better: HigherIsBetter,
+		Reading: "The share of the requests sent in the run's last 10 s (its last third, if shorter) answered 2xx within their deadline: " +
+			"near 100% when the system recovered from a fault, near 0 when it stayed down after the trigger ended (a metastable failure).",
+		value:    endGoodput,
+		measured: func(_ *Summary, st *Strategy) bool { return st.ErrorTailS != nil && !math.IsNaN(endGoodput(st)) }},
+	{Name: "duplicate_executions", Kind: KindCount, Label: "requests executed more than once", Head: "duplicates", Better: LowerIsBetter,
+		Reading: "The requests the instances executed more than once: retries of a request an instance had already read (it hung, reset or failed after reading it); " +
+			"counted by lbchaos's own instances in the real engine, absent otherwise.",
+		value: func(st *Strategy) float64 {
+			if st.DuplicateExecutions == nil {
+				return math.NaN()
+			}
+			return float64(*st.DuplicateExecutions)
+		},
+		unobservable: true},
 	{Name: "ejections", Kind: KindCount, Label: "ejections", Head: "ejections", Better: Neutral,
 		Reading:  "The times an instance was taken out of traffic (0 for a strategy that does not eject; n/a for a proxy, whose ejections are not observed).",
 		value:    func(st *Strategy) float64 { return float64(st.Ejections) },
@@ -368,6 +396,26 @@ func textIn(m Metric, s *Summary, st *Strategy) string {
 // derived reports whether Derive filled in st's scenario metrics: it had
 // requests on its instances.
 func derived(_ *Summary, st *Strategy) bool { return st.MaxAvgLoad > 0 }
+
+// endGoodput is the goodput over the offered requests in the run's last
+// 10 seconds (or its last third, if shorter); NaN without those series.
+func endGoodput(st *Strategy) float64 {
+	tl := st.Timeline
+	if tl == nil || len(tl.Offered) == 0 || len(tl.Goodput) != len(tl.Offered) || !(tl.BucketS > 0) {
+		return math.NaN()
+	}
+	k := min(int(math.Round(10/tl.BucketS)), len(tl.Offered)/3)
+	k = max(k, 1)
+	var offered, good int64
+	for b := len(tl.Offered) - k; b < len(tl.Offered); b++ {
+		offered += tl.Offered[b]
+		good += tl.Goodput[b]
+	}
+	if offered == 0 {
+		return math.NaN()
+	}
+	return float64(good) / float64(offered)
+}
 
 // orNaN is *p, or NaN when p is nil (a metric the run did not measure).
 func orNaN(p *float64) float64 {

@@ -52,6 +52,15 @@ func TestMetricValue(t *testing.T) {
 	}
 }
 
+// fill returns n buckets of v each.
+func fill(n int, v int64) []int64 {
+	out := make([]int64, n)
+	for i := range out {
+		out[i] = v
+	}
+	return out
+}
+
 func TestValueOfEveryMetric(t *testing.T) {
 	st := &Strategy{
 		Name: "s", Requests: 1000, AchievedRate: 99.5, SuccessRatio: 0.625, ErrorRatio: 0.375, TimeoutRatio: 0.0625, SlowRatio: 0.125,
@@ -61,8 +70,13 @@ func TestValueOfEveryMetric(t *testing.T) {
 		MaxAvgLoad: 1.5, Affinity: ptr(0.75), MaxJumpRps: 120, ShareStddev: 0.02, ErrorTailS: ptr(3.0),
 		Instances: []Instance{{ID: 0, Utilization: ptr(0.5), Share: 0.5}, {ID: 1, Utilization: ptr(0.875), Share: 0.3}, {ID: 2, Share: 0.2}},
 		Events:    []Event{{TimeS: 1, Instance: 2, Kind: "join"}, {TimeS: 1, Instance: 1, Kind: "eject"}},
+		// 30 one-second buckets: the last 10 offered 100 each, 40 answered.
+		Timeline:            &Timeline{BucketS: 1, Offered: fill(30, 100), Attempts: fill(30, 250), Goodput: fill(30, 40)},
+		AttemptsPerRequest:  &AttemptStats{Mean: 2.5, P99: 3, Max: 3},
+		DuplicateExecutions: new(int64(7)),
 	}
 	want := map[string]float64{
+		"attempts_per_request": 2.5, "end_goodput_ratio": 0.4, "duplicate_executions": 7,
 		"max_avg_load": 1.5, "affinity": 0.75, "max_jump_rps": 120, "share_stddev": 0.02, "error_tail_s": 3, "max_utilization": 0.875,
 		"newcomer_share": 0.2, "bad_ratio": 0.4375, "error_ratio": 0.375, "success_ratio": 0.625, "timeout_ratio": 0.0625, "slow_ratio": 0.125,
 		"faulty_share": 0.25, "p50_ms": 10, "p90_ms": 11, "p99_ms": 20, "p999_ms": 40, "max_ms": 90, "mean_ms": 12,

@@ -112,6 +112,7 @@ func RenderPlots(dir string, s *Summary) ([]Plot, error) {
 			{"errors", st.Name + ": error rate per instance over time", errorFigure(s, st)},
 			{"rate", st.Name + ": requests per second per instance over time", rateFigure(s, st)},
 			{"health", st.Name + ": ejections by instance over time", healthFigure(s, st)},
+			{"flow", st.Name + ": offered, attempts and goodput over time", flowFigure(s, st)},
 		}
 		for _, f := range figs {
 			if f.fig == nil {

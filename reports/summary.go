@@ -168,6 +168,42 @@ type Strategy struct {
 	// ratio exceeded 1%; 0 when errors stopped with the fault. Absent when
 	// no fault ends before the run does.
 	ErrorTailS *float64 `json:"error_tail_s,omitempty"`
+
+	// AttemptsPerRequest describes how many attempts each client request
+	// made (1 without retries or hedging; 0 for one that reached no
+	// instance). Absent in older summaries. Through a proxy it is what
+	// lbchaos's instances executed per request (the proxy's retries
+	// included; an attempt no instance read, not), when they count it
+	// (see duplicate_executions).
+	AttemptsPerRequest *AttemptStats `json:"attempts_per_request,omitempty"`
+	// Retry counts what the strategy's retry and hedge policy decided;
+	// absent without one.
+	Retry *RetryStats `json:"retry,omitempty"`
+	// DuplicateExecutions counts the requests the instances executed more
+	// than once: request ids (the load generator's X-Vegeta-Seq, which a
+	// retry carries too) that the instances, the same one or several,
+	// read more than once. A retry of a request the failing instance had
+	// read (it then hung, reset or answered an error) counts; a retry of
+	// one that never reached an instance does not. Counted by lbchaos's
+	// own instances (or sidecars, as they admit a request) and read from
+	// them after the attack; absent when not measured: a simulation,
+	// instances without lbchaos's control API, gRPC, several generators.
+	DuplicateExecutions *int64 `json:"duplicate_executions,omitempty"`
+}
+
+// AttemptStats is the distribution of attempts per client request.
+type AttemptStats struct {
+	Mean float64 `json:"mean"` // attempts per request, on average
+	P99  int     `json:"p99"`  // the 99th percentile of attempts per request
+	Max  int     `json:"max"`  // the most attempts one request made
+}
+
+// RetryStats counts a retry or hedge policy's decisions.
+type RetryStats struct {
+	Retries        int64 `json:"retries"`         // retries sent
+	RetriesRefused int64 `json:"retries_refused"` // retries a budget refused
+	Hedges         int64 `json:"hedges"`          // hedged attempts sent
+	HedgesWon      int64 `json:"hedges_won"`      // requests answered by a hedged attempt
 }
 
 // PercentilePoint is one point of a latency-by-percentile curve.
@@ -198,8 +234,10 @@ type ExpectationResult struct {
 	Got      float64 `json:"got"`      // the run's value
 	Passed   bool    `json:"passed"`   // Got Op Want holds
 	// Missing is true when the run has no such strategy (interrupted, or
-	// left out with --strategies); the expectation then neither passes nor
-	// fails the run.
+	// left out with --strategies), or could not measure the metric (a
+	// metric only the real engine's instances count, such as
+	// duplicate_executions, in a simulation); the expectation then neither
+	// passes nor fails the run.
 	Missing bool `json:"missing,omitempty"`
 }
 
@@ -219,7 +257,21 @@ type Instance struct {
 	// this instance, each retry (proxy_next_upstream) counted where it
 	// went; Requests counts only the attempt that gave the answer (or, for
 	// a request without one, the last tried). Nil when not observed.
+	//
+	// Under the engine's own strategies it is filled for every instance:
+	// every attempt sent to it, retries and hedges included, the same
+	// count as Requests.
+	//
+	// For a proxy whose log does not list every upstream tried (HAProxy,
+	// Caddy, lbchaos proxy, the connection-level ones) it is what the
+	// instance itself counted: the requests it executed (see
+	// duplicate_executions), retries included; nil when the instances do
+	// not count.
 	Attempts *int64 `json:"attempts,omitempty"`
+	// Cancelled counts the attempts to it that the client gave up because
+	// the request no longer needed them (a hedged request answered by
+	// another attempt): in Requests, not in Errors or the latencies.
+	Cancelled int64 `json:"cancelled,omitempty"`
 
 	Timeouts int64 `json:"timeouts"` // requests to it that hit the client timeout
 	Slow     int64 `json:"slow"`     // requests to it slower than slow_threshold_ms (timeouts included)
@@ -339,6 +391,13 @@ const ProxyInstance = -1
 type Timeline struct {
 	BucketS   float64          `json:"bucket_s"`  // a bucket's width in seconds
 	Instances []InstanceSeries `json:"instances"` // one series per instance, in id order
+	// Offered counts per bucket the client's requests (by send time);
+	// Attempts the attempts those requests sent to instances (retries and
+	// hedges included: the amplification); Goodput those requests answered
+	// 2xx within their deadline. Absent from older summaries.
+	Offered  []int64 `json:"offered,omitempty"`
+	Attempts []int64 `json:"attempts,omitempty"`
+	Goodput  []int64 `json:"goodput,omitempty"`
 	// Unrouted counts per bucket the requests that reached no instance
 	// (the strategy allowed none); each one failed. Absent when there were
 	// none.

@@ -13,7 +13,7 @@ var comparisonColumns = []string{"faulty_share", "p50_ms", "p99_ms", "slow_ratio
 
 // scenarioColumns are the metrics of the scenario table, in order; each is
 // shown when the run measured it for any strategy.
-var scenarioColumns = []string{"max_avg_load", "affinity", "max_jump_rps", "share_stddev", "error_tail_s", "max_utilization"}
+var scenarioColumns = []string{"max_avg_load", "affinity", "max_jump_rps", "share_stddev", "error_tail_s", "end_goodput_ratio", "attempts_per_request", "duplicate_executions", "max_utilization"}
 
 // summaryMetrics are the metrics of a strategy's one-line summary, after
 // the key metric.

@@ -927,7 +927,7 @@ func fileUnit(k reports.Kind) string {
 	case reports.KindRate:
 		return "req/s"
 	case reports.KindFactor:
-		return "factor (1 = even)"
+		return "factor (1 = even)" // or, for attempts per request, 1 = one attempt each
 	}
 	return k.String()
 }

@@ -171,6 +171,27 @@ func Ejections(lbs []*strategies.Balancer) int {
 	return n
 }
 
+// PolicyStats sums the retry and hedge decisions of every balancer; nil
+// when they have no such policy.
+func PolicyStats(lbs []*strategies.Balancer) *reports.RetryStats {
+	var out *reports.RetryStats
+	for _, lb := range lbs {
+		p := lb.Policy()
+		if p == nil {
+			continue
+		}
+		if out == nil {
+			out = &reports.RetryStats{}
+		}
+		st := p.Stats()
+		out.Retries += st.Retries
+		out.RetriesRefused += st.RetriesRefused
+		out.Hedges += st.Hedges
+		out.HedgesWon += st.HedgesWon
+	}
+	return out
+}
+
 // JoinSteps returns, in time order, when the host set grows and the host
 // set from then on.
 func JoinSteps(exp *experiments.Experiment) (at []time.Duration, hosts [][]int) {

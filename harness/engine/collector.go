@@ -19,6 +19,9 @@ type Outcome struct {
 	Timeout  bool   // ended by the client's timeout
 	Key      uint64 // the request's key, when HasKey
 	HasKey   bool
+	// Attempts is how many attempts the request made, under a retry or
+	// hedge policy (Collector.CountAttempts); ignored otherwise.
+	Attempts int32
 }
 
 // Collector aggregates results into HdrHistograms: overall, per instance,
@@ -67,6 +70,8 @@ type Collector struct {
 	// seconds holds each reduced second's histograms, encoded, for the
 	// HdrHistogram log (hdrlog.go).
 	seconds secondLog
+	// flow counts requests as attempts (attempts.go).
+	flow flow
 }
 
 // keyCount is how many requests with some key went to one instance.
@@ -103,6 +108,7 @@ func NewCollector(instances int, duration, timeout, slow time.Duration) *Collect
 		series:        make([]reports.InstanceSeries, instances),
 		open:          map[int][]*hdrhistogram.PackedHistogram{},
 		openOK:        map[int][]*hdrhistogram.PackedHistogram{},
+		flow:          newFlow(buckets, instances),
 	}
 	for i := range c.inst {
 		c.inst[i] = instAgg{hist: newInstHist(), histOK: newInstHist(), histFailed: newInstHist()}
@@ -159,36 +165,47 @@ func (c *Collector) AddN(o Outcome, n int64) {
 	if slow {
 		c.slowCount += n
 	}
+	b := c.bucketOf(o.SentAt)
+	c.flow.request(b, o, n)
 	if o.Instance < 0 || o.Instance >= c.instances {
 		c.unattributed += n
 		if c.unrouted == nil {
 			c.unrouted = make([]int64, len(c.series[0].Requests))
 		}
-		c.unrouted[c.bucketOf(o.SentAt)] += n
+		c.unrouted[b] += n
 		return
 	}
 	if o.HasKey {
 		c.countKeyN(o.Key, o.Instance, n)
 	}
-	a := &c.inst[o.Instance]
+	if c.flow.perAttempt {
+		return // its attempts were recorded at their instances (AddAttempt)
+	}
+	c.flow.attempt(b, n)
+	c.addInstance(o.Instance, b, us, o.Success, o.Timeout, slow, n)
+}
+
+// addInstance records n requests (or attempts) to instance i sent in
+// bucket b. c.mu held.
+func (c *Collector) addInstance(i, b int, us int64, success, timeout, slow bool, n int64) {
+	a := &c.inst[i]
 	a.requests += n
 	a.hist.record(us, n)
-	if o.Success {
+	if success {
 		a.histOK.record(us, n)
 	} else {
 		a.errors += n
 		a.histFailed.record(us, n)
 	}
-	if o.Timeout {
+	if timeout {
 		a.timeouts += n
 	}
 	if slow {
 		a.slowReqs += n
 	}
-	b := c.bucketOf(o.SentAt)
-	s := &c.series[o.Instance]
+	s := &c.series[i]
 	s.Requests[b] += n
-	if !o.Success {
+	if !success {
 		s.Errors[b] += n
 	}
 	if b < c.finalized {
@@ -200,20 +217,20 @@ func (c *Collector) AddN(o Outcome, n int64) {
 		hs = make([]*hdrhistogram.PackedHistogram, c.instances)
 		c.open[b] = hs
 	}
-	if hs[o.Instance] == nil {
-		hs[o.Instance] = newPacked()
+	if hs[i] == nil {
+		hs[i] = newPacked()
 	}
-	_ = hs[o.Instance].RecordValues(us, n)
-	if o.Success {
+	_ = hs[i].RecordValues(us, n)
+	if success {
 		ok := c.openOK[b]
 		if ok == nil {
 			ok = make([]*hdrhistogram.PackedHistogram, c.instances)
 			c.openOK[b] = ok
 		}
-		if ok[o.Instance] == nil {
-			ok[o.Instance] = newPacked()
+		if ok[i] == nil {
+			ok[i] = newPacked()
 		}
-		_ = ok[o.Instance].RecordValues(us, n)
+		_ = ok[i].RecordValues(us, n)
 		c.okSeries = true
 	}
 }
@@ -345,7 +362,7 @@ func (c *Collector) Strategy(name string, faulty []int) reports.Strategy {
 			ID:              i,
 			Faulty:          isFaulty[i],
 			Requests:        a.requests,
-			Share:           ratio(a.requests, c.requests),
+			Share:           ratio(a.requests, c.attemptsTotal()),
 			Errors:          a.errors,
 			ErrorRatio:      ratio(a.errors, a.requests),
 			LatencyMs:       latencyOf(a.hist.hist()),
@@ -358,7 +375,8 @@ func (c *Collector) Strategy(name string, faulty []int) reports.Strategy {
 			faultyReqs += a.requests
 		}
 	}
-	s.FaultyShare = ratio(faultyReqs, c.requests)
+	s.FaultyShare = ratio(faultyReqs, c.attemptsTotal())
+	c.fillFlow(&s)
 	s.Affinity = c.affinity()
 	s.Percentiles = percentileCurve(c.overall)
 	s.PercentilesOK = percentileCurve(c.overallOK)

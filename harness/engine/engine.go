@@ -126,6 +126,9 @@ type Measurement struct {
 	Ejections  int
 	Events     []reports.Event
 	EventDrops int
+	// Retry counts the retry and hedge policy's decisions, summed over
+	// the balancers; nil without a policy.
+	Retry *reports.RetryStats
 	// Aborted counts requests cancelled by an interrupt and left out;
 	// Unattributed those that reached no instance.
 	Aborted, Unattributed int64

@@ -216,6 +216,7 @@ func (m *Merger) Measurement(name string, faulty []int) (*Measurement, error) {
 		out.Elapsed = max(out.Elapsed, r.Elapsed)
 		out.Interrupted = out.Interrupted || r.Interrupted
 		out.Ejections += r.Ejections
+		out.Retry = addRetryStats(out.Retry, r.Retry)
 		out.EventDrops += r.EventDrops
 		out.CapHits += r.CapHits
 		out.ConnBound = max(out.ConnBound, r.ConnBound)
@@ -392,5 +393,5 @@ func (c *Collector) mergeTotals(t *streamTotals) error {
 	for i, key := range t.Keys {
 		c.countKeyN(key, int(t.KeyInst[i]), t.KeyN[i])
 	}
-	return nil
+	return c.flow.merge(t.Flow)
 }

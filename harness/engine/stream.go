@@ -16,6 +16,8 @@ import (
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/lbchaos/lbchaos/reports"
 )
 
 // A generator's stream carries what one load generator of a distributed
@@ -83,6 +85,7 @@ type GeneratorResult struct {
 	Elapsed     time.Duration
 	Interrupted bool
 	Ejections   int
+	Retry       *reports.RetryStats // nil without a retry or hedge policy
 	EventDrops  int
 	CapHits     int64
 	ConnBound   int
@@ -136,6 +139,17 @@ type streamTotals struct {
 	Keys    []uint64
 	KeyInst []int32
 	KeyN    []int64
+	// Flow is the collector's count of requests as attempts; nil from a
+	// generator that did not send it.
+	Flow *streamFlow
+}
+
+// streamFlow is a collector's flow (attempts.go) on the wire.
+type streamFlow struct {
+	PerAttempt                 bool
+	Offered, Attempts, Goodput []int64
+	PerRequest, Cancelled      []int64
+	Total                      int64
 }
 
 type streamInstance struct {
@@ -440,6 +454,9 @@ func (c *Collector) totals() (streamTotals, error) {
 		si.Requests, si.Errors, si.Timeouts, si.Slow = a.requests, a.errors, a.timeouts, a.slowReqs
 		si.SeriesRequests, si.SeriesErrors = c.series[i].Requests, c.series[i].Errors
 	}
+	f := &c.flow
+	t.Flow = &streamFlow{PerAttempt: f.perAttempt, Offered: f.offered, Attempts: f.attempts, Goodput: f.goodput,
+		PerRequest: f.perRequest, Cancelled: f.cancelled, Total: f.total}
 	for key, kc := range c.keys {
 		for _, e := range kc {
 			t.Keys, t.KeyInst, t.KeyN = append(t.Keys, key), append(t.KeyInst, e.instance), append(t.KeyN, e.n)

@@ -221,6 +221,7 @@ func (a *attack) measure(ctx context.Context, r ran, conns int) *engine.Measurem
 		m.Strategy.TransportOverheadMs = r.overhead.summary()
 	}
 	a.inc.addTo(m)
+	a.setExecutions(ctx, m, attempts != nil) // before the instances are reset for the next strategy
 	return m
 }
 
@@ -243,6 +244,7 @@ func (a *attack) finish(ctx context.Context, m *engine.Measurement, r ran) {
 	m.Strategy = a.coll.Strategy(name, exp.FaultyInstances())
 	m.Sent, m.Scheduled, m.Elapsed, m.Interrupted = r.sent, a.sched.Count(elapsed), elapsed, r.interrupted >= 0
 	m.Ejections = engine.Ejections(a.lbs)
+	m.Retry = engine.PolicyStats(a.lbs)
 	m.Events, m.EventDrops = a.events.Sorted()
 	m.Aborted, m.Unattributed = a.coll.Aborted(), a.coll.Unattributed()
 	if r.interrupted < 0 {

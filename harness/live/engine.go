@@ -273,6 +273,9 @@ func (e *Engine) prepare(ctx context.Context, a *attack, targets []*url.URL, con
 	}
 	a.sched = engine.ExperimentSchedule(exp)
 	a.coll = engine.NewCollector(len(targets), exp.Duration, exp.Timeout, exp.SlowThreshold)
+	if engine.HasPolicy(a.lbs) {
+		a.coll.CountAttempts()
+	}
 	a.raw, err = openRaw(e.opts.RawDir, a.job)
 	return err
 }

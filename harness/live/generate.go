@@ -86,6 +86,9 @@ func Generate(ctx context.Context, spec GenerateSpec, out, log io.Writer) error 
 	defer a.load.close()
 	a.sched = engine.Stride(engine.ExperimentSchedule(exp), gen, gens)
 	a.coll = engine.NewCollector(n, exp.Duration, exp.Timeout, exp.SlowThreshold)
+	if engine.HasPolicy(a.lbs) {
+		a.coll.CountAttempts()
+	}
 
 	// Wait for the shared start; being late is recorded, not an error.
 	late := time.Since(a.start)
@@ -127,6 +130,7 @@ func Generate(ctx context.Context, spec GenerateSpec, out, log io.Writer) error 
 		Elapsed:     elapsed,
 		Interrupted: res.interrupted >= 0,
 		Ejections:   engine.Ejections(a.lbs),
+		Retry:       engine.PolicyStats(a.lbs),
 		CapHits:     c.CapHits(),
 		ConnBound:   conns,
 		Unnamed:     res.unnamed,

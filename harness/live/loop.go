@@ -88,6 +88,13 @@ func (l *resultLoop) run(ctx context.Context, results <-chan *vegeta.Result) loo
 				l.mon.sendLag(sent, sent-due)
 			}
 			o := classify(res, start, rt, routed)
+			if routed && rt.Policy() {
+				o.Attempts = int32(len(rt.Attempts))
+				for _, at := range rt.Attempts {
+					coll.AddAttempt(engine.Attempt{Instance: at.Instance, SentAt: at.Sent.Sub(start), Latency: at.Latency,
+						Success: at.Success(), Timeout: at.Timeout, Cancelled: at.Cancelled})
+				}
+			}
 			if !o.Success {
 				errs++
 			}

@@ -14,8 +14,8 @@ import (
 
 // caddyConfig is Caddy's JSON configuration for cfg: no admin endpoint, no
 // automatic HTTPS, one server on cfg.listen answering readyPath itself and
-// proxying everything else with the spec's policy and passive health
-// checks, UpstreamHeader on every response (its own errors included), and
+// proxying everything else with the spec's policy, retries and passive
+// health checks, UpstreamHeader on every response (its own errors included), and
 // reverse_proxy's debug log, one "upstream roundtrip" line per attempt with
 // the request's headers and the upstream, written to upstreamLog: unlike
 // the access log, it names the upstream of a request the client gave up
@@ -29,6 +29,8 @@ func caddyConfig(cfg proxyConfig, upstreamLog string) ([]byte, error) {
 	case "header":
 		policy["field"] = "X-Lbchaos-Key"
 	}
+	lb := map[string]any{"selection_policy": policy}
+	caddyRetries(lb, ps.Params)
 	var upstreams []map[string]any
 	for _, u := range cfg.backends {
 		upstreams = append(upstreams, map[string]any{"dial": u.Host})
@@ -37,7 +39,7 @@ func caddyConfig(cfg proxyConfig, upstreamLog string) ([]byte, error) {
 	proxy := map[string]any{
 		"handler":        "reverse_proxy",
 		"upstreams":      upstreams,
-		"load_balancing": map[string]any{"selection_policy": policy},
+		"load_balancing": lb,
 		"transport": map[string]any{
 			"protocol":      "http",
 			"dial_timeout":  "5s",

@@ -11,8 +11,8 @@ import (
 )
 
 // nginxConfig is nginx's configuration for cfg: one upstream with every
-// backend, keepalive connections to them, the spec's algorithm and passive
-// health settings, and an access log of "seq upstreams status |
+// backend, keepalive connections to them, the spec's algorithm, passive
+// health settings and retries, and an access log of "seq upstreams status |
 // upstream-statuses", the upstreams every one tried (see logLine).
 func nginxConfig(cfg proxyConfig, accessLog string) string {
 	ps := cfg.spec
@@ -74,14 +74,14 @@ http {
             proxy_http_version 1.1;
             proxy_set_header Connection "";
             proxy_next_upstream %s;
-            proxy_connect_timeout 5s;
+%s            proxy_connect_timeout 5s;
             proxy_read_timeout %s;
             proxy_send_timeout %s;
             add_header %s $upstream_addr always;
         }
     }
 }
-`, cfg.listen, readyPath, next, long, long, UpstreamHeader)
+`, cfg.listen, readyPath, next, nginxRetries(ps, "            "), long, long, UpstreamHeader)
 	return b.String()
 }
 
@@ -109,8 +109,8 @@ func nginxDuration(s string) string {
 }
 
 // haproxyConfig is HAProxy's configuration for cfg: one frontend and one
-// backend with a server per instance, the spec's balance algorithm and
-// observe/check options, and one log line "seq server status" per
+// backend with a server per instance, the spec's balance algorithm,
+// retries and observe/check options, and one log line "seq server status" per
 // request on stdout.
 func haproxyConfig(cfg proxyConfig) string {
 	ps := cfg.spec
@@ -169,7 +169,7 @@ backend lbchaos_backends
 		b.WriteString(t.after)
 		return b.String()
 	}
-	fmt.Fprintf(&b, "    balance %s\n    option httpchk GET %s\n", haproxyBalance(ps), "/healthz")
+	fmt.Fprintf(&b, "    balance %s\n    option httpchk GET %s\n%s", haproxyBalance(ps), "/healthz", haproxyRetries(ps))
 	for id, u := range cfg.backends {
 		fmt.Fprintf(&b, "    server i%d %s%s\n", id, u.Host, server.String())
 	}

@@ -68,13 +68,13 @@ stream {
         listen %s;
         proxy_pass lbchaos_backends;
         proxy_next_upstream %s;
-        proxy_connect_timeout 5s;
+%s        proxy_connect_timeout 5s;
         # Between two reads or writes; a connection idle in the client's
         # keep-alive pool must outlive it.
         proxy_timeout %s;
     }
 }
-`, cfg.listen, proxyspec.NginxStreamNextUpstream(ps.Params), nginxDuration((OwnTimeout(cfg.timeout) + 90*time.Second).String()))
+`, cfg.listen, proxyspec.NginxStreamNextUpstream(ps.Params), nginxRetries(ps, "        "), nginxDuration((OwnTimeout(cfg.timeout) + 90*time.Second).String()))
 	return b.String()
 }
 
@@ -110,7 +110,7 @@ frontend lbchaos
     default_backend lbchaos_backends
 backend lbchaos_backends
     balance %s
-`, generatedFor(cfg), proxyspec.ModeTCP, long, long, long, cfg.listen, haproxyBalance(ps))
+%s`, generatedFor(cfg), proxyspec.ModeTCP, long, long, long, cfg.listen, haproxyBalance(ps), haproxyRetries(ps))
 	for id, u := range cfg.backends {
 		fmt.Fprintf(&b, "    server i%d %s%s\n", id, u.Host, server)
 	}

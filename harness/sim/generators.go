@@ -84,6 +84,7 @@ func (s *sim) measure(exp *experiments.Experiment, name string, elapsed time.Dur
 			Elapsed:      elapsed,
 			Interrupted:  interrupted,
 			Ejections:    engine.Ejections(s.lbs),
+			Retry:        engine.PolicyStats(s.lbs),
 			Aborted:      g.coll.Aborted(),
 			Unattributed: g.coll.Unattributed(),
 		}, nil
@@ -93,7 +94,8 @@ func (s *sim) measure(exp *experiments.Experiment, name string, elapsed time.Dur
 	for i := range s.gens {
 		g := &s.gens[i]
 		g.coll.Finish()
-		res := engine.GeneratorResult{Sent: g.sent, Scheduled: uint64(g.sent), Elapsed: elapsed, Interrupted: interrupted, Ejections: engine.Ejections(g.lbs)}
+		res := engine.GeneratorResult{Sent: g.sent, Scheduled: uint64(g.sent), Elapsed: elapsed, Interrupted: interrupted, Ejections: engine.Ejections(g.lbs),
+			Retry: engine.PolicyStats(g.lbs)}
 		if err := g.stream.End(g.coll, g.events, res); err != nil {
 			return nil, fmt.Errorf("generator %d: %w", i, err)
 		}

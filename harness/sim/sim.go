@@ -104,6 +104,7 @@ type sim struct {
 	arrival time.Duration // its time, never when there is none
 
 	cal *calibrated // nil: no transport overhead (see Calibration)
+	pol *policySim  // nil: one attempt per request (see policySim)
 
 	abort simAbort // the abort conditions (abort.go)
 }
@@ -161,6 +162,7 @@ func newSim(exp *experiments.Experiment, name string, hooks simHooks, events *en
 	for _, lb := range s.lbs {
 		lb.SetSerial() // the simulation runs on one goroutine
 	}
+	s.newPolicy(exp)
 	if pc, ok := s.lbs[0].Probes(); ok {
 		s.probe, s.nextProbe = pc, pc.Interval
 	}
@@ -190,6 +192,9 @@ func (s *sim) due(k uint64) time.Duration {
 // run simulates until every request has ended, or until done is closed.
 // It reports whether it was interrupted.
 func (s *sim) run(done <-chan struct{}) (interrupted bool) {
+	if s.pol != nil {
+		return s.runPolicy(done)
+	}
 	for step := 1; ; step++ {
 		if step%checkEvery == 0 {
 			select {
@@ -477,6 +482,10 @@ func (s *sim) schedule(t time.Duration, i int32) {
 // interrupted run cancels them, and counts them as aborted by the
 // generators that sent them.
 func (s *sim) abortWaiting() {
+	if s.pol != nil {
+		s.abortPolicy()
+		return
+	}
 	for i := s.head; i >= 0; i = s.reqs[i].next {
 		s.reqs[i].ticket = strategies.Ticket{}
 		s.gens[s.reqs[i].src].coll.Abort()

@@ -77,6 +77,9 @@ type Client struct {
 	// h2c, when set, carries every request over fixed HTTP/2 connections
 	// instead of base (see H2C).
 	h2c *h2cPool
+	// policies: the strategy has a retry or hedge policy; RoundTrip then
+	// sends each request as one or more attempts (policy.go).
+	policies bool
 }
 
 var _ http.RoundTripper = (*Client)(nil)
@@ -122,6 +125,7 @@ func NewClient(lbs []*strategies.Balancer, targets []*url.URL, timeout time.Dura
 		}
 	}
 	b.abort, b.cancelAbort = context.WithCancel(context.Background())
+	b.policies = len(lbs) > 0 && lbs[0].Policy() != nil
 	for i, u := range targets {
 		b.targets[i].Store(u)
 	}
@@ -174,7 +178,17 @@ type Route struct {
 	ServerTimed atomic.Bool
 
 	conn atomic.Pointer[ConnRef] // a proxy client's connection (conn.go)
+
+	// Attempts lists the request's attempts when its strategy has a retry
+	// or hedge policy (policy set); Instance is then the instance of the
+	// attempt that gave the request its outcome.
+	Attempts []AttemptRecord
+	policy   bool
 }
+
+// Policy reports whether the request ran under a retry or hedge policy,
+// its attempts listed in Attempts.
+func (r *Route) Policy() bool { return r.policy }
 
 type routes struct {
 	mu sync.Mutex
@@ -231,6 +245,13 @@ func (b *Client) RoundTrip(req *http.Request) (*http.Response, error) {
 		if k, err := strconv.ParseUint(v, 10, 64); err == nil {
 			sreq = strategies.Request{Key: k, HasKey: true}
 		}
+	}
+	if b.proxy == nil && b.policies {
+		replica := 0
+		if len(b.lbs) > 1 && seqErr == nil {
+			replica = int(seq % uint64(len(b.lbs)))
+		}
+		return b.roundTripPolicy(req, seq, seqErr == nil, sreq, replica)
 	}
 	c, err := b.Begin(req.Context(), seq, seqErr == nil, sreq)
 	if h, ok := req.Context().Value(PickedKey{}).(*atomic.Int64); ok {

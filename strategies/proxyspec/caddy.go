@@ -3,6 +3,7 @@ package proxyspec
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -21,18 +22,23 @@ import (
 // unhealthy_latency to answer; an upstream with max_fails failures within
 // fail_duration is not chosen until they expire, and one with
 // unhealthy_request_count requests in flight is not chosen either. The
-// others need fail_duration.
+// others need fail_duration; the retry parameters (lb_retries, ...; see
+// retries.go) do not.
 var caddyAlgorithms = map[string][]string{
-	"random":        caddyPassive,
-	"random_choose": append([]string{"choose"}, caddyPassive...),
-	"round_robin":   caddyPassive,
-	"least_conn":    caddyPassive,
-	"first":         caddyPassive,
+	"random":        caddyParams,
+	"random_choose": append([]string{"choose"}, caddyParams...),
+	"round_robin":   caddyParams,
+	"least_conn":    caddyParams,
+	"first":         caddyParams,
 	// header hashes X-Lbchaos-Key (the experiment's request key).
-	"header": caddyPassive,
+	"header": caddyParams,
 }
 
 var caddyPassive = []string{"fail_duration", "max_fails", "unhealthy_status", "unhealthy_latency", "unhealthy_request_count"}
+
+// caddyParams are the parameters of every policy: passive health checks
+// and retries (retries.go).
+var caddyParams = append(slices.Clone(caddyPassive), caddyRetry...)
 
 // caddyPositional is random_choose's count written as caddy writes it,
 // alone or before the other parameters: random_choose(2),

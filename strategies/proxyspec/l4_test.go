@@ -45,7 +45,7 @@ func TestParseL4AndCaddy(t *testing.T) {
 		{spec: "caddy:least_conn(fail_duration=0s)", err: `caddy:least_conn: fail_duration: want a duration > 0 like "250ms", got "0s"`},
 		{spec: "caddy:least_conn(fail_duration=1s,unhealthy_status=5xx|600)", err: `unhealthy_status: "600" is not a status`},
 		{spec: "caddy:random_choose(0)", err: `caddy:random_choose: choose: want an integer >= 1, got "0"`},
-		{spec: "caddy:least_conn(next_upstream=error)", err: `caddy: least_conn: unknown parameter "next_upstream" (allowed: fail_duration, max_fails, unhealthy_status, unhealthy_latency, unhealthy_request_count)`},
+		{spec: "caddy:least_conn(next_upstream=error)", err: `caddy: least_conn: unknown parameter "next_upstream" (allowed: fail_duration, max_fails, unhealthy_status, unhealthy_latency, unhealthy_request_count, lb_retries, lb_try_duration, lb_try_interval)`},
 		{spec: "caddy:least_conn+tcp", err: `caddy: unknown option "tcp" (caddy takes its options as parameters of the algorithm)`},
 	}
 	for _, tt := range tests {

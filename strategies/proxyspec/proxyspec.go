@@ -52,20 +52,24 @@ var NginxNextUpstream = []string{"error", "timeout", "invalid_header", "http_500
 // algorithms are each proxy's algorithms and their parameters.
 var algorithms = map[string]map[string][]string{
 	Nginx: {
-		"round_robin": {"max_fails", "fail_timeout", "next_upstream"},
-		"least_conn":  {"max_fails", "fail_timeout", "next_upstream"},
-		"random_two":  {"max_fails", "fail_timeout", "next_upstream"}, // random two least_conn
-		"hash":        {"max_fails", "fail_timeout", "next_upstream"}, // hash $http_x_lbchaos_key consistent
+		"round_robin": nginxParams,
+		"least_conn":  nginxParams,
+		"random_two":  nginxParams, // random two least_conn
+		"hash":        nginxParams, // hash $http_x_lbchaos_key consistent
 		File:          {"path"},
 	},
 	HAProxy: {
-		"roundrobin": nil,
-		"leastconn":  nil,
-		"random":     {"draws"},
+		"roundrobin": haproxyRetry,
+		"leastconn":  haproxyRetry,
+		"random":     append([]string{"draws"}, haproxyRetry...),
 		File:         {"path"},
 	},
 	Caddy: caddyAlgorithms,
 }
+
+// nginxParams are the parameters of nginx's algorithms: passive health
+// and retries (retries.go).
+var nginxParams = append([]string{"max_fails", "fail_timeout", "next_upstream"}, nginxRetry...)
 
 // options are the options (written as wrappers) each proxy takes.
 var options = map[string]map[string][]string{
@@ -179,6 +183,9 @@ func Parse(spec string) (Spec, error) {
 	if err := checkConnLevel(ps); err != nil {
 		return Spec{}, err
 	}
+	if err := checkRetries(ps); err != nil {
+		return Spec{}, err
+	}
 	if kind == Caddy {
 		if err := checkCaddy(ps); err != nil {
 			return Spec{}, err
@@ -265,6 +272,10 @@ func validateParams(name string, params map[string]string) error {
 			}
 		case "fail_duration", "unhealthy_latency", "unhealthy_status", "unhealthy_request_count", "choose":
 			if err := validateCaddyParam(k, v); err != nil {
+				return err
+			}
+		case "tries", "next_upstream_timeout", "retries", "retry_on", "redispatch", "lb_retries", "lb_try_duration", "lb_try_interval":
+			if err := validateRetryParam(k, v); err != nil {
 				return err
 			}
 		case "on_error":

@@ -37,7 +37,7 @@ func TestParse(t *testing.T) {
 		{spec: "haproxy:leastconn+check(inter=1.5ms)", err: `haproxy+check: inter: want a whole number of milliseconds > 0`},
 		{spec: "nginx:least_conn(max_fails=-1)", err: `nginx:least_conn: max_fails: want an integer >= 0, got "-1"`},
 		{spec: "haproxy:random(0)", err: `haproxy:random: draws: want an integer >= 1, got "0"`},
-		{spec: "haproxy:roundrobin(draws=2)", err: `haproxy: roundrobin: unknown parameter "draws" (roundrobin takes no parameters)`},
+		{spec: "haproxy:roundrobin(draws=2)", err: `haproxy: roundrobin: unknown parameter "draws" (allowed: retries, retry_on, redispatch)`},
 		{spec: "haproxy:leastconn+check+check", err: `haproxy: option "check" given twice`},
 		{spec: "lbchaos:p3c", err: `lbchaos: unknown strategy "p3c"`},
 		{spec: "nginx:file(path=upstream.conf)", want: proxyspec.Spec{Kind: "nginx", Algorithm: "file", Params: map[string]string{"path": "upstream.conf"}}},

@@ -62,6 +62,10 @@ func CheckAccounting(t testing.TB, st reports.Strategy) {
 	for _, n := range st.Timeline.Unrouted {
 		unrouted += n
 	}
+	if st.Retry != nil {
+		checkAttempts(t, st, reqs, share)
+		return
+	}
 	if unrouted != st.Unattributed {
 		t.Errorf("%s: timeline has %d requests that reached no instance, unattributed %d", st.Name, unrouted, st.Unattributed)
 	}
@@ -75,6 +79,38 @@ func CheckAccounting(t testing.TB, st reports.Strategy) {
 	wantErrRatio := float64(errs+st.Unattributed) / float64(st.Requests)
 	if d := st.ErrorRatio - wantErrRatio; d > 1e-9 || d < -1e-9 {
 		t.Errorf("%s: error_ratio %v, instances say %v", st.Name, st.ErrorRatio, wantErrRatio)
+	}
+}
+
+// checkAttempts checks the accounting of a strategy with a retry or hedge
+// policy, whose instances count attempts: reqs attempts at the instances,
+// their shares adding up to share.
+func checkAttempts(t testing.TB, st reports.Strategy, reqs int64, share float64) {
+	t.Helper()
+	var offered, attempts int64
+	for b := range st.Timeline.Offered {
+		offered += st.Timeline.Offered[b]
+		attempts += st.Timeline.Attempts[b]
+	}
+	if offered != st.Requests {
+		t.Errorf("%s: timeline offered %d requests, want %d", st.Name, offered, st.Requests)
+	}
+	if attempts != reqs {
+		t.Errorf("%s: timeline has %d attempts, the instances %d", st.Name, attempts, reqs)
+	}
+	if st.AttemptsPerRequest == nil {
+		t.Fatalf("%s: no attempts_per_request", st.Name)
+	}
+	if got := st.AttemptsPerRequest.Mean * float64(st.Requests); got < float64(reqs)-0.5 || got > float64(reqs)+0.5 {
+		t.Errorf("%s: attempts_per_request.mean × requests = %.1f, the instances count %d attempts", st.Name, got, reqs)
+	}
+	if reqs > 0 && (share < 0.999 || share > 1.001) {
+		t.Errorf("%s: instance shares of the attempts add up to %v, want 1", st.Name, share)
+	}
+	for _, in := range st.Instances {
+		if in.Attempts == nil || *in.Attempts != in.Requests {
+			t.Errorf("%s: instance %d: attempts %v, want its requests (%d)", st.Name, in.ID, in.Attempts, in.Requests)
+		}
 	}
 }
 
