@@ -14,8 +14,8 @@ import (
 )
 
 func TestShippedExperimentsLoad(t *testing.T) {
-	want := []string{"all-failing", "app-fast-fail", "app-slow-instance", "baseline", "burst", "cold-start", "crash", "error-rate", "fast-fail", "fastest-response-trap", "freeze", "grpc-fast-fail", "grpc-slow-instance", "herd",
-		"hetero-hardware", "heterogeneous", "hot-key", "ip-hash-pool", "latency-spike", "long-connections", "noisy-neighbor", "slow-instance", "zone-jitter"}
+	want := []string{"all-failing", "app-fast-fail", "app-slow-instance", "baseline", "burst", "cold-start", "crash", "error-rate", "fast-fail", "fastest-response-trap", "freeze", "grpc-fast-fail", "grpc-slow-instance", "hedge-slow-instance", "herd",
+		"hetero-hardware", "heterogeneous", "hot-key", "ip-hash-pool", "latency-spike", "long-connections", "noisy-neighbor", "retry-fast-fail", "retry-post", "retry-storm", "slow-instance", "zone-jitter"}
 	if diff := cmp.Diff(want, Names()); diff != "" {
 		t.Fatalf("Names() mismatch (-want +got):\n%s", diff)
 	}
@@ -148,6 +148,12 @@ func TestBadFiles(t *testing.T) {
 		{name: "no strategies", replace: [2]string{"strategies: [round-robin]\n", ""}, want: "t.yaml: strategies: is required: e.g. strategies: [round-robin, least-inflight]"},
 		{name: "duplicate strategy", replace: [2]string{"[round-robin]", "[p2c, p2c]"}, want: `t.yaml: strategies[1]: "p2c" is listed twice`},
 		{name: "bad arrival", add: "arrival: bursty\n", want: `t.yaml: arrival: must be "poisson" or "constant", got "bursty"`},
+		{name: "retry attempts zero", replace: [2]string{"[round-robin]", `["round-robin+retry(attempts=0)"]`}, want: "t.yaml: strategies[0]: retry: attempts: want an integer >= 1"},
+		{name: "retry budget over 100%", replace: [2]string{"[round-robin]", `["round-robin+retry(budget=150%)"]`}, want: "t.yaml: strategies[0]: retry: budget: want a share in (0, 100%]"},
+		{name: "retry unknown condition", replace: [2]string{"[round-robin]", `["round-robin+retry(on=5xx|teapot)"]`}, want: `retry: on: unknown condition "teapot"`},
+		{name: "per-try timeout past the timeout", replace: [2]string{"[round-robin]", `["round-robin+retry(per_try_timeout=5s)"]`}, add: "timeout: 2s\n", want: "t.yaml: strategies[0]: retry: per_try_timeout 5s is not shorter than the timeout (2s)"},
+		{name: "hedge delay past the timeout", replace: [2]string{"[round-robin]", `["round-robin+hedge(delay=3s)"]`}, add: "timeout: 2s\n", want: "t.yaml: strategies[0]: hedge: delay 3s is not shorter than the timeout (2s)"},
+		{name: "retry over grpc", replace: [2]string{"[round-robin]", `["round-robin+retry"]`}, add: "protocol: grpc\n", want: "under protocol grpc use grpc-go's own retry policy"},
 		{name: "bad eject param", replace: [2]string{"[round-robin]", `["p2c+eject(consecutive=x)"]`}, want: "t.yaml: strategies[0]: "},
 		{name: "instance and instances", add: "faults: [{instance: 0, instances: [1], fault: {mode: hang}}]\n", want: "t.yaml: line 7: faults[0]: give instance or instances, not both"},
 		{name: "instances out of range", add: "faults: [{instances: [0, 5], fault: {mode: hang}}]\n", want: "t.yaml: faults[0].instances[1]: 5 is out of range"},
