@@ -2,7 +2,6 @@ package strategies
 
 import (
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -124,9 +123,8 @@ func (h *hedgeLayer) observe(o Outcome) {
 	if len(h.lat) >= hedgeWarmup && (h.delay == 0 || h.fresh >= hedgeRefresh) {
 		h.fresh = 0
 		h.scratch = append(h.scratch[:0], h.lat...)
-		slices.Sort(h.scratch)
 		i := int(h.cfg.Quantile*float64(len(h.scratch))+0.5) - 1
-		h.delay = max(h.scratch[min(max(i, 0), len(h.scratch)-1)], time.Microsecond)
+		h.delay = max(nth(h.scratch, min(max(i, 0), len(h.scratch)-1)), time.Microsecond)
 	}
 }
 
@@ -137,4 +135,40 @@ func (h *hedgeLayer) hedgeDelay() (time.Duration, bool) {
 		return h.cfg.Delay, true
 	}
 	return h.delay, h.delay > 0
+}
+
+// nth returns the k-th smallest of v (0-based), reordering v: Hoare's
+// selection, in time linear on average where a sort is n log n. The
+// pivot is the median of the first, middle and last values, so the
+// result, like the order of v afterwards, depends on v alone.
+func nth(v []time.Duration, k int) time.Duration {
+	lo, hi := 0, len(v)-1
+	for lo < hi {
+		mid := lo + (hi-lo)/2
+		a, b, c := v[lo], v[mid], v[hi]
+		p := max(min(a, b), min(max(a, b), c))
+		i, j := lo, hi
+		for i <= j {
+			for v[i] < p {
+				i++
+			}
+			for v[j] > p {
+				j--
+			}
+			if i <= j {
+				v[i], v[j] = v[j], v[i]
+				i++
+				j--
+			}
+		}
+		switch {
+		case k <= j:
+			hi = j
+		case k >= i:
+			lo = i
+		default:
+			return v[k]
+		}
+	}
+	return v[k]
 }

@@ -2,6 +2,8 @@ package strategies
 
 import (
 	"context"
+	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -221,5 +223,23 @@ func TestHedgePercentileWindow(t *testing.T) {
 	}
 	if h := p.hedge; len(h.lat) != 1000 {
 		t.Errorf("%d latencies kept, want 1000", len(h.lat))
+	}
+}
+
+// nth agrees with a sort for every k, on random values with many ties.
+func TestNthAgreesWithSort(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 7))
+	for n := 1; n <= 300; n += 7 {
+		v := make([]time.Duration, n)
+		for i := range v {
+			v[i] = time.Duration(r.IntN(n/3 + 1))
+		}
+		sorted := slices.Sorted(slices.Values(v))
+		for k := range n {
+			w := slices.Clone(v)
+			if got := nth(w, k); got != sorted[k] {
+				t.Fatalf("n=%d k=%d: nth %v, sort %v", n, k, got, sorted[k])
+			}
+		}
 	}
 }
