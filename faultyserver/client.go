@@ -88,6 +88,20 @@ func (c *Client) Healthy(ctx context.Context) error {
 // nil). Any status other than want is an *APIError: a 2xx with the wrong
 // status means BaseURL does not point at an instance's root.
 func (c *Client) do(ctx context.Context, op, method, path string, body []byte, want int, out any) error {
+	data, url, err := c.exchange(ctx, op, method, path, body, want, MaxControlBody)
+	if err != nil || out == nil {
+		return err
+	}
+	if err := json.Unmarshal(data, out); err != nil {
+		return fmt.Errorf("faultyserver: %s %s: decoding answer: %w", op, url, err)
+	}
+	return nil
+}
+
+// exchange sends one control request and returns the answer's body, read
+// up to limit bytes, and the URL asked; any status other than want is an
+// *APIError.
+func (c *Client) exchange(ctx context.Context, op, method, path string, body []byte, want int, limit int64) ([]byte, string, error) {
 	url := strings.TrimSuffix(c.BaseURL, "/") + path
 	var rd io.Reader
 	if body != nil {
@@ -95,7 +109,7 @@ func (c *Client) do(ctx context.Context, op, method, path string, body []byte, w
 	}
 	req, err := http.NewRequestWithContext(ctx, method, url, rd)
 	if err != nil {
-		return fmt.Errorf("faultyserver: %s: %w", op, err)
+		return nil, url, fmt.Errorf("faultyserver: %s: %w", op, err)
 	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
@@ -109,22 +123,18 @@ func (c *Client) do(ctx context.Context, op, method, path string, body []byte, w
 	}
 	resp, err := hc.Do(req)
 	if err != nil {
-		return fmt.Errorf("faultyserver: %s: %w", op, err)
+		return nil, url, fmt.Errorf("faultyserver: %s: %w", op, err)
 	}
 	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, MaxControlBody))
-	if err != nil {
-		return fmt.Errorf("faultyserver: %s %s: reading answer: %w", op, url, err)
-	}
 	if resp.StatusCode != want {
-		return apiError(op, url, resp.StatusCode, data)
+		data, _ := io.ReadAll(io.LimitReader(resp.Body, MaxControlBody))
+		return nil, url, apiError(op, url, resp.StatusCode, data)
 	}
-	if out != nil {
-		if err := json.Unmarshal(data, out); err != nil {
-			return fmt.Errorf("faultyserver: %s %s: decoding answer: %w", op, url, err)
-		}
+	data, err := io.ReadAll(io.LimitReader(resp.Body, limit))
+	if err != nil {
+		return nil, url, fmt.Errorf("faultyserver: %s %s: reading answer: %w", op, url, err)
 	}
-	return nil
+	return data, url, nil
 }
 
 // apiError is the *APIError of an answer with status and body data: the

@@ -32,8 +32,7 @@ type Balancer struct {
 	loads       LoadSource // Env.Loads
 	clock       Clock
 	events      func(Event)
-	rand        interface{ Float64() float64 } // Env.Rand
-	policy      *Policy                        // nil: one attempt per request
+	policy      *Policy // nil: one attempt per request
 
 	mu sync.Mutex
 	// serial: the owner uses the Balancer from one goroutine only, so
@@ -104,7 +103,6 @@ func New(spec string, env Env) (*Balancer, error) {
 		present:  make([]bool, env.N),
 		clock:    be.clock,
 		events:   be.events,
-		rand:     env.Rand,
 		loads:    env.Loads,
 	}
 	for i := range b.hosts {

@@ -1,11 +1,6 @@
 package strategies
 
-import (
-	"strconv"
-	"time"
-)
-
-func parseFloat(s string) (float64, error) { return strconv.ParseFloat(s, 64) }
+import "time"
 
 // budgetSlices is how many slices the retry budget's window is made of, as
 // Finagle's leaky token bucket divides its ttl.

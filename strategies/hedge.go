@@ -27,7 +27,9 @@ func init() {
 		if err != nil {
 			return nil, err
 		}
-		return func(inner Picker, env *buildEnv) Picker { return &hedgeLayer{inner: inner, cfg: cfg} }, nil
+		return func(inner Picker, env *buildEnv) Picker {
+			return &hedgeLayer{passThrough: passThrough{inner}, cfg: cfg}
+		}, nil
 	})
 }
 
@@ -88,24 +90,13 @@ func parseHedgeConfig(params map[string]string) (HedgeConfig, error) {
 // hedgeLayer is the hedge wrapper: it passes picks through and keeps the
 // recent latencies a percentile delay is read from.
 type hedgeLayer struct {
-	inner   Picker
+	passThrough
 	cfg     HedgeConfig
 	lat     []time.Duration // ring of recent answered latencies
 	next    int             // where the next goes
 	fresh   int             // latencies since the percentile was computed
 	delay   time.Duration   // the current percentile; 0 before warm-up
 	scratch []time.Duration
-}
-
-func (h *hedgeLayer) Pick(req Request, hosts []int) (int, func(Outcome)) {
-	return h.inner.Pick(req, hosts)
-}
-
-// UpdateHosts keeps the inner Picker's host feed working through the layer.
-func (h *hedgeLayer) UpdateHosts(hosts []int) {
-	if u, ok := h.inner.(HostsUpdater); ok {
-		u.UpdateHosts(hosts)
-	}
 }
 
 // observe records an attempt's outcome for the percentile.

@@ -9,7 +9,7 @@ import (
 // through and holds the retry policy's state (its budgets and counters),
 // which the caller consults through Policy.
 type retryLayer struct {
-	inner  Picker
+	passThrough
 	cfg    RetryConfig
 	env    *buildEnv
 	bucket *tokenBucket // nil without a budget
@@ -19,20 +19,25 @@ type retryLayer struct {
 }
 
 func newRetryLayer(inner Picker, cfg RetryConfig, env *buildEnv) *retryLayer {
-	l := &retryLayer{inner: inner, cfg: cfg, env: env}
+	l := &retryLayer{passThrough: passThrough{inner}, cfg: cfg, env: env}
 	if cfg.Budget > 0 {
 		l.bucket = newTokenBucket(cfg.BudgetWindow, cfg.Budget, cfg.MinPerS)
 	}
 	return l
 }
 
-func (l *retryLayer) Pick(req Request, hosts []int) (int, func(Outcome)) {
-	return l.inner.Pick(req, hosts)
+// passThrough is the Picker of a wrapper that only holds a policy's state
+// (retry, hedge): it picks what its inner Picker picks, and passes host
+// changes on to it.
+type passThrough struct{ inner Picker }
+
+func (p passThrough) Pick(req Request, hosts []int) (int, func(Outcome)) {
+	return p.inner.Pick(req, hosts)
 }
 
 // UpdateHosts keeps the inner Picker's host feed working through the layer.
-func (l *retryLayer) UpdateHosts(hosts []int) {
-	if u, ok := l.inner.(HostsUpdater); ok {
+func (p passThrough) UpdateHosts(hosts []int) {
+	if u, ok := p.inner.(HostsUpdater); ok {
 		u.UpdateHosts(hosts)
 	}
 }
@@ -141,7 +146,7 @@ func (p *Policy) Retry(o Outcome, retries int, req Request) (wait time.Duration,
 	}
 	l.active++
 	p.stats.Retries++
-	return l.cfg.backoff(retries+1, p.b.rand.Float64()), true
+	return l.cfg.backoff(retries+1, l.env.rand.Float64()), true
 }
 
 // RetryEnded releases the place a retry allowed by Retry held in the

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -212,10 +213,10 @@ func percentParam(params map[string]string, key string) (float64, error) {
 	var f float64
 	var err error
 	if p, isPct := strings.CutSuffix(v, "%"); isPct {
-		f, err = parseFloat(p)
+		f, err = strconv.ParseFloat(p, 64)
 		f /= 100
 	} else {
-		f, err = parseFloat(v)
+		f, err = strconv.ParseFloat(v, 64)
 	}
 	if err != nil || !(f > 0 && f <= 1) {
 		return 0, fmt.Errorf("%s: want a share in (0, 100%%], like 20%%, got %q", key, v)

@@ -117,24 +117,9 @@ func (c *Collector) AddAttempt(a Attempt) {
 func (c *Collector) fillFlow(s *reports.Strategy) {
 	f := &c.flow
 	s.Timeline.Offered, s.Timeline.Attempts, s.Timeline.Goodput = f.offered, f.attempts, f.goodput
-	var reqs, sum int64
-	for k, n := range f.perRequest {
-		reqs += n
-		sum += int64(k) * n
-	}
-	if reqs == 0 {
+	st := AttemptStatsOf(f.perRequest)
+	if st == nil {
 		return
-	}
-	st := &reports.AttemptStats{Mean: float64(sum) / float64(reqs)}
-	var seen int64
-	for k, n := range f.perRequest {
-		if n == 0 {
-			continue
-		}
-		st.Max = k
-		if seen += n; st.P99 == 0 && float64(seen) >= 0.99*float64(reqs) {
-			st.P99 = k
-		}
 	}
 	s.AttemptsPerRequest = st
 	for i := range s.Instances {
@@ -144,6 +129,31 @@ func (c *Collector) fillFlow(s *reports.Strategy) {
 			s.Instances[i].Cancelled = f.cancelled[i]
 		}
 	}
+}
+
+// AttemptStatsOf is the distribution of attempts per request where
+// counts[k] requests made k attempts; nil without requests.
+func AttemptStatsOf(counts []int64) *reports.AttemptStats {
+	var reqs, sum int64
+	for k, n := range counts {
+		reqs += n
+		sum += int64(k) * n
+	}
+	if reqs == 0 {
+		return nil
+	}
+	st := &reports.AttemptStats{Mean: float64(sum) / float64(reqs)}
+	var seen int64
+	for k, n := range counts {
+		if n == 0 {
+			continue
+		}
+		st.Max = k
+		if seen += n; st.P99 == 0 && float64(seen) >= 0.99*float64(reqs) {
+			st.P99 = k
+		}
+	}
+	return st
 }
 
 // attemptsTotal is what instances' shares divide: every attempt under a

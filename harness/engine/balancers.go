@@ -176,18 +176,10 @@ func Ejections(lbs []*strategies.Balancer) int {
 func PolicyStats(lbs []*strategies.Balancer) *reports.RetryStats {
 	var out *reports.RetryStats
 	for _, lb := range lbs {
-		p := lb.Policy()
-		if p == nil {
-			continue
+		if p := lb.Policy(); p != nil {
+			st := p.Stats()
+			out = addRetryStats(out, &reports.RetryStats{Retries: st.Retries, RetriesRefused: st.RetriesRefused, Hedges: st.Hedges, HedgesWon: st.HedgesWon})
 		}
-		if out == nil {
-			out = &reports.RetryStats{}
-		}
-		st := p.Stats()
-		out.Retries += st.Retries
-		out.RetriesRefused += st.RetriesRefused
-		out.Hedges += st.Hedges
-		out.HedgesWon += st.HedgesWon
 	}
 	return out
 }

@@ -216,7 +216,13 @@ func (a *attack) measure(ctx context.Context, r ran, conns int) *engine.Measurem
 	a.finish(ctx, m, r)
 	m.Abort = r.abort
 	m.Notes = append(m.Notes, r.abortNotes...)
-	setAttempts(&m.Strategy, attempts)
+	if spec, err := strategies.ParseGRPC(name); a.proxy != nil || (err == nil && spec.Retry != nil) {
+		// A proxy's or grpc-go's retries are picks the client does not
+		// see: attempts only as the proxy's log (or, below, the
+		// instances) count them.
+		setAttempts(&m.Strategy, attempts)
+		m.Strategy.AttemptsPerRequest = nil
+	}
 	if a.proxy == nil {
 		m.Strategy.TransportOverheadMs = r.overhead.summary()
 	}
@@ -283,13 +289,15 @@ func attributeProxy(proxy *proxies.Proxy, name string, unnamed []engine.SeqOutco
 	return append(notes, fmt.Sprintf("%s: a real %s between the load generator and the backends; its own ejections and health checks are not observed, and its latency includes the extra hop.", name, proxy.Kind())), attempts
 }
 
-// setAttempts sets each instance's Attempts from attempts (by instance
-// id); nothing when attempts is nil (not observed).
+// setAttempts sets each instance's Attempts of a proxy strategy from
+// attempts (by instance id); nil attempts (not observed) clears them: the
+// collector counts the answers, which say nothing of a proxy's retries.
 func setAttempts(st *reports.Strategy, attempts map[int]int64) {
-	if attempts == nil {
-		return
-	}
 	for i := range st.Instances {
+		if attempts == nil {
+			st.Instances[i].Attempts = nil
+			continue
+		}
 		n := attempts[st.Instances[i].ID]
 		st.Instances[i].Attempts = &n
 	}

@@ -68,25 +68,12 @@ func (ex *executions) perRequest(requests int64) *reports.AttemptStats {
 		return nil
 	}
 	counts := slices.Clone(ex.times)
-	var executed, sum int64
-	for k, n := range counts {
+	var executed int64
+	for _, n := range counts {
 		executed += n
-		sum += int64(k) * n
 	}
 	counts[0] = max(0, requests-executed)
-	total := counts[0] + executed
-	st := &reports.AttemptStats{Mean: float64(sum) / float64(total)}
-	var seen int64
-	for k, n := range counts {
-		if n == 0 {
-			continue
-		}
-		st.Max = k
-		if seen += n; st.P99 == 0 && float64(seen) >= 0.99*float64(total) {
-			st.P99 = k
-		}
-	}
-	return st
+	return engine.AttemptStatsOf(counts)
 }
 
 // readExecutions asks every instance of fl what it executed. It fails when

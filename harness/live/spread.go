@@ -126,7 +126,10 @@ func (e *Engine) measureSpread(ctx context.Context, a *attack, targets []*url.UR
 	if m, err = merger.Measurement(name, exp.FaultyInstances()); err != nil {
 		return nil, err
 	}
-	setAttempts(&m.Strategy, attempts)
+	if a.proxy != nil {
+		setAttempts(&m.Strategy, attempts)
+		m.Strategy.AttemptsPerRequest = nil // several generators: not counted (executionsMeasurable)
+	}
 	m.Notes = append(m.Notes, proxyNotes...)
 	a.inc.addTo(m)
 	m.Interrupted = m.Interrupted || stopped > 0

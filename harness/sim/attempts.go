@@ -421,29 +421,11 @@ func (s *sim) endRequest(gi, inst int32, status int, err error, timeout bool) {
 }
 
 // abandon lets attempt i's instance drop it, its client gone (cancelled or
-// timed out), as expire drops a request: unless keep_abandoned keeps it
-// queued or serving until its service ends.
+// timed out), as expire drops a request; an attempt may be anywhere in its
+// queue.
 func (s *sim) abandon(i int32) {
 	r := &s.reqs[i]
 	r.state &^= stWaiting
 	r.ticket = strategies.Ticket{}
-	switch {
-	case r.state&stQueued != 0:
-		if s.keep {
-			return
-		}
-		q := &s.insts[r.inst].queue
-		if q.len() > 0 && *q.front() == i {
-			q.pop()
-		} else if !removeQueued(q, i) {
-			panic("harness: sim: an abandoned attempt is not in its queue")
-		}
-	case r.state&stWorking != 0:
-		if s.keep {
-			return
-		}
-		s.insts[r.inst].busyFor += s.clock.now - r.began
-		s.release(int(r.inst))
-	}
-	s.freeSlot(i)
+	s.drop(i, true)
 }

@@ -376,6 +376,16 @@ func (s *sim) answer(e simEvent) {
 // expire ends request i, the oldest whose client waits, as a timeout.
 func (s *sim) expire(i int32) {
 	s.end(i, 0, context.DeadlineExceeded, true)
+	// Calibrated, requests reach their instance in another order.
+	s.drop(i, s.cal != nil)
+}
+
+// drop lets request i's instance drop it, its client gone: out of the
+// queue, or off its worker (the server stops serving a request whose
+// client went away), unless keep_abandoned keeps it there until its
+// service ends, when its slot is freed. A queued request must be at its
+// queue's front unless anywhere is set.
+func (s *sim) drop(i int32, anywhere bool) {
 	r := &s.reqs[i]
 	switch {
 	case r.state&stQueued != 0:
@@ -386,15 +396,13 @@ func (s *sim) expire(i int32) {
 		switch {
 		case q.len() > 0 && *q.front() == i:
 			q.pop()
-		case s.cal == nil || !removeQueued(q, i):
-			// Calibrated, requests reach their instance in another order.
-			panic("harness: sim: a timed-out request is not at its queue's front")
+		case !anywhere || !removeQueued(q, i):
+			panic("harness: sim: a dropped request is not in its queue where it should be")
 		}
 	case r.state&stWorking != 0:
 		if s.keep {
 			return
 		}
-		// The server stops serving a request whose client went away.
 		s.insts[r.inst].busyFor += s.clock.now - r.began
 		s.release(int(r.inst))
 	}

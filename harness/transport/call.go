@@ -90,16 +90,26 @@ func (b *Client) Begin(parent context.Context, seq uint64, hasSeq bool, sreq str
 // its connections are bounded (the caller sends over HTTP/1.1), until the
 // call's context ends. A proxy client's call (instance -1) holds none.
 func (c *Call) holdSlot() error {
-	if c.b.slots == nil || c.ep < 0 {
+	if c.ep < 0 {
 		return nil
 	}
-	slot := c.b.slots[c.ep]
+	var err error
+	c.slot, err = c.b.waitSlot(c.ctx, c.ep)
+	return err
+}
+
+// waitSlot waits until ctx ends for a free connection slot of instance ep,
+// when its connections are bounded, and returns it (nil: unbounded).
+func (b *Client) waitSlot(ctx context.Context, ep int) (chan struct{}, error) {
+	if b.slots == nil {
+		return nil, nil
+	}
+	slot := b.slots[ep]
 	select {
 	case slot <- struct{}{}:
-		c.slot = slot
-		return nil
-	case <-c.ctx.Done():
-		return c.ctx.Err()
+		return slot, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
 	}
 }
 
@@ -133,13 +143,18 @@ func (c *Call) Finish(status int, load string, err error) {
 	}
 	timeout := err != nil && !c.route.Aborted.Load() && isTimeout(c.ctx, err)
 	c.route.Timeout.Store(timeout)
-	o := strategies.Outcome{Status: status, Err: err, Timeout: timeout, Latency: time.Since(c.start)}
+	c.report(withLoad(strategies.Outcome{Status: status, Err: err, Timeout: timeout, Latency: time.Since(c.start)}, load))
+}
+
+// withLoad is o with the backend's load report (its LoadHeader value; ""
+// when none).
+func withLoad(o strategies.Outcome, load string) strategies.Outcome {
 	if load != "" {
-		if v, perr := strconv.ParseFloat(load, 64); perr == nil {
+		if v, err := strconv.ParseFloat(load, 64); err == nil {
 			o.Load, o.HasLoad = v, true
 		}
 	}
-	c.report(o)
+	return o
 }
 
 // report gives the strategy that picked the call its outcome.

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -67,6 +66,9 @@ type exchange struct {
 	live    []*attempt // attempts in flight
 	tried   []int
 	sent    int
+	// release ends the request's context: when run returns a failure,
+	// or when the winning attempt's body ends.
+	release func()
 }
 
 // roundTripPolicy sends req under lb's retry and hedge policy: each attempt
@@ -95,7 +97,7 @@ func (b *Client) roundTripPolicy(req *http.Request, seq uint64, hasSeq bool, sre
 	if parent != b.abort {
 		stop = context.AfterFunc(b.abort, cancel)
 	}
-	release := func() {
+	x.release = func() {
 		if stop != nil {
 			stop()
 		}
@@ -103,16 +105,10 @@ func (b *Client) roundTripPolicy(req *http.Request, seq uint64, hasSeq bool, sre
 	}
 	x.pol.Start()
 	resp, err := x.run()
-	if resp == nil {
-		release()
-		return nil, err
+	if resp == nil || resp.Body == http.NoBody {
+		x.release() // failed (fail); a winner's body releases it when it ends
 	}
-	if wb, ok := resp.Body.(*winnerBody); ok {
-		wb.release = release
-	} else {
-		release()
-	}
-	return resp, nil
+	return resp, err
 }
 
 // run carries the attempts out and returns the request's answer: the
@@ -247,13 +243,9 @@ func (x *exchange) launch(kind int) bool {
 
 // send waits for a connection slot and sends the attempt.
 func (a *attempt) send(out *http.Request) (*http.Response, error) {
-	if s := a.b.slots; s != nil {
-		select {
-		case s[a.ep] <- struct{}{}:
-			a.slot = s[a.ep]
-		case <-a.ctx.Done():
-			return nil, a.ctx.Err()
-		}
+	var err error
+	if a.slot, err = a.b.waitSlot(a.ctx, a.ep); err != nil {
+		return nil, err
 	}
 	return a.b.roundTrip(out, a.replica, a.ep, a.conn)
 }
@@ -301,11 +293,7 @@ func (x *exchange) end(a *attempt, o strategies.Outcome, load string) {
 	if a.slot != nil {
 		<-a.slot
 	}
-	if load != "" {
-		if v, err := strconv.ParseFloat(load, 64); err == nil {
-			o.Load, o.HasLoad = v, true
-		}
-	}
+	o = withLoad(o, load)
 	x.pol.Observe(o)
 	x.lb.End(a.ep, a.done, o)
 	if a.retry {
@@ -338,7 +326,7 @@ func (x *exchange) win(r attemptResult) *http.Response {
 		x.pol.HedgeWon()
 	}
 	x.route.Instance = r.a.ep
-	r.resp.Body = &winnerBody{rc: r.resp.Body, x: x, a: r.a, status: r.resp.StatusCode, load: loadOf(r.resp)}
+	r.resp.Body = &doneBody{rc: r.resp.Body, read: &x.route.BytesIn, call: winner{x, r.a}, status: r.resp.StatusCode, load: loadOf(r.resp)}
 	return r.resp
 }
 
@@ -368,55 +356,23 @@ func (x *exchange) fail(last attemptResult) (*http.Response, error) {
 	return nil, err
 }
 
-// winnerBody is the winning attempt's response body: its end ends the
-// attempt, and then the request.
-type winnerBody struct {
-	rc      io.ReadCloser
-	x       *exchange
-	a       *attempt
-	status  int
-	load    string
-	ended   bool
-	release func()
+// winner ends the winning attempt when its body ends, and then the
+// request.
+type winner struct {
+	x *exchange
+	a *attempt
 }
 
-func (w *winnerBody) finish(err error) {
-	if w.ended {
-		return
-	}
-	w.ended = true
-	o := strategies.Outcome{Status: w.status, Err: err, Latency: time.Since(w.a.start)}
+func (w winner) Finish(status int, load string, err error) {
+	o := strategies.Outcome{Status: status, Err: err, Latency: time.Since(w.a.start)}
 	if err != nil {
 		o.Timeout = !w.x.aborted() && isTimeout(w.a.ctx, err)
 		if o.Timeout {
 			w.x.route.Timeout.Store(true)
 		}
 	}
-	w.x.end(w.a, o, w.load)
-	if w.release != nil {
-		w.release()
-	}
-}
-
-func (w *winnerBody) Read(p []byte) (int, error) {
-	n, err := w.rc.Read(p)
-	if n > 0 {
-		w.x.route.BytesIn.Add(uint64(n))
-	}
-	if err != nil {
-		end := err
-		if end == io.EOF {
-			end = nil
-		}
-		w.finish(end)
-	}
-	return n, err
-}
-
-func (w *winnerBody) Close() error {
-	err := w.rc.Close()
-	w.finish(nil)
-	return err
+	w.x.end(w.a, o, load)
+	w.x.release()
 }
 
 // failedStatus reports whether an answer's status is a failure of its

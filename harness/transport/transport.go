@@ -369,6 +369,12 @@ func (b *Client) InFlight() int64 {
 // bound and had to wait in the client for a connection.
 func (b *Client) CapHits() int64 { return b.capHits.Load() }
 
+// finisher ends an exchange with its answer's status, load report and
+// error: a Call, or the winning attempt of a request under a policy.
+type finisher interface {
+	Finish(status int, load string, err error)
+}
+
 // doneBody reports the end of a response exactly once: at EOF, at the first
 // read error, or at Close, whichever comes first: it ends call with the
 // response's status and load report.
@@ -376,7 +382,7 @@ type doneBody struct {
 	rc     io.ReadCloser
 	read   *atomic.Uint64 // counts the bytes read; nil: not counted
 	once   sync.Once
-	call   *Call
+	call   finisher
 	status int
 	load   string
 }
