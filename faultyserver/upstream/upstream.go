@@ -262,25 +262,48 @@ func (b *upBody) Close() error {
 	return nil
 }
 
+// writeGrace bounds how long a connection whose answer was read in full
+// waits for its request's writer to report: an upstream that keeps the
+// connection reads the whole request first, so the writer has written it
+// and only has to be scheduled to say so (on a busy machine that can take
+// milliseconds); an upstream that answered before it read the whole body
+// leaves the writer blocked, and the connection is closed.
+const writeGrace = 100 * time.Millisecond
+
+// keepWhenWritten gives the connection back once the writer reports the
+// request written in full, or closes it when it reports a failure or does
+// not report within writeGrace. It runs on a goroutine of its own, so that
+// the reader of the answer does not wait.
+func (b *upBody) keepWhenWritten() {
+	t := time.NewTimer(writeGrace)
+	defer t.Stop()
+	select {
+	case err := <-b.wrote:
+		if err == nil {
+			b.u.put(b.pc)
+			return
+		}
+	case <-t.C:
+	}
+	_ = b.pc.c.Close() // which ends a write still blocked
+}
+
 // finish gives the connection back when the whole answer was read, the
 // request was written in full and the context did not end the exchange;
 // else it closes the connection.
 func (b *upBody) finish(complete bool) {
 	b.once.Do(func() {
 		ok := b.stop() && complete && b.keep
-		if b.wrote != nil {
+		_ = b.rc.Close()
+		if ok && b.wrote != nil {
 			select {
 			case err := <-b.wrote:
-				ok = ok && err == nil
+				ok = err == nil
 			default:
-				// The upstream answered before it read the whole body: the
-				// connection cannot carry another request. Closing it ends
-				// the write; the writer may still wait for the client's
-				// body, which ends with the client's request.
-				ok = false
+				go b.keepWhenWritten()
+				return
 			}
 		}
-		_ = b.rc.Close()
 		if ok {
 			b.u.put(b.pc)
 		} else {

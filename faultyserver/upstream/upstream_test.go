@@ -487,3 +487,58 @@ func TestUpstreamClose(t *testing.T) {
 	}
 	u.Close() // idempotent
 }
+
+// An upstream that answers before it reads the request's body (which
+// fills the socket buffers, so the write blocks): the connection is not
+// kept for another request but closed once the writer has had its grace,
+// which ends the write; the next request goes over a new connection.
+func TestUpstreamEarlyAnswerClosesConnection(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	var accepted atomic.Int64
+	closed := make(chan struct{}, 2)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			accepted.Add(1)
+			go func() {
+				defer c.Close()
+				if _, err := http.ReadRequest(bufio.NewReader(c)); err != nil {
+					return
+				}
+				_, _ = io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+				// Read nothing more until the client gives up the
+				// connection, then drain what it wrote.
+				time.Sleep(2 * writeGrace)
+				_, _ = io.Copy(io.Discard, c)
+				closed <- struct{}{}
+			}()
+		}
+	}()
+	u := newTestClient(t, ln.Addr().String())
+	big := strings.Repeat("x", 16<<20)
+	start := time.Now()
+	if r := upDo(t.Context(), u, http.MethodPost, "http://"+ln.Addr().String()+"/", strings.NewReader(big)); r.err != nil || r.body != "ok" {
+		t.Fatalf("%q %v", r.body, r.err)
+	}
+	if took := time.Since(start); took >= writeGrace {
+		t.Errorf("the answer took %v: its reader waited for the writer", took)
+	}
+	select {
+	case <-closed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the connection was not closed")
+	}
+	if r := upDo(t.Context(), u, http.MethodGet, "http://"+ln.Addr().String()+"/", nil); r.err != nil || r.body != "ok" {
+		t.Fatalf("second request: %q %v", r.body, r.err)
+	}
+	if n := accepted.Load(); n != 2 {
+		t.Errorf("%d connections, want 2: the first was not kept", n)
+	}
+}
