@@ -35,6 +35,7 @@ type file struct {
 	KeyMetric     string        `yaml:"key_metric"`
 	Expect        yaml.Node     `yaml:"expect"`
 	Abort         yaml.Node     `yaml:"abort"`
+	Tiers         []fileTier    `yaml:"tiers"`
 }
 
 type fileFleet struct {
@@ -104,6 +105,7 @@ type fileKeys struct {
 type fileFault struct {
 	Instance  *int      `yaml:"instance"`
 	Instances []int     `yaml:"instances"`
+	Tier      string    `yaml:"tier"`
 	At        string    `yaml:"at"`
 	Until     string    `yaml:"until"`
 	Fault     yaml.Node `yaml:"fault"`
@@ -194,10 +196,15 @@ func (f *file) build(source, dir string) (*Experiment, error) {
 	if err := f.Instances.buildExternal(&e.Instances); err != nil {
 		return nil, err
 	}
-	if err := f.Instances.buildGroups(&e.Instances); err != nil {
+	if len(f.Tiers) > 0 {
+		err = f.buildTiers(e)
+	} else {
+		err = f.Instances.buildGroups(&e.Instances)
+	}
+	if err != nil {
 		return nil, err
 	}
-	if e.Faults, err = buildFaults(f.Faults); err != nil {
+	if e.Faults, err = buildFaults(f.Faults, e.Tiers); err != nil {
 		return nil, err
 	}
 	// A joining instance's warm-up is a slow fault from its join.
@@ -261,12 +268,19 @@ func (f *file) build(source, dir string) (*Experiment, error) {
 
 // buildFaults converts the fault schedule in file order; an entry naming
 // several instances becomes one Fault per instance, in the order listed.
-func buildFaults(ffs []fileFault) ([]Fault, error) {
+func buildFaults(ffs []fileFault, tiers []Tier) ([]Fault, error) {
 	var faults []Fault
 	for i, ff := range ffs {
 		name := fmt.Sprintf("faults[%d]", i)
 		var ids []int
 		switch {
+		case ff.Tier != "" && (ff.Instance != nil || ff.Instances != nil):
+			return nil, fieldErr(name, "give instance, instances or tier, not two of them")
+		case ff.Tier != "":
+			var err error
+			if ids, err = tierFault(name, ff.Tier, tiers); err != nil {
+				return nil, err
+			}
 		case ff.Instance != nil && ff.Instances != nil:
 			return nil, fieldErr(name, "give instance or instances, not both")
 		case ff.Instance != nil:
@@ -274,7 +288,7 @@ func buildFaults(ffs []fileFault) ([]Fault, error) {
 		case len(ff.Instances) > 0:
 			ids = ff.Instances
 		default:
-			return nil, fieldErr(name+".instance", "is required (or instances: [ids...])")
+			return nil, fieldErr(name+".instance", "is required (or instances: [ids...], or tier: NAME)")
 		}
 		flt := Fault{}
 		var err error
@@ -299,7 +313,9 @@ func buildFaults(ffs []fileFault) ([]Fault, error) {
 				return nil, fieldErr(name+".instances", "lists instance %d twice", id)
 			}
 			flt.Instance, flt.Origin = id, name+".instance"
-			if ff.Instance == nil {
+			if ff.Tier != "" {
+				flt.Origin = fmt.Sprintf("%s.tier (instance %d)", name, id)
+			} else if ff.Instance == nil {
 				flt.Origin = fmt.Sprintf("%s.instances[%d]", name, j)
 			}
 			faults = append(faults, flt)

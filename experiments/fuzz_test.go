@@ -97,9 +97,11 @@ func FuzzParse(f *testing.F) {
 		if !reflect.DeepEqual(e, again) {
 			t.Fatalf("Parse(%q) twice gave two experiments:\n%#v\n%#v", data, e, again)
 		}
-		for _, s := range e.Strategies {
+		for _, s := range slices.Concat(e.Strategies, hopsOf(e)) {
 			var err error
 			switch {
+			case strings.Contains(s, Hop):
+				continue // its hops are checked
 			case proxyspec.IsProxy(s):
 				_, err = proxyspec.Parse(s)
 			case strategies.IsGRPC(s):
@@ -336,4 +338,15 @@ func TestTargetsHeadersMustBeValid(t *testing.T) {
 			t.Errorf("%s: err = %v, want one starting %s", tt.name, err, tt.want)
 		}
 	}
+}
+
+// hopsOf lists the hops of e's tiered strategies (HopStrategies).
+func hopsOf(e *Experiment) []string {
+	var hops []string
+	for _, s := range e.Strategies {
+		if strings.Contains(s, Hop) {
+			hops = append(hops, HopStrategies(s, len(e.Tiers))...)
+		}
+	}
+	return hops
 }

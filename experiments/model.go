@@ -73,8 +73,11 @@ type Experiment struct {
 	Timeout       time.Duration
 	SlowThreshold time.Duration
 	Instances     Instances
-	Faults        []Fault
-	Strategies    []string // strategy specs as written, e.g. "least-inflight+eject(consecutive=5,duration=5s)"
+	// Tiers, when set, layer the instances (tiers.go): the client calls
+	// the first tier, whose instances call the next, and so on.
+	Tiers      []Tier
+	Faults     []Fault
+	Strategies []string // strategy specs as written, e.g. "least-inflight+eject(consecutive=5,duration=5s)"
 	// ProxyFiles holds, for each strategy that names a file of its own
 	// (nginx:file(path=...), haproxy:file(path=...)), the file's absolute
 	// path: a relative path is resolved against the experiment file's

@@ -44,6 +44,7 @@ func (e *Experiment) Validate() error {
 		{e.validateKeys, false},
 		{e.validateFaults, true},
 		{e.validateStrategies, false},
+		{e.validateTiers, false},
 		{e.validateExpectations, false},
 		{e.validateAborts, true},
 	} {
@@ -234,7 +235,11 @@ func (e *Experiment) validateStrategies() error {
 	var errs []error
 	for i, s := range e.Strategies {
 		name := fmt.Sprintf("strategies[%d]", i)
-		if err := e.checkStrategy(name, s); err != nil {
+		check := e.checkStrategy
+		if strings.Contains(s, Hop) {
+			check = e.checkHops
+		}
+		if err := check(name, s); err != nil {
 			errs = append(errs, err)
 		}
 		if j, dup := seen[s]; dup {
