@@ -113,6 +113,7 @@ type Server struct {
 	// Immutable after New.
 	cfg  Config
 	grpc *grpc.Server // the gRPC face (grpcserver.go)
+	down downstreamSlot
 
 	// handlerHook, set only by tests (export_test.go) before the first
 	// request, runs at the start of every HTTP request and gRPC call, with
@@ -250,7 +251,7 @@ func serveOn[A serverAnswerer](ctx context.Context, s *Server, w A, d time.Durat
 		serveKept(ctx, s, w, d)
 		return
 	}
-	load, err := s.work(ctx, d)
+	load, err := s.workAndCall(ctx, d)
 	answerWork(s, w, load, err)
 }
 
@@ -269,7 +270,7 @@ func serveKept[A serverAnswerer](ctx context.Context, s *Server, w A, d time.Dur
 	res := make(chan result, 1)
 	go func() {
 		defer done()
-		load, err := s.work(kctx, d)
+		load, err := s.workAndCall(kctx, d)
 		res <- result{load, err}
 	}()
 	select {
@@ -314,6 +315,8 @@ func answerWork[A serverAnswerer](s *Server, w A, load int, err error) {
 		answerFault(&s.instanceState, w, load, http.StatusServiceUnavailable, codes.OK, "queue full")
 	case errClosed:
 		answerFault(&s.instanceState, w, load, http.StatusServiceUnavailable, codes.OK, "instance closed")
+	case errDownstream:
+		answerDownstream(s, w, load)
 	default:
 		s.dropped.Add(1)
 	}
