@@ -68,7 +68,7 @@ func TestNoExpectations(t *testing.T) {
 
 func TestBadExpectations(t *testing.T) {
 	const (
-		metricList   = "achieved_rate, affinity, attempts_per_request, bad_ratio, duplicate_executions, ejections, end_goodput_ratio, error_ratio, error_tail_s, faulty_share, max_avg_load, max_jump_rps, max_ms, max_utilization, mean_ms, newcomer_share, p50_ms, p50_ok_ms, p90_ms, p999_ms, p99_failed_ms, p99_ms, p99_ok_ms, requests, share_stddev, slow_ratio, success_ratio, timeout_ratio"
+		metricList   = "achieved_rate, affinity, attempts_per_request, bad_ratio, duplicate_executions, ejections, end_goodput_ratio, error_ratio, error_tail_s, faulty_share, max_avg_load, max_jump_rps, max_ms, max_utilization, mean_ms, newcomer_share, p50_ms, p50_ok_ms, p90_ms, p999_ms, p99_failed_ms, p99_ms, p99_ok_ms, requests, share_stddev, slow_ratio, success_ratio, tier_amplification, timeout_ratio"
 		strategyList = `"round-robin", "p2c+eject(consecutive=5,duration=5s)"`
 	)
 	tests := []struct {

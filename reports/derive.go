@@ -1,6 +1,9 @@
 package reports
 
-import "math"
+import (
+	"math"
+	"slices"
+)
 
 // errorTailThreshold is the error ratio of a second above which errors are
 // still going on, for ErrorTailS.
@@ -23,11 +26,17 @@ func Derive(sum *Summary) {
 }
 
 func deriveStrategy(st *Strategy, faultEnd float64) {
-	st.MaxAvgLoad = maxAvg(st.Instances)
+	st.MaxAvgLoad = maxAvg(edgeInstances(st))
 	st.MaxJumpRps, st.ShareStddev, st.ErrorTailS = 0, 0, nil
 	tl := st.Timeline
 	if tl == nil || len(tl.Instances) == 0 || tl.BucketS <= 0 {
 		return
+	}
+	if len(st.Tiers) > 0 {
+		// The timeline is the client's: its first tier's instances.
+		edge := *tl
+		edge.Instances = slices.DeleteFunc(slices.Clone(tl.Instances), func(s InstanceSeries) bool { return !slices.Contains(st.Tiers[0].Instances, s.ID) })
+		tl = &edge
 	}
 	buckets := len(tl.Instances[0].Requests)
 	if st.ElapsedS > 0 {
@@ -114,4 +123,13 @@ func stddev(xs []float64) float64 {
 		ss += (x - mean) * (x - mean)
 	}
 	return math.Sqrt(ss / float64(len(xs)))
+}
+
+// edgeInstances are the instances the client balances over: a tiered
+// strategy's first tier, else all.
+func edgeInstances(st *Strategy) []Instance {
+	if len(st.Tiers) == 0 {
+		return st.Instances
+	}
+	return slices.DeleteFunc(slices.Clone(st.Instances), func(in Instance) bool { return !slices.Contains(st.Tiers[0].Instances, in.ID) })
 }

@@ -3,6 +3,7 @@ package reports
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -95,6 +96,20 @@ func fairFaultyShare(s *Summary) float64 {
 	n := instanceCount(s)
 	if n == 0 || len(s.FaultyInstances) == 0 {
 		return math.NaN()
+	}
+	if len(s.Strategies) > 0 && len(s.Strategies[0].Tiers) > 0 {
+		// Tiered: faulty_share is of the client's first tier.
+		edge := s.Strategies[0].Tiers[0].Instances
+		k := 0
+		for _, id := range s.FaultyInstances {
+			if slices.Contains(edge, id) {
+				k++
+			}
+		}
+		if k == 0 {
+			return math.NaN()
+		}
+		return float64(k) / float64(len(edge))
 	}
 	return float64(len(s.FaultyInstances)) / float64(n)
 }

@@ -75,6 +75,10 @@ func WriteMarkdownAt(w io.Writer, s *Summary, plots []Plot, plotsURL string) err
 		m.p("### Scenario metrics\n\n")
 		m.table(*v.Scenario)
 	}
+	if v.Tiers != nil {
+		m.p("### Tiers\n\n%s\n\n", mdText(v.TiersNote))
+		m.table(*v.Tiers)
+	}
 	if v.SimVsReal != nil {
 		m.p("### Sim vs real\n\n%s\n\n", mdText(v.SimVsRealNote))
 		m.table(*v.SimVsReal)

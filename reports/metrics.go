@@ -241,6 +241,16 @@ var metricTable = []Metric{
 			return float64(*st.DuplicateExecutions)
 		},
 		unobservable: true},
+	{Name: "tier_amplification", Kind: KindFactor, Label: "requests at the last tier per client request", Head: "last tier req/req", Better: LowerIsBetter,
+		Reading: "In a tiered experiment, the requests the last tier received per client request (tiers[].per_client_request): 1 without retries, " +
+			"the product of every hop's attempts when every tier retries a failure.",
+		value: func(st *Strategy) float64 {
+			if len(st.Tiers) == 0 {
+				return math.NaN()
+			}
+			return st.Tiers[len(st.Tiers)-1].PerClientRequest
+		},
+		unobservable: true},
 	{Name: "ejections", Kind: KindCount, Label: "ejections", Head: "ejections", Better: Neutral,
 		Reading:  "The times an instance was taken out of traffic (0 for a strategy that does not eject; n/a for a proxy, whose ejections are not observed).",
 		value:    func(st *Strategy) float64 { return float64(st.Ejections) },

@@ -74,9 +74,10 @@ func TestValueOfEveryMetric(t *testing.T) {
 		Timeline:            &Timeline{BucketS: 1, Offered: fill(30, 100), Attempts: fill(30, 250), Goodput: fill(30, 40)},
 		AttemptsPerRequest:  &AttemptStats{Mean: 2.5, P99: 3, Max: 3},
 		DuplicateExecutions: new(int64(7)),
+		Tiers:               []Tier{{Name: "a", PerClientRequest: 3}, {Name: "b", PerClientRequest: 27}},
 	}
 	want := map[string]float64{
-		"attempts_per_request": 2.5, "end_goodput_ratio": 0.4, "duplicate_executions": 7,
+		"tier_amplification": 27, "attempts_per_request": 2.5, "end_goodput_ratio": 0.4, "duplicate_executions": 7,
 		"max_avg_load": 1.5, "affinity": 0.75, "max_jump_rps": 120, "share_stddev": 0.02, "error_tail_s": 3, "max_utilization": 0.875,
 		"newcomer_share": 0.2, "bad_ratio": 0.4375, "error_ratio": 0.375, "success_ratio": 0.625, "timeout_ratio": 0.0625, "slow_ratio": 0.125,
 		"faulty_share": 0.25, "p50_ms": 10, "p90_ms": 11, "p99_ms": 20, "p999_ms": 40, "max_ms": 90, "mean_ms": 12,

@@ -189,6 +189,33 @@ type Strategy struct {
 	// them after the attack; absent when not measured: a simulation,
 	// instances without lbchaos's control API, gRPC, several generators.
 	DuplicateExecutions *int64 `json:"duplicate_executions,omitempty"`
+	// Tiers, in an experiment whose instances are layered (its tiers:),
+	// is each tier's traffic, the tier the client calls first. The
+	// strategy's requests, shares, faulty_share and timeline are then
+	// the client's, to the first tier; instances of a lower tier count
+	// the calls they received from the tier above (retries included),
+	// and their share is of their tier's requests. Absent without tiers.
+	Tiers []Tier `json:"tiers,omitempty"`
+}
+
+// Tier is one layer of a tiered fleet, as a strategy loaded it.
+type Tier struct {
+	Name      string `json:"name"`      // the tier's name in the experiment file
+	Instances []int  `json:"instances"` // its instances' ids
+	// RequestsReceived counts the requests its instances received: the
+	// client's attempts for the first tier, the calls of the tier above
+	// for the others, every retry and hedge included.
+	RequestsReceived int64 `json:"requests_received"`
+	// PerClientRequest is RequestsReceived over the strategy's requests:
+	// the amplification a client request undergoes down to this tier
+	// (27 at the third tier when every tier makes 3 attempts).
+	PerClientRequest float64 `json:"per_client_request"`
+	Errors           int64   `json:"errors"`      // requests it received that did not end in a 2xx answer
+	ErrorRatio       float64 `json:"error_ratio"` // errors / requests_received
+	// Retry counts what the retry and hedge policies of its instances'
+	// calls to the next tier decided, summed over its instances; absent
+	// for the last tier and for calls without a policy.
+	Retry *RetryStats `json:"retry,omitempty"`
 }
 
 // AttemptStats is the distribution of attempts per client request.

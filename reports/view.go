@@ -38,6 +38,9 @@ type view struct {
 	FairShare  string // the faulty instances' share under an even split; "" without faults
 	// Scenario holds the scenarioColumns the run measured; nil when none.
 	Scenario *table
+	// Tiers holds a tiered run's traffic per tier; nil without tiers.
+	Tiers     *table
+	TiersNote string
 	// SimVsReal, in a calibrated simulation, sets its figures beside the
 	// calibrating real run's (CalibratedFrom); nil otherwise. SimVsRealNote
 	// says where they come from.
@@ -177,6 +180,9 @@ func newView(s *Summary, plots []Plot) *view {
 		v.FairShare = fmt.Sprintf("Fair share of the faulty instance(s) (%s): %s%% of requests.", fmtIDs(s.FaultyInstances), fmtPct(fair))
 	}
 	v.Scenario = scenarioTable(s)
+	if v.Tiers = tiersTable(s); v.Tiers != nil {
+		v.TiersNote = tiersNote
+	}
 	v.SimVsReal, v.SimVsRealNote = simVsRealTable(s), simVsRealNote(s)
 	v.HowToRead = howToRead(s)
 	v.Glossary = glossary(&v.Comparison, v.Scenario)
@@ -232,7 +238,7 @@ func warnings(s *Summary) (out []string) {
 }
 
 func howToRead(s *Summary) []string {
-	n := instanceCount(s)
+	n := edgeCount(s)
 	fair := "1/N"
 	if n > 0 {
 		fair = fmt.Sprintf("1/%d = %s%%", n, fmtPct(1/float64(n)))
