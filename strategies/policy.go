@@ -65,19 +65,20 @@ type PolicyStats struct {
 }
 
 // Policy returns the Balancer's client policy; nil when its spec has no
-// retry or hedge wrapper (every request is one attempt).
+// retry or hedge wrapper (every request is one attempt). A nil Policy's
+// queries answer as such a policy would: no retry, no hedge.
 func (b *Balancer) Policy() *Policy { return b.policy }
 
 // Retries reports whether the policy retries at all.
-func (p *Policy) Retries() bool { return p.retry != nil && p.retry.cfg.Attempts > 1 }
+func (p *Policy) Retries() bool { return p != nil && p.retry != nil && p.retry.cfg.Attempts > 1 }
 
 // Hedges reports whether the policy hedges.
-func (p *Policy) Hedges() bool { return p.hedge != nil }
+func (p *Policy) Hedges() bool { return p != nil && p.hedge != nil }
 
 // PerTryTimeout is how long one attempt may take before it ends as a
 // timeout (and may be retried); 0: only the request's own deadline.
 func (p *Policy) PerTryTimeout() time.Duration {
-	if p.retry == nil {
+	if p == nil || p.retry == nil {
 		return 0
 	}
 	return p.retry.cfg.PerTryTimeout
@@ -85,12 +86,12 @@ func (p *Policy) PerTryTimeout() time.Duration {
 
 // OtherHost reports whether a retry must avoid the hosts already tried
 // (a hedge always does): the caller lists them in Request.Exclude.
-func (p *Policy) OtherHost() bool { return p.retry != nil && p.retry.cfg.OtherHost }
+func (p *Policy) OtherHost() bool { return p != nil && p.retry != nil && p.retry.cfg.OtherHost }
 
 // MaxHedged is the most attempts of one request in flight at once (1
 // without hedging).
 func (p *Policy) MaxHedged() int {
-	if p.hedge == nil {
+	if p == nil || p.hedge == nil {
 		return 1
 	}
 	return p.hedge.cfg.Max
@@ -98,7 +99,7 @@ func (p *Policy) MaxHedged() int {
 
 // Start records the start of a request (a deposit into a retry budget).
 func (p *Policy) Start() {
-	if p.retry == nil || p.retry.bucket == nil {
+	if p == nil || p.retry == nil || p.retry.bucket == nil {
 		return
 	}
 	p.b.lock()
@@ -111,6 +112,9 @@ func (p *Policy) Start() {
 // already made. When it is, wait is the backoff to wait first and the
 // retry holds a place in the concurrency budget until RetryEnded.
 func (p *Policy) Retry(o Outcome, retries int, req Request) (wait time.Duration, ok bool) {
+	if p == nil {
+		return 0, false
+	}
 	l := p.retry
 	if l == nil || !o.Failed() || retries+1 >= l.cfg.Attempts || (req.NonIdempotent && l.cfg.IdempotentOnly) || !l.cfg.retries(o) {
 		return 0, false
@@ -162,7 +166,7 @@ func (p *Policy) RetryEnded() {
 // hedged attempt; ok is false when there is no hedging now (none, or a
 // percentile delay still warming up).
 func (p *Policy) HedgeDelay() (time.Duration, bool) {
-	if p.hedge == nil {
+	if p == nil || p.hedge == nil {
 		return 0, false
 	}
 	p.b.lock()
@@ -187,7 +191,7 @@ func (p *Policy) HedgeWon() {
 // Observe records the outcome of an attempt, for a hedge's percentile
 // delay. The attempt's own pick is ended as usual (done, End or Finish).
 func (p *Policy) Observe(o Outcome) {
-	if p.hedge == nil || p.hedge.cfg.Quantile == 0 {
+	if p == nil || p.hedge == nil || p.hedge.cfg.Quantile == 0 {
 		return
 	}
 	p.b.lock()

@@ -96,6 +96,10 @@ func chooseProvider(ctx context.Context, choice string, exp *experiments.Experim
 		}
 		return p, kubeCloser(p, logw), nil
 	case "auto":
+		if len(exp.Tiers) > 0 {
+			fmt.Fprintf(logw, "lbchaos: backends: process (%s has tiers, whose instances call the next tier from this process)\n", exp.Name)
+			return local, nop, nil
+		}
 		pingCtx, cancel := context.WithTimeout(ctx, 3*time.Second)
 		err := docker.Available(pingCtx)
 		cancel()

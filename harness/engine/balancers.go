@@ -119,7 +119,8 @@ func NewBalancers(exp *experiments.Experiment, name string, clock strategies.Clo
 // process: gens generators of R replicas are one process of gens*R
 // replicas, spread.
 func GeneratorBalancers(exp *experiments.Experiment, name string, clock strategies.Clock, gen, gens int, events *EventLog) ([]*strategies.Balancer, error) {
-	n := exp.Instances.Count
+	n := exp.EdgeCount() // with tiers, the client balances over the first
+	spec := experiments.EdgeStrategy(name)
 	var armed atomic.Bool
 	initial := make([]int, 0, n)
 	for id := range n {
@@ -135,7 +136,7 @@ func GeneratorBalancers(exp *experiments.Experiment, name string, clock strategi
 		if global > 0 {
 			seedName = fmt.Sprintf("%s#%d", name, global)
 		}
-		lb, err := strategies.New(name, strategies.Env{
+		lb, err := strategies.New(spec, strategies.Env{
 			N:     n,
 			Clock: clock,
 			Rand:  StrategySeed(exp.Seed, seedName),

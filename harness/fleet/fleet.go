@@ -188,3 +188,10 @@ func InstanceSeed(seed uint64, id int) uint64 {
 	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
 	return z ^ (z >> 31)
 }
+
+// Tiered is implemented by fleets whose instances can call a downstream
+// tier (an experiment's tiers): SetDownstream makes instance id call d
+// for every request it serves from then on (see faultyserver.Downstream).
+type Tiered interface {
+	SetDownstream(id int, d faultyserver.Downstream)
+}

@@ -112,6 +112,9 @@ func (e *Engine) Check(exp *experiments.Experiment) ([]string, error) {
 	if err := checkAbort(exp); err != nil {
 		return nil, err
 	}
+	if err := checkTiers(exp, e.opts.Provider); err != nil {
+		return nil, err
+	}
 	var notes []string
 	if len(exp.Instances.External) > 0 {
 		notes = append(notes, "The instances are external: they serve load as they are, and the experiment's workers, queue limit and service time "+
@@ -234,12 +237,23 @@ func (e *Engine) Measure(ctx context.Context, job engine.Job) (m *engine.Measure
 	if err := e.prepare(ctx, a, targets, conns); err != nil {
 		return nil, err
 	}
+	var tr *tiers
+	if len(exp.Tiers) > 0 {
+		if tr, err = startTiers(a, targets); err != nil {
+			return nil, err
+		}
+		defer tr.close()
+	}
 	defer e.exportMetrics(a, len(targets))()
 	r, err := a.run(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return a.measure(ctx, r, conns), a.faults.error()
+	m = a.measure(ctx, r, conns)
+	if tr != nil {
+		engine.FillTiers(exp, &m.Strategy, engine.TierRetryStats(tr.lbs))
+	}
+	return m, a.faults.error()
 }
 
 // prepare builds what sends a's load in this process (the strategy's
@@ -268,7 +282,8 @@ func (e *Engine) prepare(ctx context.Context, a *attack, targets []*url.URL, con
 		c := transport.NewProxyClient(a.proxy.URL(), a.proxy.InstanceOf, len(targets), exp.Timeout, proxyClientConns(exp, conns, len(targets)), protocolOptions(exp)...)
 		a.load = newHTTPLoad(exp, name, c, &a.start, 0, 1)
 	default:
-		c := transport.NewClient(a.lbs, targets, exp.Timeout, conns, protocolOptions(exp)...)
+		// With tiers the client calls the first tier alone.
+		c := transport.NewClient(a.lbs, targets[:exp.EdgeCount()], exp.Timeout, conns, protocolOptions(exp)...)
 		a.load = newHTTPLoad(exp, name, c, &a.start, 0, 1)
 	}
 	a.sched = engine.ExperimentSchedule(exp)

@@ -130,6 +130,8 @@ func executionsMeasurable(exp *experiments.Experiment) string {
 		return "gRPC calls carry no request id"
 	case exp.Generators > 1:
 		return "several generators number their requests each from 0"
+	case len(exp.Tiers) > 0:
+		return "a tier's calls downstream carry ids of their caller's own"
 	}
 	for _, x := range exp.Instances.External {
 		if x.Sidecar == "" {

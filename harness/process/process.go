@@ -32,6 +32,7 @@ var (
 	_ fleet.Provider  = Provider{}
 	_ fleet.InProcess = Provider{}
 	_ fleet.Watcher   = (*processFleet)(nil)
+	_ fleet.Tiered    = (*processFleet)(nil)
 )
 
 // Name implements fleet.Provider.
@@ -114,4 +115,10 @@ func (f *processFleet) Close() error {
 		}
 	})
 	return nil
+}
+
+// SetDownstream implements fleet.Tiered: the servers run in this
+// process, so the caller's code runs in their handlers.
+func (f *processFleet) SetDownstream(id int, d faultyserver.Downstream) {
+	f.servers[id].SetDownstream(d)
 }

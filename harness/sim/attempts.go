@@ -55,10 +55,16 @@ import (
 // arrival. The loop (runPolicy) is a copy of run's, so that a strategy
 // without a policy pays nothing for this one.
 type policySim struct {
-	pols      []*strategies.Policy // by balancer (replica)
-	perTry    time.Duration
-	maxHedged int
-	otherHost bool
+	// By balancer: the client's replicas, then, with tiers, each tier
+	// caller's (tiers.go); its policy (nil: one attempt a request), the
+	// policy's settings, and the instance id of its endpoint 0.
+	lbs       []*strategies.Balancer
+	pols      []*strategies.Policy
+	perTry    []time.Duration
+	maxHedged []int
+	otherHost []bool
+	base      []int32
+	tiers     *simTiers // nil without tiers
 	// methods picks which of the experiment's requests request k is, as
 	// the real generator does, and nonIdem tells by that request whether
 	// its method is not idempotent (POST, PATCH); nil without a list.
@@ -89,13 +95,18 @@ type polReq struct {
 	lastInst     int32 // the instance of the latest attempt sent; NoHost if none
 	lb, src      int32
 	next         int32 // free list
-	gen          uint32
-	sent         int32 // attempts sent
-	retries      int32 // retries allowed so far
-	hasKey       bool
-	nonIdem      bool
-	live         bool
-	retryPending bool // a retry allowed, waiting for its backoff
+	// parent is the attempt (slot) of a tier instance this request is a
+	// downstream call of, of generation pgen, with callsLeft calls to
+	// make; -1 for a client request.
+	parent, callsLeft int32
+	pgen              uint32
+	gen               uint32
+	sent              int32 // attempts sent
+	retries           int32 // retries allowed so far
+	hasKey            bool
+	nonIdem           bool
+	live              bool
+	retryPending      bool // a retry allowed, waiting for its backoff
 }
 
 // Kinds of attempts.
@@ -119,15 +130,18 @@ const maxPolicySlot = math.MaxInt32 >> 2
 
 // newPolicy sets the simulation up for the strategy's client policy, if
 // it has one: it is then run by runPolicy.
-func (s *sim) newPolicy(exp *experiments.Experiment) {
-	pol := s.lbs[0].Policy()
-	if pol == nil {
-		return
+func (s *sim) newPolicy(exp *experiments.Experiment, name string) error {
+	if s.lbs[0].Policy() == nil && len(exp.Tiers) == 0 {
+		return nil
 	}
-	p := &policySim{free: -1, perTry: pol.PerTryTimeout(), maxHedged: pol.MaxHedged(), otherHost: pol.OtherHost()}
-	p.pols = make([]*strategies.Policy, len(s.lbs))
-	for i, lb := range s.lbs {
-		p.pols[i] = lb.Policy()
+	p := &policySim{free: -1}
+	for _, lb := range s.lbs {
+		p.add(lb, 0)
+	}
+	if len(exp.Tiers) > 0 {
+		if err := p.newTiers(exp, name, &s.clock); err != nil {
+			return err
+		}
 	}
 	if r := exp.Requests; r != nil {
 		if pk := engine.NewRequestPicker(r, exp.Seed); pk != nil {
@@ -141,6 +155,18 @@ func (s *sim) newPolicy(exp *experiments.Experiment) {
 		s.gens[i].coll.CountAttempts()
 	}
 	s.pol = p
+	return nil
+}
+
+// add adds balancer lb, whose endpoint 0 is instance base.
+func (p *policySim) add(lb *strategies.Balancer, base int) {
+	pol := lb.Policy()
+	p.lbs = append(p.lbs, lb)
+	p.pols = append(p.pols, pol)
+	p.perTry = append(p.perTry, pol.PerTryTimeout())
+	p.maxHedged = append(p.maxHedged, pol.MaxHedged())
+	p.otherHost = append(p.otherHost, pol.OtherHost())
+	p.base = append(p.base, int32(base))
 }
 
 // arrivePolicy starts the client request due at t.
@@ -160,6 +186,14 @@ func (s *sim) arrivePolicy(t time.Duration) {
 	if p.methods != nil {
 		g.nonIdem = p.nonIdem[p.methods.Pick(k)]
 	}
+	s.startRequest(gi)
+}
+
+// startRequest sends request gi's first attempt now and sets its timers.
+func (s *sim) startRequest(gi int32) {
+	p := s.pol
+	g := &p.reqs[gi]
+	t := g.at
 	gen := g.gen
 	pol := p.pols[g.lb]
 	pol.Start()
@@ -171,7 +205,7 @@ func (s *sim) arrivePolicy(t time.Duration) {
 		return // ended at once
 	}
 	p.timer(t+s.timeout, timerDeadline, gi, gen)
-	if p.maxHedged > 1 {
+	if p.maxHedged[p.reqs[gi].lb] > 1 {
 		if d, ok := pol.HedgeDelay(); ok {
 			p.reqs[gi].hedgeDelay = d
 			p.timer(t+d, timerHedge, gi, gen)
@@ -187,19 +221,19 @@ func (s *sim) sendAttempt(gi int32, kind int) bool {
 	p := s.pol
 	g := &p.reqs[gi]
 	t := s.clock.now
-	lb := s.lbs[g.lb]
+	lb := p.lbs[g.lb]
 	req := strategies.Request{Key: g.key, HasKey: g.hasKey, NonIdempotent: g.nonIdem}
-	if kind == attemptHedge || (kind == attemptRetry && p.otherHost) {
+	if kind == attemptHedge || (kind == attemptRetry && p.otherHost[g.lb]) {
 		req.Exclude = g.tried
 	}
 	tk := lb.PickTicket(req)
-	ep := tk.Endpoint()
-	if ep == strategies.NoHost {
+	if tk.Endpoint() == strategies.NoHost {
 		lb.Finish(tk, strategies.Outcome{Err: engine.ErrNoHost})
 		return false
 	}
+	ep := int(p.base[g.lb]) + tk.Endpoint() // the instance
 	g.sent++
-	g.tried = append(g.tried, ep)
+	g.tried = append(g.tried, tk.Endpoint())
 	g.lastInst = int32(ep)
 	state := stWaiting
 	switch kind {
@@ -257,10 +291,11 @@ func (s *sim) sendAttempt(gi int32, kind int) bool {
 // request's deadline (which otherwise ends the attempt).
 func (s *sim) perTry(gi, i int32) {
 	p := s.pol
-	if p.perTry <= 0 {
+	perTry := p.perTry[p.reqs[gi].lb]
+	if perTry <= 0 {
 		return
 	}
-	if at := s.clock.now + p.perTry; at < p.reqs[gi].deadline {
+	if at := s.clock.now + perTry; at < p.reqs[gi].deadline {
 		p.timer(at, timerPerTry, i, s.reqs[i].gen)
 	}
 }
@@ -320,14 +355,19 @@ func (s *sim) finishAttempt(gi int32, a attemptInfo, status int, err error, time
 	}
 	pol := p.pols[g.lb]
 	pol.Observe(o)
-	s.lbs[g.lb].Finish(a.tk, o)
+	p.lbs[g.lb].Finish(a.tk, o)
 	if a.state&stRetry != 0 {
 		pol.RetryEnded()
 	}
-	s.gens[g.src].coll.AddAttempt(engine.Attempt{
+	at := engine.Attempt{
 		Instance: int(a.inst), SentAt: a.at, Latency: lat,
 		Success: status >= 200 && status < 300 && err == nil, Timeout: timeout, Cancelled: cancelled,
-	})
+	}
+	if g.parent >= 0 {
+		s.gens[g.src].coll.AddTierAttempt(at)
+	} else {
+		s.gens[g.src].coll.AddAttempt(at)
+	}
 	return o
 }
 
@@ -401,6 +441,10 @@ func (s *sim) expirePolicy(gi int32) {
 func (s *sim) endRequest(gi, inst int32, status int, err error, timeout bool) {
 	p := s.pol
 	g := &p.reqs[gi]
+	if g.parent >= 0 {
+		s.callEnded(gi, status >= 200 && status < 300 && err == nil)
+		return
+	}
 	lat := s.clock.now - g.at
 	var o engine.Outcome
 	o.Instance = int(inst)
@@ -427,5 +471,8 @@ func (s *sim) abandon(i int32) {
 	r := &s.reqs[i]
 	r.state &^= stWaiting
 	r.ticket = strategies.Ticket{}
+	if s.pol.tiers != nil && s.pol.tiers.abandonCalling(s, i) {
+		return
+	}
 	s.drop(i, true)
 }

@@ -77,7 +77,7 @@ func (s *sim) measure(exp *experiments.Experiment, name string, elapsed time.Dur
 		if s.hooks.final != nil {
 			s.hooks.final(g.coll)
 		}
-		return &engine.Measurement{
+		m := &engine.Measurement{
 			Strategy:     g.coll.Strategy(name, exp.FaultyInstances()),
 			Sent:         g.sent,
 			Scheduled:    uint64(g.sent), // the simulated generator never falls behind
@@ -87,7 +87,11 @@ func (s *sim) measure(exp *experiments.Experiment, name string, elapsed time.Dur
 			Retry:        engine.PolicyStats(s.lbs),
 			Aborted:      g.coll.Aborted(),
 			Unattributed: g.coll.Unattributed(),
-		}, nil
+		}
+		if s.pol != nil && s.pol.tiers != nil {
+			engine.FillTiers(exp, &m.Strategy, s.pol.tiers.retryStats())
+		}
+		return m, nil
 	}
 	coll := newCollector(exp, len(s.insts), s.hooks.hdrLog)
 	merged := engine.NewMerger(coll, len(s.gens))

@@ -89,10 +89,10 @@ func (s *sim) fire(e simEvent) {
 			s.endRequest(id, g.lastFailInst, int(g.lastStatus), g.lastErr, g.lastTimeout)
 		}
 	case timerHedge:
-		if len(g.inflight) == 0 || int(g.sent) >= p.maxHedged || !s.sendAttempt(id, attemptHedge) {
+		if len(g.inflight) == 0 || int(g.sent) >= p.maxHedged[g.lb] || !s.sendAttempt(id, attemptHedge) {
 			return // no more hedging for this request
 		}
-		if g = &p.reqs[id]; g.gen == e.gen && int(g.sent) < p.maxHedged {
+		if g = &p.reqs[id]; g.gen == e.gen && int(g.sent) < p.maxHedged[g.lb] {
 			p.timer(s.clock.now+g.hedgeDelay, timerHedge, id, e.gen)
 		}
 	}
@@ -116,6 +116,9 @@ func (s *sim) answerAttempt(e simEvent) {
 	}
 	s.insts[r.inst].busyFor += s.clock.now - r.began
 	s.release(int(r.inst))
+	if s.pol.tiers.calls(s, e.slot) {
+		return // answered when its downstream calls end
+	}
 	if r.state&stWaiting == 0 {
 		s.freeSlot(e.slot) // abandoned, kept to the end of its service
 		return
@@ -143,6 +146,9 @@ func (s *sim) answerAttemptCalibrated(i int32) {
 	if r.kind == kindServe {
 		s.insts[r.inst].busyFor += s.clock.now - r.began
 		s.release(int(r.inst))
+		if s.pol.tiers.calls(s, i) {
+			return // sent back when its downstream calls end
+		}
 		if r.state&stWaiting == 0 {
 			s.freeSlot(i)
 			return
@@ -164,7 +170,9 @@ func (s *sim) abortPolicy() {
 		for _, j := range g.inflight {
 			s.reqs[j].ticket = strategies.Ticket{}
 		}
-		s.gens[g.src].coll.Abort()
+		if g.parent < 0 {
+			s.gens[g.src].coll.Abort()
+		}
 		p.freeReq(int32(gi))
 	}
 }
@@ -220,7 +228,7 @@ func (p *policySim) allocReq() int32 {
 	}
 	g := &p.reqs[i]
 	*g = polReq{inflight: g.inflight[:0], tried: g.tried[:0], gen: g.gen, lastInst: strategies.NoHost,
-		lastFailInst: strategies.NoHost, live: true}
+		lastFailInst: strategies.NoHost, live: true, parent: -1}
 	p.live++
 	return i
 }

@@ -162,7 +162,9 @@ func newSim(exp *experiments.Experiment, name string, hooks simHooks, events *en
 	for _, lb := range s.lbs {
 		lb.SetSerial() // the simulation runs on one goroutine
 	}
-	s.newPolicy(exp)
+	if err := s.newPolicy(exp, name); err != nil {
+		return nil, err
+	}
 	if pc, ok := s.lbs[0].Probes(); ok {
 		s.probe, s.nextProbe = pc, pc.Interval
 	}

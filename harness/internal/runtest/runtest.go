@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -47,6 +48,9 @@ func CheckAccounting(t testing.TB, st reports.Strategy) {
 	var reqs, errs int64
 	var share float64
 	for _, in := range st.Instances {
+		if len(st.Tiers) > 0 && !slices.Contains(st.Tiers[0].Instances, in.ID) {
+			continue // a lower tier's: the tier above's calls (checkTiers)
+		}
 		reqs += in.Requests
 		errs += in.Errors
 		share += in.Share
@@ -58,6 +62,7 @@ func CheckAccounting(t testing.TB, st reports.Strategy) {
 			t.Errorf("%s: instance %d: timeline has %d requests, total %d", st.Name, in.ID, series, in.Requests)
 		}
 	}
+	checkTiers(t, st)
 	var unrouted int64
 	for _, n := range st.Timeline.Unrouted {
 		unrouted += n
@@ -186,4 +191,30 @@ func ProxyLeftovers(t testing.TB) []string {
 		}
 	}
 	return found
+}
+
+// checkTiers asserts a tiered strategy's tiers agree with its instances:
+// each tier's requests and errors are its instances', whose shares of
+// their tier add up to 1, and its requests per client request are
+// requests_received over the client's requests.
+func checkTiers(t testing.TB, st reports.Strategy) {
+	t.Helper()
+	for _, tier := range st.Tiers {
+		var reqs, errs int64
+		var share float64
+		for _, id := range tier.Instances {
+			reqs += st.Instances[id].Requests
+			errs += st.Instances[id].Errors
+			share += st.Instances[id].Share
+		}
+		if reqs != tier.RequestsReceived || errs != tier.Errors {
+			t.Errorf("%s: tier %s: %d requests and %d errors, its instances %d and %d", st.Name, tier.Name, tier.RequestsReceived, tier.Errors, reqs, errs)
+		}
+		if reqs > 0 && (share < 0.999 || share > 1.001) {
+			t.Errorf("%s: tier %s: its instances' shares add up to %v, want 1", st.Name, tier.Name, share)
+		}
+		if want := float64(reqs) / float64(max(st.Requests, 1)); st.Requests > 0 && (tier.PerClientRequest-want > 1e-9 || want-tier.PerClientRequest > 1e-9) {
+			t.Errorf("%s: tier %s: %v per client request, want %v", st.Name, tier.Name, tier.PerClientRequest, want)
+		}
+	}
 }
