@@ -7,6 +7,7 @@ import (
 	"github.com/lbchaos/lbchaos/experiments"
 	"github.com/lbchaos/lbchaos/harness/engine"
 	"github.com/lbchaos/lbchaos/reports"
+	"github.com/lbchaos/lbchaos/strategies"
 )
 
 // simAbort judges the experiment's abort conditions in virtual time by
@@ -59,4 +60,19 @@ func (s *sim) judge(t time.Duration) {
 func abortNotes(name string, a *reports.Abort) []string {
 	return []string{fmt.Sprintf("%s: aborted at %.1f s: %s over %gs was %.3g; the load stopped, the requests in flight were cancelled and every fault was healed.",
 		name, a.AtS, a.Condition(), a.WindowS, a.Value)}
+}
+
+// abortWaiting drops the requests whose client still waits, as an
+// interrupted run cancels them, and counts them as aborted by the
+// generators that sent them.
+func (s *sim) abortWaiting() {
+	if s.pol != nil {
+		s.abortPolicy()
+		return
+	}
+	for i := s.head; i >= 0; i = s.reqs[i].next {
+		s.reqs[i].ticket = strategies.Ticket{}
+		s.gens[s.reqs[i].src].coll.Abort()
+	}
+	s.head, s.tail, s.waiting = -1, -1, 0
 }

@@ -487,18 +487,3 @@ func (s *sim) schedule(t time.Duration, i int32) {
 	s.events.push(simEvent{at: t, seq: s.seq, slot: i, gen: s.reqs[i].gen})
 	s.seq++
 }
-
-// abortWaiting drops the requests whose client still waits, as an
-// interrupted run cancels them, and counts them as aborted by the
-// generators that sent them.
-func (s *sim) abortWaiting() {
-	if s.pol != nil {
-		s.abortPolicy()
-		return
-	}
-	for i := s.head; i >= 0; i = s.reqs[i].next {
-		s.reqs[i].ticket = strategies.Ticket{}
-		s.gens[s.reqs[i].src].coll.Abort()
-	}
-	s.head, s.tail, s.waiting = -1, -1, 0
-}
