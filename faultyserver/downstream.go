@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -22,18 +21,15 @@ type Downstream interface {
 	Call(ctx context.Context) error
 }
 
-// downstreamSlot holds a Server's Downstream; nil: none.
-type downstreamSlot struct{ p atomic.Pointer[Downstream] }
-
 // SetDownstream makes every request served from now on call d after its
 // work; nil stops it. Set it before load arrives: a request in progress
 // keeps what it found.
 func (s *Server) SetDownstream(d Downstream) {
 	if d == nil {
-		s.down.p.Store(nil)
+		s.down.Store(nil)
 		return
 	}
-	s.down.p.Store(&d)
+	s.down.Store(&d)
 }
 
 // errDownstream ends a request whose downstream calls failed.
@@ -46,7 +42,7 @@ func (s *Server) workAndCall(ctx context.Context, d time.Duration) (int, error) 
 	if err != nil {
 		return load, err
 	}
-	dp := s.down.p.Load()
+	dp := s.down.Load()
 	if dp == nil {
 		return load, nil
 	}

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc"
@@ -112,8 +113,8 @@ type Server struct {
 
 	// Immutable after New.
 	cfg  Config
-	grpc *grpc.Server // the gRPC face (grpcserver.go)
-	down downstreamSlot
+	grpc *grpc.Server               // the gRPC face (grpcserver.go)
+	down atomic.Pointer[Downstream] // the tier's calls (downstream.go); nil: none
 
 	// handlerHook, set only by tests (export_test.go) before the first
 	// request, runs at the start of every HTTP request and gRPC call, with

@@ -97,9 +97,8 @@ func fairFaultyShare(s *Summary) float64 {
 	if n == 0 || len(s.FaultyInstances) == 0 {
 		return math.NaN()
 	}
-	if len(s.Strategies) > 0 && len(s.Strategies[0].Tiers) > 0 {
+	if edge := edgeIDs(s); edge != nil {
 		// Tiered: faulty_share is of the client's first tier.
-		edge := s.Strategies[0].Tiers[0].Instances
 		k := 0
 		for _, id := range s.FaultyInstances {
 			if slices.Contains(edge, id) {

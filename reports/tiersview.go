@@ -39,11 +39,20 @@ func tiersTable(s *Summary) *table {
 	return t
 }
 
+// edgeIDs are the instances a tiered run's client balances over, its
+// first tier's; nil without tiers.
+func edgeIDs(s *Summary) []int {
+	if len(s.Strategies) > 0 && len(s.Strategies[0].Tiers) > 0 {
+		return s.Strategies[0].Tiers[0].Instances
+	}
+	return nil
+}
+
 // edgeCount is how many instances the client balances over: a tiered
 // run's first tier, else every instance.
 func edgeCount(s *Summary) int {
-	if len(s.Strategies) > 0 && len(s.Strategies[0].Tiers) > 0 {
-		return len(s.Strategies[0].Tiers[0].Instances)
+	if edge := edgeIDs(s); edge != nil {
+		return len(edge)
 	}
 	return instanceCount(s)
 }

@@ -56,15 +56,12 @@ import (
 // without a policy pays nothing for this one.
 type policySim struct {
 	// By balancer: the client's replicas, then, with tiers, each tier
-	// caller's (tiers.go); its policy (nil: one attempt a request), the
-	// policy's settings, and the instance id of its endpoint 0.
-	lbs       []*strategies.Balancer
-	pols      []*strategies.Policy
-	perTry    []time.Duration
-	maxHedged []int
-	otherHost []bool
-	base      []int32
-	tiers     *simTiers // nil without tiers
+	// caller's (tiers.go); its policy (nil: one attempt a request), and
+	// the instance id of its endpoint 0.
+	lbs   []*strategies.Balancer
+	pols  []*strategies.Policy
+	base  []int32
+	tiers *simTiers // nil without tiers
 	// methods picks which of the experiment's requests request k is, as
 	// the real generator does, and nonIdem tells by that request whether
 	// its method is not idempotent (POST, PATCH); nil without a list.
@@ -160,12 +157,8 @@ func (s *sim) newPolicy(exp *experiments.Experiment, name string) error {
 
 // add adds balancer lb, whose endpoint 0 is instance base.
 func (p *policySim) add(lb *strategies.Balancer, base int) {
-	pol := lb.Policy()
 	p.lbs = append(p.lbs, lb)
-	p.pols = append(p.pols, pol)
-	p.perTry = append(p.perTry, pol.PerTryTimeout())
-	p.maxHedged = append(p.maxHedged, pol.MaxHedged())
-	p.otherHost = append(p.otherHost, pol.OtherHost())
+	p.pols = append(p.pols, lb.Policy())
 	p.base = append(p.base, int32(base))
 }
 
@@ -205,7 +198,7 @@ func (s *sim) startRequest(gi int32) {
 		return // ended at once
 	}
 	p.timer(t+s.timeout, timerDeadline, gi, gen)
-	if p.maxHedged[p.reqs[gi].lb] > 1 {
+	if pol.MaxHedged() > 1 {
 		if d, ok := pol.HedgeDelay(); ok {
 			p.reqs[gi].hedgeDelay = d
 			p.timer(t+d, timerHedge, gi, gen)
@@ -223,7 +216,7 @@ func (s *sim) sendAttempt(gi int32, kind int) bool {
 	t := s.clock.now
 	lb := p.lbs[g.lb]
 	req := strategies.Request{Key: g.key, HasKey: g.hasKey, NonIdempotent: g.nonIdem}
-	if kind == attemptHedge || (kind == attemptRetry && p.otherHost[g.lb]) {
+	if kind == attemptHedge || (kind == attemptRetry && p.pols[g.lb].OtherHost()) {
 		req.Exclude = g.tried
 	}
 	tk := lb.PickTicket(req)
@@ -291,7 +284,7 @@ func (s *sim) sendAttempt(gi int32, kind int) bool {
 // request's deadline (which otherwise ends the attempt).
 func (s *sim) perTry(gi, i int32) {
 	p := s.pol
-	perTry := p.perTry[p.reqs[gi].lb]
+	perTry := p.pols[p.reqs[gi].lb].PerTryTimeout()
 	if perTry <= 0 {
 		return
 	}

@@ -89,7 +89,7 @@ func (s *sim) measure(exp *experiments.Experiment, name string, elapsed time.Dur
 			Unattributed: g.coll.Unattributed(),
 		}
 		if s.pol != nil && s.pol.tiers != nil {
-			engine.FillTiers(exp, &m.Strategy, s.pol.tiers.retryStats())
+			engine.FillTiers(exp, &m.Strategy, engine.TierRetryStats(s.pol.tiers.lbs))
 		}
 		return m, nil
 	}

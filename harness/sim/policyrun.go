@@ -89,10 +89,10 @@ func (s *sim) fire(e simEvent) {
 			s.endRequest(id, g.lastFailInst, int(g.lastStatus), g.lastErr, g.lastTimeout)
 		}
 	case timerHedge:
-		if len(g.inflight) == 0 || int(g.sent) >= p.maxHedged[g.lb] || !s.sendAttempt(id, attemptHedge) {
+		if len(g.inflight) == 0 || int(g.sent) >= p.pols[g.lb].MaxHedged() || !s.sendAttempt(id, attemptHedge) {
 			return // no more hedging for this request
 		}
-		if g = &p.reqs[id]; g.gen == e.gen && int(g.sent) < p.maxHedged[g.lb] {
+		if g = &p.reqs[id]; g.gen == e.gen && int(g.sent) < p.pols[g.lb].MaxHedged() {
 			p.timer(s.clock.now+g.hedgeDelay, timerHedge, id, e.gen)
 		}
 	}

@@ -5,7 +5,6 @@ import (
 
 	"github.com/lbchaos/lbchaos/experiments"
 	"github.com/lbchaos/lbchaos/harness/engine"
-	"github.com/lbchaos/lbchaos/reports"
 	"github.com/lbchaos/lbchaos/strategies"
 )
 
@@ -53,11 +52,6 @@ func (p *policySim) newTiers(exp *experiments.Experiment, name string, clock str
 	}
 	p.tiers = t
 	return nil
-}
-
-// retryStats gives each tier's callers' policy counts (FillTiers).
-func (t *simTiers) retryStats() func(int) *reports.RetryStats {
-	return engine.TierRetryStats(t.lbs)
 }
 
 // calls starts the downstream calls of attempt i, whose service at its
