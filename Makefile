@@ -155,10 +155,12 @@ sim-vs-real: build
 # it, restores the host and checks it against the record (non-zero when it
 # differs). IMAGES="ref ..." imports local Docker images (kube-up, kube-load).
 KUBE_VERSION ?= v1.34.4
+# kube-proxy's mode: iptables (its default) or nftables; no IPVS here.
+KUBE_PROXY_MODE ?= iptables
 IMAGES       ?=
 KUBE         := CGO_ENABLED=0 $(GO) run ./harness/kube/localcluster/cmd/localcluster
 kube-up:
-	@$(KUBE) up --version $(KUBE_VERSION) --go $(GO) $(if $(IMAGES),--image "$(IMAGES)")
+	@$(KUBE) up --version $(KUBE_VERSION) --proxy-mode $(KUBE_PROXY_MODE) --go $(GO) $(if $(IMAGES),--image "$(IMAGES)")
 
 kube-down:
 	@$(KUBE) down --version $(KUBE_VERSION)

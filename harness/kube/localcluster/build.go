@@ -17,7 +17,7 @@ import (
 
 // Components are the Kubernetes binaries Up builds, as packages of the
 // k8s.io/kubernetes module.
-var Components = []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubelet"}
+var Components = []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubelet", "kube-proxy"}
 
 // StagingReplaces returns one "k8s.io/x => k8s.io/x <stagingVersion>" line
 // for every staging module that the k8s.io/kubernetes go.mod gomod replaces

@@ -37,6 +37,8 @@ var certSpecs = []certSpec{
 	{name: "controller-manager", cn: "system:kube-controller-manager"},
 	{name: "scheduler", cn: "system:kube-scheduler"},
 	{name: "kubelet", cn: "system:node:localhost", orgs: []string{"system:nodes"}},
+	// system:kube-proxy is bound to system:node-proxier by RBAC's defaults.
+	{name: "kube-proxy", cn: "system:kube-proxy"},
 }
 
 // WritePKI writes into dir a CA (ca.crt, ca.key), a certificate and key per

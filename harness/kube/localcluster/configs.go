@@ -17,14 +17,16 @@ const (
 // Ports of the components, all on 127.0.0.1.
 type Ports struct {
 	Etcd, EtcdPeer, APIServer, Kubelet, KubeletHealthz, ControllerManager, Scheduler int
+	ProxyHealthz, ProxyMetrics                                                       int
 }
 
 // DefaultPorts avoid the components' well-known ports where a choice
 // exists, so a cluster on the host (or a stray etcd) does not collide.
-var DefaultPorts = Ports{Etcd: 23790, EtcdPeer: 23800, APIServer: 16443, Kubelet: 10250, KubeletHealthz: 10248, ControllerManager: 10257, Scheduler: 10259}
+var DefaultPorts = Ports{Etcd: 23790, EtcdPeer: 23800, APIServer: 16443, Kubelet: 10250, KubeletHealthz: 10248, ControllerManager: 10257, Scheduler: 10259,
+	ProxyHealthz: 10256, ProxyMetrics: 10249}
 
 func (p Ports) list() []int {
-	return []int{p.Etcd, p.EtcdPeer, p.APIServer, p.Kubelet, p.KubeletHealthz, p.ControllerManager, p.Scheduler}
+	return []int{p.Etcd, p.EtcdPeer, p.APIServer, p.Kubelet, p.KubeletHealthz, p.ControllerManager, p.Scheduler, p.ProxyHealthz, p.ProxyMetrics}
 }
 
 // ContainerdConfig is the second containerd's configuration: CRI enabled

@@ -13,9 +13,11 @@ import (
 	"time"
 )
 
-// stopOrder stops the kubelet first (it would restart containers), the
-// control plane next and containerd, whose tasks go before it, last.
-var stopOrder = []string{"kubelet", "kube-scheduler", "kube-controller-manager", "kube-apiserver", "etcd"}
+// stopOrder stops kube-proxy first (it would write its rules again after
+// the restore, and leaves them behind on SIGTERM), the kubelet next (it
+// would restart containers), the control plane next and containerd, whose
+// tasks go before it, last.
+var stopOrder = []string{"kube-proxy", "kubelet", "kube-scheduler", "kube-controller-manager", "kube-apiserver", "etcd"}
 
 // ErrHostDiffers is returned by Down when the host does not match the
 // record after the restore; the differences have been printed.

@@ -11,8 +11,10 @@ import (
 	"strings"
 )
 
-// Sysctls are the kernel settings a kubelet (container manager setup) and
-// the CNI bridge plugin (a gateway turns forwarding on) may change.
+// Sysctls are the kernel settings a kubelet (container manager setup),
+// the CNI bridge plugin (a gateway turns forwarding on) and kube-proxy
+// (conntrack sizes and timeouts, route_localnet in iptables mode; its
+// configuration asks it not to, and the check proves it) may change.
 var Sysctls = []string{
 	"vm.overcommit_memory",
 	"vm.panic_on_oom",
@@ -22,6 +24,11 @@ var Sysctls = []string{
 	"kernel.keys.root_maxbytes",
 	"net.ipv4.ip_forward",
 	"net.ipv6.conf.all.forwarding",
+	"net.netfilter.nf_conntrack_max",
+	"net.netfilter.nf_conntrack_tcp_timeout_established",
+	"net.netfilter.nf_conntrack_tcp_timeout_close_wait",
+	"net.ipv4.conf.all.route_localnet",
+	"net.bridge.bridge-nf-call-iptables",
 }
 
 // WatchedPaths are host directories a kubelet, containerd's CRI plugin or

@@ -73,5 +73,6 @@ func (l Layout) CNIConfDir() string            { return l.state("cni", "net.d") 
 func (l Layout) CNIDataDir() string            { return l.state("cni", "ipam") }
 func (l Layout) KubeletDir() string            { return l.state("kubelet") }
 func (l Layout) KubeletConfig() string         { return l.state("kubelet-config.yaml") }
+func (l Layout) KubeProxyConfig() string       { return l.state("kube-proxy-config.yaml") }
 func (l Layout) PodLogsDir() string            { return l.state("pod-logs") }
 func (l Layout) RulesDir() string              { return l.state("rules-before") }

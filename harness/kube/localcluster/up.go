@@ -18,9 +18,11 @@ import (
 type Options struct {
 	Layout
 	Ports  Ports
-	GoBin  string    // the go command that builds the components
-	Images []string  // Docker images to import besides the sandbox image
-	Log    io.Writer // progress; stdout stays free for the KUBECONFIG line
+	GoBin  string   // the go command that builds the components
+	Images []string // Docker images to import besides the sandbox image
+	// ProxyMode is kube-proxy's mode (DefaultProxyMode when empty).
+	ProxyMode string
+	Log       io.Writer // progress; stdout stays free for the KUBECONFIG line
 }
 
 // Timeouts of the waits in Up.
@@ -38,6 +40,12 @@ func Up(ctx context.Context, o Options) (string, error) {
 	logf := func(f string, a ...any) { fmt.Fprintf(o.Log, f+"\n", a...) }
 	if os.Geteuid() != 0 {
 		return "", errors.New("kube-up runs a kubelet and a containerd: it needs root")
+	}
+	if o.ProxyMode == "" {
+		o.ProxyMode = DefaultProxyMode
+	}
+	if err := CheckProxyMode(o.ProxyMode); err != nil {
+		return "", err
 	}
 	if rec, err := loadRecord(o.RecordFile()); err != nil || rec != nil {
 		if rec != nil && healthy(ctx, o.Layout, o.Ports) {
@@ -132,7 +140,7 @@ func Up(ctx context.Context, o Options) (string, error) {
 		return fail(fmt.Errorf("certificates: %w", err))
 	}
 	server := fmt.Sprintf("https://127.0.0.1:%d", o.Ports.APIServer)
-	for _, user := range []string{"admin", "controller-manager", "scheduler", "kubelet"} {
+	for _, user := range []string{"admin", "controller-manager", "scheduler", "kubelet", "kube-proxy"} {
 		kc, err := Kubeconfig(server, o.PKIDir(), user)
 		if err == nil {
 			err = os.WriteFile(o.Kubeconfig(user), []byte(kc), 0o600)
@@ -144,7 +152,8 @@ func Up(ctx context.Context, o Options) (string, error) {
 	files := map[string]string{
 		o.ContainerdConfig(): ContainerdConfig(o.Layout, pause),
 		filepath.Join(o.CNIConfDir(), "10-lbchaos.conflist"): CNIConfig(o.Layout),
-		o.KubeletConfig(): KubeletConfig(o.Layout, o.Ports),
+		o.KubeletConfig():   KubeletConfig(o.Layout, o.Ports),
+		o.KubeProxyConfig(): KubeProxyConfig(o.Layout, o.Ports, o.ProxyMode),
 	}
 	for path, content := range files {
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
@@ -216,6 +225,27 @@ func Up(ctx context.Context, o Options) (string, error) {
 		return fail(err)
 	}
 	logf("kube-up: node localhost Ready %s after the kubelet's start", time.Since(tKubelet).Round(100*time.Millisecond))
+
+	// Services: kube-proxy, and the FORWARD accept that lets packets
+	// between pods cross Docker's DROP policy.
+	failing = ""
+	if err := acceptForward(); err != nil {
+		return fail(err)
+	}
+	if err := start("kube-proxy", o.Bin("kube-proxy"), kubeProxyArgs(o.Layout)); err != nil {
+		return fail(err)
+	}
+	tProxy := time.Now()
+	proxyHealth := fmt.Sprintf("http://127.0.0.1:%d/healthz", o.Ports.ProxyHealthz)
+	if err := poll(ctx, readyTimeout, ws, "kube-proxy synced", func() (bool, string) {
+		if code, body := get(ctx, plain, proxyHealth); code != 200 {
+			return false, fmt.Sprintf("healthz: HTTP %d %s", code, lastLine(body))
+		}
+		return ProxySynced(o.ProxyMode)
+	}); err != nil {
+		return fail(err)
+	}
+	logf("kube-up: kube-proxy (%s mode) synced %s after its start", o.ProxyMode, time.Since(tProxy).Round(100*time.Millisecond))
 	failing = "kube-controller-manager"
 	if err := poll(ctx, readyTimeout, ws, "service account default/default", func() (bool, string) {
 		code, _ := get(ctx, api, server+"/api/v1/namespaces/default/serviceaccounts/default")

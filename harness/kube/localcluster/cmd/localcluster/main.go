@@ -42,6 +42,7 @@ func main() {
 	cacheDir := fs.String("cache-dir", "", "where built binaries and unpacked packages are kept (default ${XDG_CACHE_HOME:-$HOME/.cache}/lbchaos/kube/<version>)")
 	stateDir := fs.String("state-dir", localcluster.DefaultStateDir, "the running cluster's files: record, logs, certificates, data")
 	goBin := fs.String("go", "go", "the go command that builds the components")
+	proxyMode := fs.String("proxy-mode", localcluster.DefaultProxyMode, "kube-proxy's mode: iptables or nftables (this kernel has no IPVS)")
 	var imgs images
 	fs.Var(&imgs, "image", "Docker image to import into the cluster (repeatable, or comma-separated)")
 	fs.Parse(os.Args[2:])
@@ -54,11 +55,12 @@ func main() {
 		fail(fmt.Errorf("--go %s: %w", *goBin, err))
 	}
 	o := localcluster.Options{
-		Layout: localcluster.Layout{Version: *version, CacheDir: *cacheDir, StateDir: *stateDir},
-		Ports:  localcluster.DefaultPorts,
-		GoBin:  gb,
-		Images: imgs,
-		Log:    os.Stderr,
+		Layout:    localcluster.Layout{Version: *version, CacheDir: *cacheDir, StateDir: *stateDir},
+		Ports:     localcluster.DefaultPorts,
+		GoBin:     gb,
+		Images:    imgs,
+		ProxyMode: *proxyMode,
+		Log:       os.Stderr,
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
