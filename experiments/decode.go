@@ -32,6 +32,7 @@ type file struct {
 	Generators    *int          `yaml:"generators"`
 	Protocol      string        `yaml:"protocol"`
 	Connections   *int          `yaml:"connections"`
+	KeepAlive     *bool         `yaml:"keepalive"`
 	KeyMetric     string        `yaml:"key_metric"`
 	Expect        yaml.Node     `yaml:"expect"`
 	Abort         yaml.Node     `yaml:"abort"`
@@ -48,6 +49,9 @@ type fileFleet struct {
 	External      []fileExternal `yaml:"external"`
 	Health        string         `yaml:"health"`
 	App           *fileApp       `yaml:"app"`
+	Readiness     *fileReadiness `yaml:"readiness"`
+	Shutdown      *fileShutdown  `yaml:"shutdown"`
+	Kube          *fileKube      `yaml:"kube"`
 }
 
 // fileApp is instances.app: the user's own image as every instance.
@@ -196,6 +200,9 @@ func (f *file) build(source, dir string) (*Experiment, error) {
 	if err := f.Instances.buildExternal(&e.Instances); err != nil {
 		return nil, err
 	}
+	if err := f.Instances.buildLifecycle(&e.Instances); err != nil {
+		return nil, err
+	}
 	if len(f.Tiers) > 0 {
 		err = f.buildTiers(e)
 	} else {
@@ -237,6 +244,12 @@ func (f *file) build(source, dir string) (*Experiment, error) {
 		e.Connections = *f.Connections
 	} else if e.Protocol != ProtocolHTTP1 {
 		e.Connections = DefaultConnections
+	}
+	if f.KeepAlive != nil && !*f.KeepAlive {
+		if e.Protocol != ProtocolHTTP1 {
+			return nil, fieldErr("keepalive", "false applies to protocol http1 (a connection per request); %s multiplexes requests onto its connections", e.Protocol)
+		}
+		e.NoKeepAlive = true
 	}
 	if f.Keys != nil {
 		if e.Keys, err = f.Keys.build(); err != nil {

@@ -112,6 +112,10 @@ type Experiment struct {
 	// L4 proxy) balances; 0 for http1 without those, whose keep-alive
 	// pools grow as needed.
 	Connections int
+	// NoKeepAlive (the file's keepalive: false) sends every HTTP/1.1
+	// request over a connection of its own, closed after the answer: a
+	// connection-level balancer (kube:service) then chooses per request.
+	NoKeepAlive bool
 	// KeyMetric is the metric the experiment exists to show, one of
 	// KeyMetrics(); DefaultKeyMetric when the file names none.
 	KeyMetric string
@@ -153,7 +157,86 @@ type Instances struct {
 	// and KeepAbandoned keep their defaults (the service has its own) and
 	// Service, if given, is only the simulator's model of it.
 	App *App
+	// Readiness is the readiness probe of the instances' pods; nil: no
+	// readiness probe.
+	Readiness *Readiness
+	// Shutdown is what an instance does when it is told to stop.
+	Shutdown Shutdown
+	// Kube is how the Kubernetes backends run the instances.
+	Kube Kube
 }
+
+// Readiness is a readiness probe, as the kubelet runs it: a GET of Path
+// every Period, Timeout each; FailureThreshold failures in a row take the
+// pod out of its Service's endpoints, SuccessThreshold successes put it
+// back.
+type Readiness struct {
+	Path             string        // default: instances.health when set, else faultyserver.HealthPath
+	Period, Timeout  time.Duration // defaults 10s and 1s (Kubernetes' own)
+	FailureThreshold int           // default 3
+	SuccessThreshold int           // default 1
+}
+
+// Equal reports whether r and o describe the same probe (both nil
+// included).
+func (r *Readiness) Equal(o *Readiness) bool {
+	if r == nil || o == nil {
+		return r == o
+	}
+	return *r == *o
+}
+
+// Shutdown is how an instance stops: the server's own shutdown (Mode and
+// Delay, see faultyserver.Shutdown), and on Kubernetes the pod's preStop
+// sleep, before the server is signalled, and its grace period, after
+// which the kubelet kills it.
+type Shutdown struct {
+	faultyserver.Shutdown               // Mode (default "finish"), Delay
+	PreStopSleep          time.Duration // 0: none (a pod's preStop sleep)
+	TerminationGrace      time.Duration // default 30s (a pod's terminationGracePeriodSeconds)
+}
+
+// Kube is how the Kubernetes backends run the instances.
+type Kube struct {
+	Workload string   // WorkloadPods (default) or WorkloadDeployment
+	Service  bool     // a Kubernetes Service selects the instances
+	Rollout  *Rollout // nil: none
+}
+
+// Equal reports whether k and o describe the same workload.
+func (k Kube) Equal(o Kube) bool {
+	if k.Rollout == nil || o.Rollout == nil {
+		return k.Workload == o.Workload && k.Service == o.Service && k.Rollout == o.Rollout
+	}
+	return k.Workload == o.Workload && k.Service == o.Service && *k.Rollout == *o.Rollout
+}
+
+// Rollout is a rolling restart of the instances' Deployment.
+type Rollout struct {
+	At             time.Duration // when the rolling restart starts, from the run's start
+	MaxSurge       string        // as Kubernetes takes it: "1" or "25%"; default "25%"
+	MaxUnavailable string        // default "25%"
+}
+
+// Workloads: what the Kubernetes backends create for the instances.
+const (
+	WorkloadPods       = "pods"       // one pod per instance
+	WorkloadDeployment = "deployment" // a Deployment of Count replicas
+)
+
+// Defaults of instances.readiness, instances.shutdown and instances.kube
+// (Kubernetes' own where it has one).
+const (
+	DefaultReadinessPeriod  = 10 * time.Second
+	DefaultReadinessTimeout = time.Second
+	DefaultFailureThreshold = 3
+	DefaultSuccessThreshold = 1
+	DefaultTerminationGrace = 30 * time.Second
+	DefaultMaxSurge         = "25%"
+	DefaultMaxUnavailable   = "25%"
+	DefaultWorkload         = WorkloadPods
+	DefaultShutdownMode     = faultyserver.ShutdownFinish
+)
 
 // App is the user's own service, run from a local image as every
 // instance, each behind an lbchaos sidecar (lbchaos serve --upstream).

@@ -39,6 +39,7 @@ func (e *Experiment) Validate() error {
 		{e.validateProfile, false},
 		{e.Instances.validateExternal, false},
 		{e.Instances.validateApp, false},
+		{e.validateLifecycle, false},
 		{e.Instances.validateEach, true},
 		{e.validateBalancers, true},
 		{e.validateKeys, false},

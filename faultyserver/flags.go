@@ -39,6 +39,10 @@ type Flags struct {
 	// InsecureControl allows an open control API (no Token) on a
 	// non-loopback Listen.
 	InsecureControl bool
+	// Shutdown is the shutdown mode (Shutdown.Mode; "" = finish) and
+	// ShutdownDelay a drain's delay (Shutdown.Delay).
+	Shutdown      string
+	ShutdownDelay time.Duration
 }
 
 // DefaultFlags are the command's defaults.
@@ -50,6 +54,7 @@ func SidecarFlagsOf(cfg SidecarConfig, listen string) (Flags, error) {
 	f := DefaultFlags
 	f.ID, f.Listen, f.Seed, f.Upstream, f.HealthPath = cfg.ID, listen, cfg.Seed, cfg.Upstream, cfg.HealthPath
 	f.GRPCUpstream = cfg.GRPCUpstream
+	f.Shutdown, f.ShutdownDelay = cfg.Shutdown.Mode, cfg.Shutdown.Delay
 	if f.HealthPath == "" {
 		f.HealthPath = DefaultFlags.HealthPath
 	}
@@ -76,7 +81,8 @@ func FlagsOf(cfg Config, listen string) (Flags, error) {
 		return Flags{}, fmt.Errorf("service distribution: %w", err)
 	}
 	f := Flags{ID: cfg.ID, Listen: listen, Workers: cfg.Workers, QueueLimit: cfg.QueueLimit, Service: string(svc),
-		Seed: cfg.Seed, KeepAbandoned: cfg.KeepAbandoned, HealthPath: DefaultFlags.HealthPath}
+		Seed: cfg.Seed, KeepAbandoned: cfg.KeepAbandoned, HealthPath: DefaultFlags.HealthPath,
+		Shutdown: cfg.Shutdown.Mode, ShutdownDelay: cfg.Shutdown.Delay}
 	return f.withFault(cfg.InitialFault)
 }
 
@@ -96,6 +102,9 @@ func (f *Flags) Bind(fs *flag.FlagSet) {
 	fs.StringVar(&f.GRPCUpstream, "grpc-upstream", f.GRPCUpstream, "with --upstream: forward gRPC calls to this h2c service (http://host:port) instead of --upstream")
 	fs.StringVar(&f.Token, "token", f.Token, "bearer token every "+ControlPrefix+"* request must carry (Authorization: Bearer T); default: $"+TokenEnv+"; without one the control API is open, which only a loopback --listen allows")
 	fs.BoolVar(&f.InsecureControl, "insecure-control", f.InsecureControl, "allow an open control API (no --token) on a non-loopback --listen: anyone who reaches the port can set faults")
+	fs.StringVar(&f.Shutdown, "shutdown", f.Shutdown, "what SIGTERM or SIGINT does: finish (the default: stop accepting, let requests in flight finish for up to "+ShutdownGrace.String()+"), "+
+		"abrupt (close every connection at once, no answers) or drain (go on serving with Connection: close for --shutdown-delay, then finish); /healthz answers 503 from the signal on")
+	fs.DurationVar(&f.ShutdownDelay, "shutdown-delay", f.ShutdownDelay, "with --shutdown drain: how long to go on serving after the signal, at most "+MaxShutdownDelay.String())
 }
 
 // Args returns the arguments after `lbchaos serve` that Bind parses back
@@ -126,6 +135,12 @@ func (f Flags) Args() []string {
 	if f.InsecureControl {
 		args = append(args, "--insecure-control")
 	}
+	if f.Shutdown != "" {
+		args = append(args, "--shutdown", f.Shutdown)
+	}
+	if f.ShutdownDelay != 0 {
+		args = append(args, "--shutdown-delay", f.ShutdownDelay.String())
+	}
 	return args // never the token: see Flags.Token
 }
 
@@ -148,7 +163,11 @@ func (f Flags) Config() (Config, error) {
 	if err := f.checkControl(); err != nil {
 		return Config{}, err
 	}
-	cfg := Config{ID: f.ID, Workers: f.Workers, QueueLimit: f.QueueLimit, Service: dist, Seed: f.Seed, KeepAbandoned: f.KeepAbandoned, Token: f.Token}
+	sd, err := f.shutdown()
+	if err != nil {
+		return Config{}, err
+	}
+	cfg := Config{ID: f.ID, Workers: f.Workers, QueueLimit: f.QueueLimit, Service: dist, Seed: f.Seed, KeepAbandoned: f.KeepAbandoned, Token: f.Token, Shutdown: sd}
 	if f.Fault != "" {
 		fault, err := ParseFault([]byte(f.Fault))
 		if err != nil {
@@ -189,7 +208,11 @@ func (f Flags) SidecarConfig() (SidecarConfig, error) {
 	if err := f.checkControl(); err != nil {
 		return SidecarConfig{}, err
 	}
-	cfg := SidecarConfig{ID: f.ID, Upstream: f.Upstream, GRPCUpstream: f.GRPCUpstream, HealthPath: f.HealthPath, Seed: f.Seed, Token: f.Token}
+	sd, err := f.shutdown()
+	if err != nil {
+		return SidecarConfig{}, err
+	}
+	cfg := SidecarConfig{ID: f.ID, Upstream: f.Upstream, GRPCUpstream: f.GRPCUpstream, HealthPath: f.HealthPath, Seed: f.Seed, Token: f.Token, Shutdown: sd}
 	if f.Fault != "" {
 		fault, err := ParseFault([]byte(f.Fault))
 		if err == nil {
@@ -204,6 +227,19 @@ func (f Flags) SidecarConfig() (SidecarConfig, error) {
 		return SidecarConfig{}, err
 	}
 	return cfg, nil
+}
+
+// shutdown checks --shutdown and --shutdown-delay and returns them as a
+// Shutdown.
+func (f Flags) shutdown() (Shutdown, error) {
+	sd := Shutdown{Mode: f.Shutdown, Delay: f.ShutdownDelay}
+	if err := sd.checkMode(); err != nil {
+		return Shutdown{}, fmt.Errorf("--shutdown: %w", err)
+	}
+	if err := sd.checkDelay(); err != nil {
+		return Shutdown{}, fmt.Errorf("--shutdown-delay: %w", err)
+	}
+	return sd, nil
 }
 
 // checkControl checks --token and, without one, that --listen keeps the

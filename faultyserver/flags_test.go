@@ -3,6 +3,7 @@ package faultyserver
 import (
 	"flag"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -48,7 +49,8 @@ func TestParseDistFlag(t *testing.T) {
 func TestFlagsRoundTrip(t *testing.T) {
 	cfg := Config{ID: 7, Workers: 3, QueueLimit: 40, Seed: 99, KeepAbandoned: true,
 		Service:      Dist{Kind: "normal", Mean: Duration(167 * time.Millisecond), SD: Duration(5 * time.Millisecond)},
-		InitialFault: Fail{Status: 502, Delay: Duration(2 * time.Millisecond)}}
+		InitialFault: Fail{Status: 502, Delay: Duration(2 * time.Millisecond)},
+		Shutdown:     Shutdown{Mode: ShutdownDrain, Delay: 1500 * time.Millisecond}}
 	want, err := FlagsOf(cfg, "127.0.0.1:9001")
 	if err != nil {
 		t.Fatal(err)
@@ -71,11 +73,41 @@ func TestFlagsRoundTrip(t *testing.T) {
 	}
 }
 
+// TestFlagsRoundTripDefaultShutdown: a configuration that leaves the
+// shutdown out gets a command line without the shutdown's flags, and
+// back the same; an explicit finish survives the trip too.
+func TestFlagsRoundTripDefaultShutdown(t *testing.T) {
+	for _, sd := range []Shutdown{{}, {Mode: ShutdownFinish}} {
+		cfg := Config{ID: 1, Workers: 8, Seed: 1, Service: Fixed(10 * time.Millisecond), Shutdown: sd}
+		want, err := FlagsOf(cfg, "127.0.0.1:9001")
+		if err != nil {
+			t.Fatal(err)
+		}
+		args := want.Args()
+		if has := slices.Contains(args, "--shutdown"); has != (sd.Mode != "") || slices.Contains(args, "--shutdown-delay") {
+			t.Errorf("shutdown %+v: args %q", sd, args)
+		}
+		got := DefaultFlags
+		fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+		got.Bind(fs)
+		if err := fs.Parse(args); err != nil {
+			t.Fatal(err)
+		}
+		back, err := got.Config()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if back.Shutdown != sd {
+			t.Errorf("shutdown after the round trip %+v, want %+v", back.Shutdown, sd)
+		}
+	}
+}
+
 // TestSidecarFlagsRoundTrip is TestFlagsRoundTrip for a sidecar: Args
 // leaves out the fake server's flags, which --upstream refuses.
 func TestSidecarFlagsRoundTrip(t *testing.T) {
 	cfg := SidecarConfig{ID: 4, Upstream: "http://127.0.0.1:8080", GRPCUpstream: "http://127.0.0.1:8081", HealthPath: "/healthz?deep=1", Seed: 7,
-		InitialFault: Slow{Factor: 3}}
+		InitialFault: Slow{Factor: 3}, Shutdown: Shutdown{Mode: ShutdownAbrupt}}
 	want, err := SidecarFlagsOf(cfg, "127.0.0.1:9002")
 	if err != nil {
 		t.Fatal(err)

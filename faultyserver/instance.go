@@ -45,8 +45,9 @@ type instanceState struct {
 	seqs                    seqLog       // the requests executed, by sequence number (executed.go)
 	abandoned               abandoned    // requests kept after their client left (abandon.go)
 
+	stopping  atomic.Bool // set when a shutdown begins, whatever its mode: health answers 503
 	drainOnce sync.Once
-	drain     chan struct{} // closed when a graceful shutdown begins
+	drain     chan struct{} // closed when a graceful shutdown begins to finish
 }
 
 // init readies s for instance id, its random source seeded from seed, its
@@ -170,6 +171,11 @@ func (s *instanceState) Reset() {
 
 func (s *instanceState) instanceID() int      { return s.idNum }
 func (s *instanceState) controlToken() string { return s.token }
+
+// beginStop marks the instance as shutting down: from now on its health
+// check answers 503, so that balancers and probes take it out while it
+// still serves (ShutdownDrain).
+func (s *instanceState) beginStop() { s.stopping.Store(true) }
 
 // beginDrain ends hanging requests with 503 so a graceful shutdown need not
 // wait for their clients to give up.

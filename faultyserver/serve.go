@@ -11,9 +11,9 @@ import (
 	"time"
 )
 
-// ShutdownGrace bounds how long Serve waits for requests in progress after
-// its context is done. Requests still running then are answered 503 and the
-// remaining connections closed.
+// ShutdownGrace bounds how long Serve waits for requests in progress as it
+// finishes (ShutdownFinish, and ShutdownDrain after its delay). Requests
+// still running then are answered 503 and the remaining connections closed.
 const ShutdownGrace = 5 * time.Second
 
 // Serve runs one instance as its own HTTP server on addr (host:port) until
@@ -32,9 +32,13 @@ func Serve(ctx context.Context, cfg Config, addr string, logf func(format string
 }
 
 // ServeListener is Serve on an existing listener, which it closes. On
-// shutdown it stops accepting, ends hanging requests with 503, lets other
-// requests finish for up to ShutdownGrace, then closes the Server and every
-// remaining connection. It returns nil after a shutdown caused by ctx.
+// shutdown it carries out cfg.Shutdown: by default (ShutdownFinish) it
+// stops accepting, ends hanging requests with 503, lets other requests
+// finish for up to ShutdownGrace, then closes the Server and every
+// remaining connection; ShutdownAbrupt closes everything at once and
+// ShutdownDrain serves on for its delay first (see Shutdown). From the
+// shutdown's start the health check answers 503. It returns nil after a
+// shutdown caused by ctx.
 func ServeListener(ctx context.Context, cfg Config, ln net.Listener, logf func(format string, args ...any)) error {
 	s, err := New(cfg)
 	if err != nil {
@@ -45,9 +49,10 @@ func ServeListener(ctx context.Context, cfg Config, ln net.Listener, logf func(f
 }
 
 // ServeSidecar runs a Sidecar for cfg as its own HTTP server on addr
-// (host:port) until ctx is done, then shuts down as ServeListener does:
-// hanging requests end with 503, forwarded requests get up to ShutdownGrace
-// to finish, then the rest are cancelled.
+// (host:port) until ctx is done, then shuts down as ServeListener does,
+// in cfg.Shutdown's mode: when finishing, hanging requests end with 503,
+// forwarded requests get up to ShutdownGrace to finish, then the rest are
+// cancelled.
 func ServeSidecar(ctx context.Context, cfg SidecarConfig, addr string, logf func(format string, args ...any)) error {
 	s, err := NewSidecar(cfg)
 	if err != nil {
@@ -67,9 +72,14 @@ type instanceHandler interface {
 	instanceID() int
 	describe() string // for the start line, e.g. "workers 8, service fixed 10ms"
 	controlToken() string
+	shutdownConfig() Shutdown
+	beginStop()
 	beginDrain()
 	Close()
 }
+
+func (s *Server) shutdownConfig() Shutdown  { return s.cfg.Shutdown }
+func (s *Sidecar) shutdownConfig() Shutdown { return s.cfg.Shutdown }
 
 func (s *Server) describe() string {
 	return fmt.Sprintf("workers %d, service %s", s.cfg.Workers, s.cfg.Service)
@@ -113,14 +123,30 @@ func serve(ctx context.Context, s instanceHandler, ln net.Listener, logf func(fo
 	case <-ctx.Done():
 	}
 
-	logf("faultyserver: instance %d shutting down", id)
-	s.beginDrain()
-	sctx, cancel := context.WithTimeout(context.Background(), ShutdownGrace)
-	err := srv.Shutdown(sctx)
-	cancel()
-	s.Close()
-	if err != nil {
+	sd := s.shutdownConfig()
+	logf("faultyserver: instance %d shutting down (%s)", id, sd)
+	s.beginStop()
+	var err error
+	switch sd.mode() {
+	case ShutdownAbrupt:
+		// No answers: the listener and every connection go at once;
+		// the handlers still running write to closed connections.
 		err = srv.Close()
+		s.Close()
+	case ShutdownDrain:
+		srv.SetKeepAlivesEnabled(false)
+		t := time.NewTimer(sd.Delay)
+		select {
+		case <-t.C:
+		case serr := <-errc:
+			t.Stop()
+			s.Close()
+			return fmt.Errorf("faultyserver: instance %d: during the shutdown's drain: %w", id, serr)
+		}
+		logf("faultyserver: instance %d: drain over, finishing", id)
+		err = finish(srv, s)
+	default:
+		err = finish(srv, s)
 	}
 	if serr := <-errc; !errors.Is(serr, http.ErrServerClosed) && err == nil {
 		err = serr
@@ -129,6 +155,21 @@ func serve(ctx context.Context, s instanceHandler, ln net.Listener, logf func(fo
 		return fmt.Errorf("faultyserver: instance %d: shutdown: %w", id, err)
 	}
 	return nil
+}
+
+// finish is ShutdownFinish: stop accepting, end hanging requests with
+// 503, let the others finish for up to ShutdownGrace, then close s and
+// every connection left.
+func finish(srv *http.Server, s instanceHandler) error {
+	s.beginDrain()
+	ctx, cancel := context.WithTimeout(context.Background(), ShutdownGrace)
+	err := srv.Shutdown(ctx)
+	cancel()
+	s.Close()
+	if err != nil {
+		err = srv.Close()
+	}
+	return err
 }
 
 // serveProtocols are what an instance speaks on its one port: HTTP/1.1,

@@ -60,6 +60,9 @@ type Config struct {
 	// connection) and a goroutine's ends the process. It is called on the
 	// panicking goroutine and must not block.
 	OnPanic func(Panic)
+	// Shutdown is what Serve and ServeListener do when their context is
+	// done; the zero value is ShutdownFinish.
+	Shutdown Shutdown
 }
 
 // Validate reports the first bad field of c.
@@ -78,6 +81,9 @@ func (c Config) Validate() error {
 	}
 	if err := CheckToken(c.Token); err != nil {
 		return fmt.Errorf("token: %w", err)
+	}
+	if err := c.Shutdown.Validate(); err != nil {
+		return fmt.Errorf("shutdown: %w", err)
 	}
 	return nil
 }
@@ -366,8 +372,8 @@ func (s *Server) sleep(ctx context.Context, d time.Duration) error {
 	return sleepUntil(ctx, time.Now().Add(d), s.closed)
 }
 
-// health answers /healthz: 503 once closed, else the current fault's
-// HealthStatus, else 200.
+// health answers /healthz: 503 once closed or shutting down (Shutdown),
+// else the current fault's HealthStatus, else 200.
 func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 	if !healthMethod(w, r) {
 		return
@@ -377,7 +383,10 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 	case <-s.closed:
 		status = http.StatusServiceUnavailable
 	default:
-		if f := s.Fault(); f != nil {
+		switch f := s.Fault(); {
+		case s.stopping.Load():
+			status = http.StatusServiceUnavailable
+		case f != nil:
 			status = f.HealthStatus()
 		}
 	}

@@ -38,6 +38,9 @@ type SidecarConfig struct {
 	InitialFault Fault
 	// Token is the control API's bearer token, as Config.Token.
 	Token string
+	// Shutdown is what ServeSidecar does when its context is done, as
+	// Config.Shutdown.
+	Shutdown Shutdown
 }
 
 // Validate reports the first bad field of c.
@@ -58,6 +61,9 @@ func (c SidecarConfig) Validate() error {
 	}
 	if err := CheckToken(c.Token); err != nil {
 		return fmt.Errorf("token: %w", err)
+	}
+	if err := c.Shutdown.Validate(); err != nil {
+		return fmt.Errorf("shutdown: %w", err)
 	}
 	return nil
 }
@@ -362,7 +368,7 @@ func (s *Sidecar) httpError(w http.ResponseWriter, load, status int, msg string)
 	http.Error(w, msg, status)
 }
 
-// serveHealth answers /healthz: 503 once closed, the current fault's
+// serveHealth answers /healthz: 503 once closed or shutting down, the current fault's
 // health_status when it sets one, else the upstream's answer to its health
 // path.
 func (s *Sidecar) serveHealth(w http.ResponseWriter, r *http.Request) {
@@ -375,6 +381,9 @@ func (s *Sidecar) serveHealth(w http.ResponseWriter, r *http.Request) {
 	case <-s.done:
 		status, own = http.StatusServiceUnavailable, true
 	default:
+		if s.stopping.Load() {
+			status, own = http.StatusServiceUnavailable, true
+		}
 	}
 	if own {
 		writeHealth(w, status)

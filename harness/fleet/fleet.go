@@ -36,7 +36,8 @@ func (f Spec) Equal(g Spec) bool {
 	a, b := f.Instances, g.Instances
 	return f.Seed == g.Seed && a.Count == b.Count && a.Workers == b.Workers && a.QueueLimit == b.QueueLimit &&
 		a.KeepAbandoned == b.KeepAbandoned && a.Service == b.Service && slices.Equal(a.Each, b.Each) &&
-		slices.Equal(a.External, b.External) && a.HealthPath == b.HealthPath && a.App.Equal(b.App)
+		slices.Equal(a.External, b.External) && a.HealthPath == b.HealthPath && a.App.Equal(b.App) &&
+		a.Readiness.Equal(b.Readiness) && a.Shutdown == b.Shutdown && a.Kube.Equal(b.Kube)
 }
 
 // ServerConfig is the faultyserver configuration of instance id.
@@ -49,6 +50,7 @@ func (f Spec) ServerConfig(id int) faultyserver.Config {
 		Service:       in.Service,
 		Seed:          InstanceSeed(f.Seed, id),
 		KeepAbandoned: f.KeepAbandoned,
+		Shutdown:      f.Shutdown.Shutdown,
 	}
 }
 

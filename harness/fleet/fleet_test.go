@@ -2,8 +2,10 @@ package fleet
 
 import (
 	"testing"
+	"time"
 
 	"github.com/lbchaos/lbchaos/experiments"
+	"github.com/lbchaos/lbchaos/faultyserver"
 )
 
 func TestSpecEqual(t *testing.T) {
@@ -35,6 +37,14 @@ strategies: [p2c]
 			s.Each = append([]experiments.Instance(nil), s.Each...)
 			s.Each[2].Workers = 6
 		}, false},
+		{"a readiness probe", func(s *Spec) { s.Readiness = &experiments.Readiness{Path: "/healthz", Period: time.Second} }, false},
+		{"shutdown mode", func(s *Spec) { s.Shutdown.Mode = faultyserver.ShutdownAbrupt }, false},
+		{"shutdown delay", func(s *Spec) { s.Shutdown.Mode, s.Shutdown.Delay = faultyserver.ShutdownDrain, time.Second }, false},
+		{"pre-stop sleep", func(s *Spec) { s.Shutdown.PreStopSleep = time.Second }, false},
+		{"termination grace", func(s *Spec) { s.Shutdown.TerminationGrace = time.Minute }, false},
+		{"workload", func(s *Spec) { s.Kube.Workload = experiments.WorkloadDeployment }, false},
+		{"service", func(s *Spec) { s.Kube.Service = true }, false},
+		{"rollout", func(s *Spec) { s.Kube.Rollout = &experiments.Rollout{MaxSurge: "1", MaxUnavailable: "0"} }, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -70,5 +80,45 @@ strategies: [p2c]
 	}
 	if c0.Seed != InstanceSeed(11, 0) || c1.Seed != InstanceSeed(11, 1) || c0.Seed == c1.Seed {
 		t.Errorf("seeds %d, %d", c0.Seed, c1.Seed)
+	}
+}
+
+// TestSpecEqualProbeAndRollout: probes and rollouts compare by value.
+func TestSpecEqualProbeAndRollout(t *testing.T) {
+	spec := func() Spec {
+		var s Spec
+		s.Readiness = &experiments.Readiness{Path: "/healthz", Period: 2 * time.Second}
+		s.Kube.Rollout = &experiments.Rollout{At: time.Second, MaxSurge: "1"}
+		return s
+	}
+	a, b := spec(), spec()
+	if !a.Equal(b) {
+		t.Error("equal probes and rollouts in two values: not Equal")
+	}
+	b.Kube.Rollout.MaxSurge = "2"
+	if a.Equal(b) {
+		t.Error("rollouts of different surges: Equal")
+	}
+}
+
+// TestServerConfigShutdown: the instances' shutdown reaches the server's
+// configuration.
+func TestServerConfigShutdown(t *testing.T) {
+	e, err := experiments.Parse("x.yaml", []byte(`name: x
+duration: 1s
+rate: 10
+instances:
+  count: 2
+  service: {dist: fixed, value: 1ms}
+  shutdown: {mode: drain, delay: 3s, pre_stop_sleep: 2s}
+strategies: [p2c]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := Spec{Instances: e.Instances}
+	want := faultyserver.Shutdown{Mode: faultyserver.ShutdownDrain, Delay: 3 * time.Second}
+	if got := s.ServerConfig(1).Shutdown; got != want {
+		t.Errorf("shutdown %+v, want %+v", got, want)
 	}
 }
