@@ -196,6 +196,10 @@ type Strategy struct {
 	// the calls they received from the tier above (retries included),
 	// and their share is of their tier's requests. Absent without tiers.
 	Tiers []Tier `json:"tiers,omitempty"`
+	// Rotation, for instances behind a Kubernetes Service that a fault
+	// hit, is how long they took to leave the Service's rotation (see
+	// OutOfRotation); absent otherwise.
+	Rotation []OutOfRotation `json:"rotation,omitempty"`
 }
 
 // Tier is one layer of a tiered fleet, as a strategy loaded it.

@@ -41,6 +41,10 @@ type view struct {
 	// Tiers holds a tiered run's traffic per tier; nil without tiers.
 	Tiers     *table
 	TiersNote string
+	// Rotation holds the time out of rotation behind a Service; nil
+	// without one.
+	Rotation     *table
+	RotationNote string
 	// SimVsReal, in a calibrated simulation, sets its figures beside the
 	// calibrating real run's (CalibratedFrom); nil otherwise. SimVsRealNote
 	// says where they come from.
@@ -182,6 +186,9 @@ func newView(s *Summary, plots []Plot) *view {
 	v.Scenario = scenarioTable(s)
 	if v.Tiers = tiersTable(s); v.Tiers != nil {
 		v.TiersNote = tiersNote
+	}
+	if v.Rotation = rotationTable(s); v.Rotation != nil {
+		v.RotationNote = rotationNote
 	}
 	v.SimVsReal, v.SimVsRealNote = simVsRealTable(s), simVsRealNote(s)
 	v.HowToRead = howToRead(s)

@@ -41,6 +41,7 @@ var descriptions = map[string]string{
 	proxyspec.Nginx:   "a real nginx in front of the instances (upstream module); its algorithm and proxy_next_upstream retries as the spec names them",
 	proxyspec.HAProxy: "a real HAProxy in front of the instances; its balance algorithm and observe/check options as the spec names them",
 	proxyspec.Caddy:   "a real Caddy reverse_proxy in front of the instances; its lb_policy as the spec names it",
+	proxyspec.Kube:    "a Kubernetes Service: kube-proxy's rules on the node pick a ready pod per connection, blind to load and results (--backends kube; load from generator pods)",
 	proxyspec.Lbchaos: "`lbchaos proxy` serving a built-in strategy as a separate hop",
 	"grpc":            "grpc-go's own client-side balancer (its load-balancing policy) over gRPC connections",
 }

@@ -130,6 +130,7 @@ var proxyExamples = map[string][]string{
 		"haproxy:random(2)+observe(error_limit=10,on_error=mark-down)",
 		"haproxy:leastconn+tcp", "haproxy:file(path=backend.cfg)",
 	},
+	proxyspec.Kube: {"kube:service"},
 	proxyspec.Caddy: {
 		"caddy:round_robin", "caddy:least_conn", "caddy:random", "caddy:random_choose(2)", "caddy:first", "caddy:header",
 		"caddy:least_conn(fail_duration=5s,max_fails=20,unhealthy_latency=75ms)",

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -89,6 +90,12 @@ func (k kubeFlags) provider(ctx context.Context, exp *experiments.Experiment, lo
 			opts.SharePIDs = true
 		}
 	}
+	if serviceRun(exp) {
+		opts.Service = true
+		if namesLocalCluster(k.kubeconfig) {
+			opts.ServiceRules = localcluster.ServiceRules
+		}
+	}
 	// Before any image work: a cluster that does not answer says so first.
 	if err := kube.Available(ctx, k.kubeconfig); err != nil {
 		return nil, err
@@ -123,6 +130,19 @@ func (k kubeFlags) provider(ctx context.Context, exp *experiments.Experiment, lo
 // for a run of one generator or with --kube-generators=false (local
 // processes).
 func (k kubeFlags) launcher(p *kube.Provider, exp *experiments.Experiment) (engine.Launcher, error) {
+	if serviceRun(exp) {
+		// Pods on the pod network: only pods send them load, even one
+		// generator's.
+		if !k.generators {
+			return nil, errors.New("--kube-generators=false: the instances are pods behind a Service, which only generator pods send load to (this machine's own network sends none to a pod); leave it out")
+		}
+		for _, name := range exp.Strategies {
+			if proxyspec.IsProxy(name) && !proxyspec.IsService(name) {
+				return nil, fmt.Errorf("strategy %s: its proxy runs on this machine, which does not send load to the pods of a Service run; list it in an experiment without kube:service", name)
+			}
+		}
+		return p.Launcher(k.lead), nil
+	}
 	if exp.Generators <= 1 || !k.generators {
 		return nil, nil
 	}
@@ -199,4 +219,10 @@ func cleanKube(ctx context.Context, kubeconfig string, stdout, stderr io.Writer)
 	}
 	fmt.Fprintf(stdout, "deleted %d namespaces\n", n)
 	return true, nil
+}
+
+// serviceRun reports whether exp's kube instances run behind a Service: a
+// strategy is kube:service, or instances.kube.service says so.
+func serviceRun(exp *experiments.Experiment) bool {
+	return exp.Instances.Kube.Service || slices.ContainsFunc(exp.Strategies, proxyspec.IsService)
 }

@@ -5,8 +5,10 @@ import (
 	"io"
 	"sync"
 
+	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -16,7 +18,8 @@ import (
 )
 
 // The provider speaks to the core/v1 API (namespaces, pods and their
-// subresources, events, ConfigMaps) and batch/v1 (the generators' Jobs),
+// subresources, events, ConfigMaps, Services), batch/v1 (the generators'
+// Jobs), discovery.k8s.io/v1 (EndpointSlices) and apps/v1 (Deployments),
 // through REST clients whose scheme knows only those types. client-go's
 // clientset would do the same, but importing it registers every API group
 // at init time, which costs every lbchaos process — each backend server
@@ -37,8 +40,10 @@ func initScheme() {
 		if err := corev1.AddToScheme(coreScheme); err != nil {
 			panic(err) // a static registration: cannot fail
 		}
-		if err := batchv1.AddToScheme(coreScheme); err != nil {
-			panic(err)
+		for _, add := range []func(*runtime.Scheme) error{batchv1.AddToScheme, discoveryv1.AddToScheme, appsv1.AddToScheme} {
+			if err := add(coreScheme); err != nil {
+				panic(err)
+			}
 		}
 		coreCodecs = serializer.NewCodecFactory(coreScheme)
 		paramsCodec = runtime.NewParameterCodec(coreScheme)
@@ -57,6 +62,17 @@ func newAPI(cfg *rest.Config) (*api, error) {
 // newBatchAPI returns a client of its batch/v1 API (Jobs).
 func newBatchAPI(cfg *rest.Config) (*api, error) {
 	return apiFor(cfg, "/apis", batchv1.SchemeGroupVersion)
+}
+
+// newDiscoveryAPI returns a client of its discovery.k8s.io/v1 API
+// (EndpointSlices).
+func newDiscoveryAPI(cfg *rest.Config) (*api, error) {
+	return apiFor(cfg, "/apis", discoveryv1.SchemeGroupVersion)
+}
+
+// newAppsAPI returns a client of its apps/v1 API (Deployments).
+func newAppsAPI(cfg *rest.Config) (*api, error) {
+	return apiFor(cfg, "/apis", appsv1.SchemeGroupVersion)
 }
 
 func apiFor(cfg *rest.Config, path string, gv schema.GroupVersion) (*api, error) {

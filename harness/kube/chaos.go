@@ -34,6 +34,17 @@ func (f *kubeFleet) kill(ctx context.Context, in *instance) error {
 		return fmt.Errorf("kube backends: kill instance %d (delete pod %s/%s): %w", in.id, f.p.ns, in.name, err)
 	}
 	in.killed, in.paused, in.cpuLimited = true, false, false
+	if f.p.opts.Service {
+		// Its address is on the pod network, which this machine does not
+		// dial: the pod's end is the API's word.
+		if err := waitFor(ctx, faultTimeout, func() (bool, string) {
+			_, err := f.p.cs.getPod(ctx, f.p.ns, in.name)
+			return isNotFound(err), "the pod is still there"
+		}); err != nil {
+			return fmt.Errorf("kube backends: kill instance %d: pod %s: %w", in.id, in.name, err)
+		}
+		return nil
+	}
 	if err := waitRefused(ctx, f.Backend(in.id).URL.Host, faultTimeout); err != nil {
 		return fmt.Errorf("kube backends: kill instance %d: pod %s deleted, but %w", in.id, in.name, err)
 	}

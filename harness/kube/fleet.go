@@ -3,6 +3,7 @@ package kube
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -51,6 +52,9 @@ type kubeFleet struct {
 	spec  fleet.Spec
 	seq   int
 	insts []*instance
+	// service is the address of the fleet's Service (Options.Service);
+	// nil without one.
+	service *url.URL
 }
 
 var (
@@ -95,6 +99,9 @@ func (p *Provider) startFleet(ctx context.Context, spec fleet.Spec, seq int) (*k
 	var bs []fleet.Backend
 	if err == nil {
 		bs, err = p.waitReady(ctx, seq, f.insts)
+	}
+	if err == nil && p.opts.Service {
+		f.service, err = p.expose(ctx, seq, spec.Count)
 	}
 	if err != nil {
 		f.Terminate()

@@ -38,6 +38,7 @@ import (
 	"io"
 	"net"
 	"net/url"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -127,6 +128,14 @@ type Options struct {
 	Reuse bool
 	// Log receives progress lines; nil discards them.
 	Log io.Writer
+	// Service runs the fleets behind a Service each, on the pod network
+	// (service.go): kube:service then sends to the Service, and every
+	// strategy's load comes from generator pods.
+	Service bool
+	// ServiceRules, when set, reports whether kube-proxy has written the
+	// rules of Service namespace/name (the local cluster's check); a new
+	// Service's fleet is ready only once it has.
+	ServiceRules func(namespace, name string) (bool, string)
 	// Token is the control token of every server and sidecar, kept in the
 	// namespace's Secret ControlSecret (secret.go); "" makes New generate a
 	// random one.
@@ -146,6 +155,17 @@ type Provider struct {
 	owner   string
 	ns      string
 	pool    fleet.Pool[*kubeFleet]
+	fwd     *forwarder // Service mode: the control API's way in
+
+	discOnce sync.Once
+	disc     *api
+	discErr  error
+}
+
+// discovery is a client of the discovery.k8s.io/v1 API, made on first use.
+func (p *Provider) discovery() (*api, error) {
+	p.discOnce.Do(func() { p.disc, p.discErr = newDiscoveryAPI(p.cfg) })
+	return p.disc, p.discErr
 }
 
 var (
@@ -293,6 +313,14 @@ func New(ctx context.Context, opts Options) (*Provider, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kube backends: %w", err)
 	}
+	if opts.Service {
+		// A Service's pods are on the pod network; the API server is the
+		// way in to their control API.
+		if opts.Network == NetworkHost {
+			return nil, errors.New("kube backends: a Service selects pods on the pod network: --kube-network host does not apply (leave it out)")
+		}
+		network = NetworkPod
+	}
 	runID, err := owner.RunID(opts.RunID)
 	if err != nil {
 		return nil, fmt.Errorf("kube backends: %w", err)
@@ -311,6 +339,9 @@ func New(ctx context.Context, opts Options) (*Provider, error) {
 		runID:   runID,
 		owner:   who,
 		ns:      NamespacePrefix + runID,
+	}
+	if opts.Service {
+		p.fwd = &forwarder{cfg: cfg, ns: p.ns}
 	}
 	p.pool.Reuse, p.pool.Name, p.pool.Things, p.pool.Log = opts.Reuse, "kube backends", "pods", opts.Log
 	if _, err := sweep(ctx, cs, opts.Log, staleOnly); err != nil {

@@ -121,7 +121,7 @@ func (p *Provider) podFor(spec fleet.Spec, seq int, in *instance) (*corev1.Pod, 
 	}
 	no := false
 	grace := int64(0)
-	return &corev1.Pod{
+	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:      in.name,
 			Namespace: p.ns,
@@ -141,7 +141,11 @@ func (p *Provider) podFor(spec fleet.Spec, seq int, in *instance) (*corev1.Pod, 
 			TerminationGracePeriodSeconds: &grace,
 			Containers:                    containers,
 		},
-	}, nil
+	}
+	if p.opts.Service {
+		p.servicePod(spec, pod, in.port)
+	}
+	return pod, nil
 }
 
 // portsPerInstance is how many ports of 127.0.0.1 an instance of spec
@@ -233,6 +237,15 @@ func podProblem(pod *corev1.Pod) string {
 	return ""
 }
 
+// control is the control client of in at u: through the API server's
+// port forwarding in Service mode, else at u.
+func (p *Provider) control(in *instance, u *url.URL) *faultyserver.Client {
+	if p.fwd != nil {
+		return &faultyserver.Client{BaseURL: forwardURL(in.name, in.port), Token: p.opts.Token, HTTP: p.fwd.client(faultyserver.DefaultClientTimeout)}
+	}
+	return &faultyserver.Client{BaseURL: u.String(), Token: p.opts.Token}
+}
+
 // backendURL is the address of in's server in pod, or nil until it has one.
 func (p *Provider) backendURL(in *instance, pod *corev1.Pod) *url.URL {
 	if p.network == NetworkHost {
@@ -286,13 +299,13 @@ func (p *Provider) waitReady(ctx context.Context, seq int, insts []*instance) ([
 					return nil, fmt.Errorf("instance %d (pod %s/%s) cannot start: %s%s", in.id, p.ns, pod.Name, why, p.diagnose(pod.Name))
 				}
 				u := p.backendURL(in, pod)
-				if pod.Status.Phase != corev1.PodRunning || u == nil {
+				if pod.Status.Phase != corev1.PodRunning || u == nil || p.opts.Service && !podReady(pod) {
 					continue
 				}
 				wg.Go(func() {
 					hctx, hcancel := context.WithTimeout(ctx, time.Second)
 					defer hcancel()
-					ctl := &faultyserver.Client{BaseURL: u.String(), Token: p.opts.Token}
+					ctl := p.control(in, u)
 					herr := ctl.Healthy(hctx)
 					mu.Lock()
 					defer mu.Unlock()

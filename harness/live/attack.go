@@ -34,6 +34,10 @@ type attack struct {
 	// proxied: the requests go to a proxy under test, whose access log
 	// names the instance of those no answer named.
 	proxied bool
+	// service: the proxy is a Kubernetes Service (kube:service), which
+	// logs nothing: a request without an answer is attributed by its
+	// connection's other answers.
+	service bool
 	load    load // nil for a coordinator
 	coll    *engine.Collector
 	sched   engine.Schedule
@@ -172,7 +176,7 @@ func (a *attack) run(ctx context.Context) (ran, error) {
 		}
 		mon = startMonitor(mc)
 	}
-	loop := resultLoop{job: a.job, every: a.every, start: a.start, sched: a.sched, load: a.load, coll: a.coll, proxy: a.proxied, tick: a.tick, mon: mon}
+	loop := resultLoop{job: a.job, every: a.every, start: a.start, sched: a.sched, load: a.load, coll: a.coll, proxy: a.proxied, byConn: a.service, tick: a.tick, mon: mon}
 	if a.raw != nil {
 		loop.raw = a.raw.add
 	}

@@ -141,6 +141,22 @@ func (e *Engine) Check(exp *experiments.Experiment) ([]string, error) {
 	return notes, nil
 }
 
+// checkService reports why strategy name (kube:service) cannot run: its
+// load comes from generator pods, to the Service of a fleet of pods.
+func (e *Engine) checkService(name string) error {
+	sp, ok := e.opts.Provider.(fleet.ServiceProvider)
+	if !ok {
+		return fmt.Errorf("strategy %s: a Kubernetes Service needs pods: run with --backends kube (these backends are %s)", name, e.opts.Provider.Name())
+	}
+	if ok, why := sp.Services(); !ok {
+		return fmt.Errorf("strategy %s: %s", name, why)
+	}
+	if e.launcher() == nil {
+		return fmt.Errorf("strategy %s: its load comes from generator pods in the cluster, and the engine has no launcher of them", name)
+	}
+	return nil
+}
+
 // checkProxies rejects, before anything starts, proxy strategies the
 // experiment cannot run: a proxy's configuration is written once per
 // strategy, so instances that join later or move (a killed container's new
@@ -152,6 +168,12 @@ func (e *Engine) Check(exp *experiments.Experiment) ([]string, error) {
 func (e *Engine) checkProxies(exp *experiments.Experiment) error {
 	var absent MissingProxies
 	for i, name := range exp.Strategies {
+		if proxyspec.IsService(name) {
+			if err := e.checkService(name); err != nil {
+				return err
+			}
+			continue
+		}
 		if !proxyspec.IsProxy(name) {
 			continue
 		}
@@ -231,7 +253,8 @@ func (e *Engine) Measure(ctx context.Context, job engine.Job) (m *engine.Measure
 	defer inc.stop()
 	a := &attack{job: job, fl: fl, inc: inc, rawDir: opts.RawDir, every: opts.ProgressEvery, watch: true, inProcess: inProcess(opts.Provider)}
 	defer a.close()
-	if exp.Generators > 1 && exp.Protocol != experiments.ProtocolGRPC {
+	_, inCluster := fl.(fleet.InCluster)
+	if inCluster || exp.Generators > 1 && exp.Protocol != experiments.ProtocolGRPC {
 		return e.measureSpread(ctx, a, targets, conns)
 	}
 	if err := e.prepare(ctx, a, targets, conns); err != nil {

@@ -68,7 +68,7 @@ func Generate(ctx context.Context, spec GenerateSpec, out, log io.Writer) error 
 	}
 	one := *exp
 	one.Strategies = []string{name}
-	a := &attack{job: engine.Job{Exp: &one, Log: log}, events: engine.NewEventLog(spec.Start), start: spec.Start, every: 5 * time.Second, proxied: spec.Proxy != nil}
+	a := &attack{job: engine.Job{Exp: &one, Log: log}, events: engine.NewEventLog(spec.Start), start: spec.Start, every: 5 * time.Second, proxied: spec.Proxy != nil, service: proxyspec.IsService(name)}
 	var c *transport.Client
 	if spec.Proxy != nil {
 		ids := spec.Upstreams
@@ -116,6 +116,9 @@ func Generate(ctx context.Context, spec GenerateSpec, out, log io.Writer) error 
 	if err != nil {
 		return err
 	}
+	if a.service {
+		res.unnamed = attributeByConn(res.unnamed, res.conns, res.connInstance, a.coll)
+	}
 	a.coll.Finish()
 	var rerr error
 	if a.raw != nil {
@@ -142,6 +145,10 @@ func Generate(ctx context.Context, spec GenerateSpec, out, log io.Writer) error 
 	if rerr != nil {
 		result.Notes = append(result.Notes, fmt.Sprintf("%s: generator %d: raw results incomplete: %v", name, gen, rerr))
 	}
+	if a.service {
+		// Per connection, kube-proxy chose a pod: how many choices there were.
+		result.Notes = append(result.Notes, fmt.Sprintf("%s: generator %d opened %d connections to the Service (%s).", name, gen, c.Conns(), keepAliveWord(exp)))
+	}
 	return sw.End(a.coll, a.events, result)
 }
 
@@ -156,3 +163,31 @@ func (s *streamRaw) Write(p []byte) (int, error) {
 }
 
 func (s *streamRaw) Close() error { return nil }
+
+// attributeByConn adds to coll each unnamed result whose connection was
+// named by another answer over it (owner: connection id → instance), as
+// that instance's, and returns the others. A Kubernetes Service keeps a
+// connection on the pod it chose: a request that got no answer went to
+// the pod that answered the connection's other requests.
+func attributeByConn(unnamed []engine.SeqOutcome, conns map[uint64]transport.ConnRef, owner map[uint64]int, coll *engine.Collector) []engine.SeqOutcome {
+	rest := unnamed[:0]
+	for _, u := range unnamed {
+		if c, ok := conns[u.Seq]; ok {
+			if id, ok := owner[c.ID]; ok {
+				u.Outcome.Instance = id
+				coll.Add(u.Outcome)
+				continue
+			}
+		}
+		rest = append(rest, u)
+	}
+	return rest
+}
+
+// keepAliveWord says how the load's connections carry requests.
+func keepAliveWord(exp *experiments.Experiment) string {
+	if exp.NoKeepAlive {
+		return "keepalive: false: a connection per request, so a choice per request"
+	}
+	return "HTTP/1.1 keep-alive: each connection stays on the pod it was given"
+}

@@ -31,10 +31,11 @@ type incidents struct {
 	events []reports.Event
 	notes  []string // on the watching itself
 
-	stopFleet func() // the fleet's watch; nil when the fleet has none
-	done      chan struct{}
-	wg        sync.WaitGroup
-	once      sync.Once
+	stopFleet    func() // the fleet's watch; nil when the fleet has none
+	stopRotation func() // the Service's watch (rotation); nil without one
+	done         chan struct{}
+	wg           sync.WaitGroup
+	once         sync.Once
 }
 
 // watchIncidents starts watching fl, when it can be watched
@@ -51,7 +52,23 @@ func watchIncidents(fl fleet.Fleet, job engine.Job) *incidents {
 			w.stopFleet = stop
 		}
 	}
+	if rw, ok := fl.(fleet.RotationWatcher); ok {
+		if svc, ok := fl.(fleet.InCluster); ok && svc.ServiceURL() != nil {
+			stop, err := rw.WatchRotation(w.rotation)
+			if err != nil {
+				w.notes = append(w.notes, fmt.Sprintf("%s: the pods' readiness and the Service's endpoints were not watched (%v): no time out of rotation is measured.", w.name, err))
+			} else {
+				w.stopRotation = stop
+			}
+		}
+	}
 	return w
+}
+
+// rotation records r, a change in an instance's readiness or endpoint.
+func (w *incidents) rotation(r fleet.Rotation) {
+	t := w.add(r.Time, reports.Event{Instance: r.Instance, Kind: r.Kind, Detail: r.Detail})
+	fmt.Fprintf(w.log, "      instance %d %s at %.1f s\n", r.Instance, r.Kind, t)
 }
 
 // begin sets the attack's start, which event times count from.
@@ -132,6 +149,9 @@ func (w *incidents) stop() {
 	w.once.Do(func() {
 		if w.stopFleet != nil {
 			w.stopFleet()
+		}
+		if w.stopRotation != nil {
+			w.stopRotation()
 		}
 		close(w.done)
 		w.wg.Wait()

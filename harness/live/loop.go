@@ -25,6 +25,12 @@ type resultLoop struct {
 	// proxy keeps the results no instance was named for, to attribute
 	// from the proxy's access log.
 	proxy bool
+	// byConn, with proxy, also notes which instance answered over each
+	// client connection (loopResult.connInstance): a hop that keeps a
+	// connection on one instance (a Kubernetes Service) and logs nothing
+	// names the instance of a request without an answer by its
+	// connection's other answers.
+	byConn bool
 	// tick, when set, is called every second with the progress.
 	tick func(engine.GeneratorProgress)
 	// mon, when set, measures the harness; the loop gives it every
@@ -43,7 +49,10 @@ type loopResult struct {
 	// conns are the client connections of the unnamed results, by
 	// sequence number, for a connection-level proxy's log.
 	conns map[uint64]transport.ConnRef
-	abort *reports.Abort // the abort condition that stopped the load; nil: none did
+	// connInstance, with byConn, is the instance that answered over each
+	// client connection (transport.ConnRef.ID).
+	connInstance map[uint64]int
+	abort        *reports.Abort // the abort condition that stopped the load; nil: none did
 }
 
 // run reads results until the channel closes; when ctx is done it aborts
@@ -58,7 +67,7 @@ func (l *resultLoop) run(ctx context.Context, results <-chan *vegeta.Result) loo
 		errs    int64
 		lastLog = start
 		done    = ctx.Done()
-		out     = loopResult{interrupted: -1, conns: map[uint64]transport.ConnRef{}, overhead: newOverhead()}
+		out     = loopResult{interrupted: -1, conns: map[uint64]transport.ConnRef{}, connInstance: map[uint64]int{}, overhead: newOverhead()}
 	)
 	for results != nil {
 		select {
@@ -100,6 +109,11 @@ func (l *resultLoop) run(ctx context.Context, results <-chan *vegeta.Result) loo
 			}
 			if l.abort != nil {
 				l.abort.Add(o)
+			}
+			if l.byConn && o.Instance >= 0 && routed {
+				if c, ok := rt.Conn(); ok {
+					out.connInstance[c.ID] = o.Instance
+				}
 			}
 			if l.proxy && o.Instance < 0 && routed {
 				// Neither the backend nor the proxy named an instance (the

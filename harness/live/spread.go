@@ -21,7 +21,9 @@ import (
 	"github.com/lbchaos/lbchaos/experiments"
 	"github.com/lbchaos/lbchaos/faultyserver"
 	"github.com/lbchaos/lbchaos/harness/engine"
+	"github.com/lbchaos/lbchaos/harness/fleet"
 	"github.com/lbchaos/lbchaos/harness/proxies"
+	"github.com/lbchaos/lbchaos/reports"
 	"github.com/lbchaos/lbchaos/strategies/proxyspec"
 )
 
@@ -66,12 +68,23 @@ func (e *Engine) measureSpread(ctx context.Context, a *attack, targets []*url.UR
 	if a.raw, err = openRaw(opts.RawDir, job); err != nil {
 		return nil, err
 	}
-	// A proxy strategy: one proxy, which every generator sends to.
-	if proxyspec.IsProxy(name) {
+	// A proxy strategy: one proxy, which every generator sends to; a
+	// Service is the cluster's.
+	var hop *url.URL
+	var upstreams map[string]int
+	switch {
+	case proxyspec.IsService(name):
+		svc, ok := a.fl.(fleet.InCluster)
+		if !ok {
+			return nil, fmt.Errorf("strategy %s: the instances are not behind a Kubernetes Service (run with --backends kube)", name)
+		}
+		hop = svc.ServiceURL()
+	case proxyspec.IsProxy(name):
 		if a.proxy, err = proxies.Start(ctx, name, exp.ProxyFiles[name], targets, exp.Timeout, opts.LbchaosBinary, exp.Seed); err != nil {
 			return nil, err
 		}
 		a.inc.watchProxy(a.proxy)
+		hop, upstreams = a.proxy.URL(), a.proxy.Upstreams()
 	}
 	if err := a.arm(ctx); err != nil {
 		return nil, err
@@ -93,7 +106,7 @@ func (e *Engine) measureSpread(ctx context.Context, a *attack, targets []*url.UR
 	conns = max(1, conns/gens)
 	generators, err := launcher.Launch(runCtx, engine.LaunchSpec{
 		N:          gens,
-		Args:       generateArgs(exp, name, targets, a.proxy, a.start, conns, a.raw != nil),
+		Args:       generateArgs(exp, name, targets, hop, upstreams, a.start, conns, a.raw != nil),
 		Experiment: exp.Raw,
 		Grace:      exp.Timeout + 10*time.Second,
 		Log:        job.Log,
@@ -123,6 +136,9 @@ func (e *Engine) measureSpread(ctx context.Context, a *attack, targets []*url.UR
 	if a.proxy != nil {
 		proxyNotes, attempts = attributeProxy(a.proxy, name, merger.Unnamed(), nil, a.coll)
 	}
+	if hop != nil && a.proxy == nil {
+		proxyNotes = serviceNotes(name, merger.Unnamed(), a.coll)
+	}
 	if m, err = merger.Measurement(name, exp.FaultyInstances()); err != nil {
 		return nil, err
 	}
@@ -132,6 +148,9 @@ func (e *Engine) measureSpread(ctx context.Context, a *attack, targets []*url.UR
 	}
 	m.Notes = append(m.Notes, proxyNotes...)
 	a.inc.addTo(m)
+	if svc, ok := a.fl.(fleet.InCluster); ok && svc.ServiceURL() != nil {
+		reports.DeriveRotation(&m.Strategy, m.Events, faultStarts(exp))
+	}
 	m.Interrupted = m.Interrupted || stopped > 0
 	for g, err := range rawErrs {
 		if err != nil {
@@ -239,7 +258,7 @@ func decodeRaw(r io.Reader, w *rawWriter) error {
 // generateArgs are the arguments every generator of strategy name runs
 // with, after "generate" and but for --generator and --experiment (see
 // engine.LaunchSpec).
-func generateArgs(exp *experiments.Experiment, name string, targets []*url.URL, proxy *proxies.Proxy, start time.Time, conns int, raw bool) []string {
+func generateArgs(exp *experiments.Experiment, name string, targets []*url.URL, hop *url.URL, upstreams map[string]int, start time.Time, conns int, raw bool) []string {
 	args := []string{
 		"--source", exp.Source,
 		"--strategy", name,
@@ -253,11 +272,10 @@ func generateArgs(exp *experiments.Experiment, name string, targets []*url.URL, 
 	for _, t := range targets {
 		args = append(args, "--target", t.String())
 	}
-	if proxy != nil {
-		args = append(args, "--proxy", proxy.URL().String())
-		ups := proxy.Upstreams()
-		for _, u := range slices.Sorted(maps.Keys(ups)) {
-			args = append(args, "--upstream", u+"="+strconv.Itoa(ups[u]))
+	if hop != nil {
+		args = append(args, "--proxy", hop.String())
+		for _, u := range slices.Sorted(maps.Keys(upstreams)) {
+			args = append(args, "--upstream", u+"="+strconv.Itoa(upstreams[u]))
 		}
 	}
 	if raw {
@@ -377,4 +395,35 @@ func (p *generatorProc) Wait(rerr error) error {
 		msg += "; its last words: " + last
 	}
 	return errors.New(msg)
+}
+
+// serviceNotes adds to coll the results of a kube:service strategy that
+// neither an answer nor their connection named an instance for (a request
+// whose connection was never answered: refused, reset or timed out before
+// any answer), unattributed, and says how many there were.
+func serviceNotes(name string, unnamed []engine.SeqOutcome, coll *engine.Collector) []string {
+	for _, u := range unnamed {
+		coll.Add(u.Outcome)
+	}
+	notes := []string{fmt.Sprintf("%s: a Kubernetes Service between the generator pods and the instances: kube-proxy's rules choose a ready pod per connection; the answer names the pod, and a request without one is the pod's that answered its connection before.", name)}
+	if len(unnamed) > 0 {
+		notes = append(notes, fmt.Sprintf("%s: %d requests got no answer over a connection no pod had answered (a connect that failed or a first request cut off): they count in the totals but no pod's.", name, len(unnamed)))
+	}
+	return notes
+}
+
+// faultStarts is when each instance's first fault begins, in seconds from
+// the attack's start (warm-ups, which model a joining instance, aside).
+func faultStarts(exp *experiments.Experiment) map[int]float64 {
+	out := map[int]float64{}
+	for _, f := range exp.Faults {
+		if f.Warmup {
+			continue
+		}
+		at := f.At.Seconds()
+		if t, ok := out[f.Instance]; !ok || at < t {
+			out[f.Instance] = at
+		}
+	}
+	return out
 }

@@ -105,6 +105,8 @@ func check(exp *experiments.Experiment) ([]string, error) {
 // (grpc-go's own balancer) are not simulated.
 func (Engine) Skip(_ *experiments.Experiment, name string) string {
 	switch {
+	case proxyspec.IsService(name):
+		return fmt.Sprintf("%s: kube-proxy's rules run only on a real cluster (--engine real --backends kube), and their timing (endpoint propagation, each sync) is not modelled; list random+pinned beside it for the simulator's model of a Service's per-connection choice.", name)
 	case proxyspec.IsProxy(name):
 		return fmt.Sprintf("%s: a real proxy runs only with the real engine (--engine real); it is left out of the simulation.", name)
 	case strategies.IsGRPC(name):

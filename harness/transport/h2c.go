@@ -16,8 +16,14 @@ import (
 type Option func(*config)
 
 type config struct {
-	h2cConns int // > 0: speak h2c over this many connections (see H2C)
+	h2cConns int  // > 0: speak h2c over this many connections (see H2C)
+	noReuse  bool // a fresh connection per request (see NoKeepAlive)
 }
+
+// NoKeepAlive makes the client open a new HTTP/1.1 connection for every
+// request and close it after the answer: a connection-level balancer in
+// the way (a Kubernetes Service) then chooses per request.
+func NoKeepAlive() Option { return func(c *config) { c.noReuse = true } }
 
 // H2C makes the client speak HTTP/2 over cleartext with prior knowledge
 // (the instances' and the sidecars' one port takes it) over a fixed number
@@ -250,6 +256,9 @@ func (b *Client) configure(opts []Option) {
 	var c config
 	for _, o := range opts {
 		o(&c)
+	}
+	if c.noReuse {
+		b.base.DisableKeepAlives = true
 	}
 	if c.h2cConns == 0 {
 		return

@@ -57,6 +57,7 @@ type Client struct {
 	// instance id.
 	proxy    *url.URL
 	upstream func(string) (int, bool)
+	conns    connIDs // a proxy client's connections (conn.go)
 	// noRoutes: nobody takes routes (lbchaos proxy), so none is kept.
 	noRoutes bool
 	// gen and gens (> 1) make a proxy client generator gen's of gens: the
@@ -267,7 +268,7 @@ func (b *Client) RoundTrip(req *http.Request) (*http.Response, error) {
 	rt, ep := c.Route(), c.Instance()
 	ctx := c.Context()
 	if b.proxy != nil {
-		ctx = traceConn(ctx, rt)
+		ctx = b.traceConn(ctx, rt)
 	}
 	// A shallow copy with its own URL: the transport only reads the header,
 	// which stays the caller's unless it is changed here (RoundTrip must

@@ -37,10 +37,20 @@ const (
 	Lbchaos = "lbchaos"
 	// Caddy is Caddy's reverse_proxy (see caddy.go).
 	Caddy = "caddy"
+	// Kube is a Kubernetes Service: kube:service, the rules kube-proxy
+	// writes on the node, reached from generator pods in the cluster.
+	Kube = "kube"
 )
 
+// Service is the one spec of kind Kube: the Service's ClusterIP, balanced
+// by kube-proxy (random per connection in iptables and nftables mode).
+const Service = Kube + ":service"
+
+// IsService reports whether spec is kube:service.
+func IsService(spec string) bool { return strings.TrimSpace(spec) == Service }
+
 // kinds are the kinds a proxy spec may name.
-var kinds = []string{Nginx, HAProxy, Lbchaos, Caddy}
+var kinds = []string{Nginx, HAProxy, Lbchaos, Caddy, Kube}
 
 // Kinds returns the kinds a proxy spec may name.
 func Kinds() []string { return slices.Clone(kinds) }
@@ -65,6 +75,7 @@ var algorithms = map[string]map[string][]string{
 		File:         {"path"},
 	},
 	Caddy: caddyAlgorithms,
+	Kube:  {"service": nil},
 }
 
 // nginxParams are the parameters of nginx's algorithms: passive health
@@ -80,6 +91,7 @@ var options = map[string]map[string][]string{
 		ModeTCP:   nil,
 	},
 	Caddy: {},
+	Kube:  {},
 }
 
 // File is the algorithm of a proxy whose balancing section is the team's
@@ -112,7 +124,7 @@ var positional = regexp.MustCompile(`^random\(\s*(\d+)\s*\)`)
 func Parse(spec string) (Spec, error) {
 	kind, rest, ok := strings.Cut(strings.TrimSpace(spec), ":")
 	if !ok || !slices.Contains(kinds, kind) {
-		return Spec{}, fmt.Errorf("malformed proxy spec %q: want nginx:ALGORITHM, haproxy:ALGORITHM, caddy:POLICY or lbchaos:STRATEGY", spec)
+		return Spec{}, fmt.Errorf("malformed proxy spec %q: want nginx:ALGORITHM, haproxy:ALGORITHM, caddy:POLICY, lbchaos:STRATEGY or kube:service", spec)
 	}
 	rest = strings.TrimSpace(rest)
 	if kind == Lbchaos {

@@ -1,0 +1,51 @@
+package fleet
+
+import (
+	"net/url"
+	"time"
+)
+
+// ServiceProvider is implemented by providers that can put a fleet behind
+// a Kubernetes Service (the kube:service strategy).
+type ServiceProvider interface {
+	Provider
+	// Services reports whether its fleets run behind a Service; false
+	// names why not.
+	Services() (bool, string)
+}
+
+// InCluster is implemented by fleets whose instances only pods of their
+// cluster reach: the instances on the pod network behind a Service. Every
+// strategy's load then comes from generator pods, and kube:service sends
+// it to ServiceURL. The harness reaches their control API through the
+// cluster's API server, never the instances' own addresses.
+type InCluster interface {
+	// ServiceURL is the base URL of the Service (its ClusterIP and port).
+	ServiceURL() *url.URL
+}
+
+// Rotation is a change in whether an instance behind a Service gets
+// traffic: its pod's readiness (the kubelet's probe) or its place among
+// the Service's ready endpoints (the EndpointSlice kube-proxy reads).
+type Rotation struct {
+	Instance int
+	Time     time.Time // when the watch saw it
+	Kind     string    // one of the Rotation kinds
+	Detail   string
+}
+
+// Rotation kinds, recorded as reports.Event kinds.
+const (
+	RotationNotReady    = "not-ready"    // the pod's Ready condition turned false (or the pod went)
+	RotationReady       = "ready"        // it turned true again
+	RotationEndpointOut = "endpoint-out" // the Service's slices no longer list it ready
+	RotationEndpointIn  = "endpoint-in"  // they list it ready again
+)
+
+// RotationWatcher is implemented by fleets behind a Service. WatchRotation
+// calls report, from a goroutine of its own, for every change from its
+// return until stop returns; stop is idempotent and waits until report is
+// no longer called.
+type RotationWatcher interface {
+	WatchRotation(report func(Rotation)) (stop func(), err error)
+}
