@@ -139,7 +139,7 @@ func (f *kubeFleet) Reuse(ctx context.Context) (*kubeFleet, error) {
 	if err := f.reset(ctx); err != nil {
 		return nil, err
 	}
-	g := &kubeFleet{p: f.p, spec: f.spec, seq: f.seq, insts: f.insts}
+	g := &kubeFleet{p: f.p, spec: f.spec, seq: f.seq, insts: f.insts, service: f.service}
 	g.SetAll(f.Backends())
 	return g, nil
 }
