@@ -115,6 +115,7 @@ func (p *Provider) appRequests(spec fleet.Spec, seq, id, appPort, sidePort int) 
 		Upstream:   "http://127.0.0.1:" + strconv.Itoa(appPort),
 		HealthPath: a.Health,
 		Seed:       fleet.InstanceSeed(spec.Seed, id),
+		Shutdown:   spec.Shutdown.Shutdown,
 	}, "127.0.0.1:"+strconv.Itoa(sidePort))
 	if err != nil {
 		return app, side, err

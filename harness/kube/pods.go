@@ -89,6 +89,7 @@ func (p *Provider) podFor(spec fleet.Spec, seq int, in *instance) (*corev1.Pod, 
 			Upstream:   "http://127.0.0.1:" + strconv.Itoa(in.appPort),
 			HealthPath: app.Health,
 			Seed:       fleet.InstanceSeed(spec.Seed, in.id),
+			Shutdown:   spec.Shutdown.Shutdown,
 		}, listen)
 		if err != nil {
 			return nil, err
