@@ -14,14 +14,24 @@ type ServiceProvider interface {
 	Services() (bool, string)
 }
 
-// InCluster is implemented by fleets whose instances only pods of their
-// cluster reach: the instances on the pod network behind a Service. Every
+// InCluster is implemented by fleets that may run behind a Service, whose
+// instances only pods of their cluster reach (the pod network). Every
 // strategy's load then comes from generator pods, and kube:service sends
-// it to ServiceURL. The harness reaches their control API through the
+// it to the Service. The harness reaches their control API through the
 // cluster's API server, never the instances' own addresses.
 type InCluster interface {
-	// ServiceURL is the base URL of the Service (its ClusterIP and port).
+	// ServiceURL is the base URL of the Service (its ClusterIP and port);
+	// nil when the fleet is not behind one.
 	ServiceURL() *url.URL
+}
+
+// ServiceOf is the base URL of fl's Service; nil when fl is not behind
+// one.
+func ServiceOf(fl Fleet) *url.URL {
+	if svc, ok := fl.(InCluster); ok {
+		return svc.ServiceURL()
+	}
+	return nil
 }
 
 // Rotation is a change in whether an instance behind a Service gets

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strconv"
-	"sync"
 	"time"
 
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -74,44 +73,32 @@ func (f *kubeFleet) WatchRotation(report func(fleet.Rotation)) (stop func(), err
 		cancel()
 		return nil, fmt.Errorf("kube backends: list the pods and EndpointSlices of Service %s/%s", f.p.ns, serviceName(f.seq))
 	}
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		t := time.NewTicker(rotationPeriod)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
-			r, e, ok := look()
-			if !ok {
-				continue
-			}
-			now := time.Now()
-			for _, inst := range f.insts {
-				id := inst.id
-				if r[id] != ready[id] {
-					kind, detail := fleet.RotationReady, "the readiness probe passes"
-					if !r[id] {
-						kind, detail = fleet.RotationNotReady, "the pod is not ready"
-						if _, there := r[id]; !there {
-							detail = "the pod is gone"
-						}
-					}
-					report(fleet.Rotation{Instance: id, Time: now, Kind: kind, Detail: detail})
-				}
-				if e[id] != in[id] {
-					kind, detail := fleet.RotationEndpointIn, "listed ready in the Service's EndpointSlice"
-					if !e[id] {
-						kind, detail = fleet.RotationEndpointOut, "no longer a ready endpoint of the Service"
-					}
-					report(fleet.Rotation{Instance: id, Time: now, Kind: kind, Detail: detail})
-				}
-			}
-			ready, in = r, e
+	return every(ctx, cancel, rotationPeriod, func() {
+		r, e, ok := look()
+		if !ok {
+			return // tried again next period
 		}
-	})
-	var once sync.Once
-	return func() { once.Do(func() { cancel(); wg.Wait() }) }, nil
+		now := time.Now()
+		for _, inst := range f.insts {
+			id := inst.id
+			if r[id] != ready[id] {
+				kind, detail := fleet.RotationReady, "the readiness probe passes"
+				if !r[id] {
+					kind, detail = fleet.RotationNotReady, "the pod is not ready"
+					if _, there := r[id]; !there {
+						detail = "the pod is gone"
+					}
+				}
+				report(fleet.Rotation{Instance: id, Time: now, Kind: kind, Detail: detail})
+			}
+			if e[id] != in[id] {
+				kind, detail := fleet.RotationEndpointIn, "listed ready in the Service's EndpointSlice"
+				if !e[id] {
+					kind, detail = fleet.RotationEndpointOut, "no longer a ready endpoint of the Service"
+				}
+				report(fleet.Rotation{Instance: id, Time: now, Kind: kind, Detail: detail})
+			}
+		}
+		ready, in = r, e
+	}), nil
 }

@@ -45,9 +45,22 @@ func (f *kubeFleet) Watch(report func(fleet.Crash)) (stop func(), err error) {
 		return nil, fmt.Errorf("kube backends: list pods: %w", err)
 	}
 	w.check(pods.Items, false)
+	return every(ctx, cancel, watchPeriod, func() {
+		// A failed list (the API server busy) is tried again next
+		// period; the pods' statuses wait for it.
+		if pods, err := f.p.cs.listPods(ctx, f.p.ns, sel); err == nil {
+			w.check(pods.Items, true)
+		}
+	}), nil
+}
+
+// every calls fn every period, from a goroutine of its own, until ctx is
+// done; the stop it returns cancels ctx and waits until fn is no longer
+// called, and is idempotent.
+func every(ctx context.Context, cancel context.CancelFunc, period time.Duration, fn func()) (stop func()) {
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		t := time.NewTicker(watchPeriod)
+		t := time.NewTicker(period)
 		defer t.Stop()
 		for {
 			select {
@@ -55,15 +68,11 @@ func (f *kubeFleet) Watch(report func(fleet.Crash)) (stop func(), err error) {
 				return
 			case <-t.C:
 			}
-			// A failed list (the API server busy) is tried again next
-			// period; the pods' statuses wait for it.
-			if pods, err := f.p.cs.listPods(ctx, f.p.ns, sel); err == nil {
-				w.check(pods.Items, true)
-			}
+			fn()
 		}
 	})
 	var once sync.Once
-	return func() { once.Do(func() { cancel(); wg.Wait() }) }, nil
+	return func() { once.Do(func() { cancel(); wg.Wait() }) }
 }
 
 // podWatch is the state of one Watch: what it has reported or found

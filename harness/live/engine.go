@@ -254,9 +254,7 @@ func (e *Engine) Measure(ctx context.Context, job engine.Job) (m *engine.Measure
 	a := &attack{job: job, fl: fl, inc: inc, rawDir: opts.RawDir, every: opts.ProgressEvery, watch: true, inProcess: inProcess(opts.Provider)}
 	defer a.close()
 	// Instances behind a Service are reached by generator pods only.
-	svc, inCluster := fl.(fleet.InCluster)
-	inCluster = inCluster && svc.ServiceURL() != nil
-	if inCluster || exp.Generators > 1 && exp.Protocol != experiments.ProtocolGRPC {
+	if fleet.ServiceOf(fl) != nil || exp.Generators > 1 && exp.Protocol != experiments.ProtocolGRPC {
 		return e.measureSpread(ctx, a, targets, conns)
 	}
 	if err := e.prepare(ctx, a, targets, conns); err != nil {

@@ -53,7 +53,7 @@ func watchIncidents(fl fleet.Fleet, job engine.Job) *incidents {
 		}
 	}
 	if rw, ok := fl.(fleet.RotationWatcher); ok {
-		if svc, ok := fl.(fleet.InCluster); ok && svc.ServiceURL() != nil {
+		if fleet.ServiceOf(fl) != nil {
 			stop, err := rw.WatchRotation(w.rotation)
 			if err != nil {
 				w.notes = append(w.notes, fmt.Sprintf("%s: the pods' readiness and the Service's endpoints were not watched (%v): no time out of rotation is measured.", w.name, err))

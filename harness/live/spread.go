@@ -74,11 +74,9 @@ func (e *Engine) measureSpread(ctx context.Context, a *attack, targets []*url.UR
 	var upstreams map[string]int
 	switch {
 	case proxyspec.IsService(name):
-		svc, ok := a.fl.(fleet.InCluster)
-		if !ok {
+		if hop = fleet.ServiceOf(a.fl); hop == nil {
 			return nil, fmt.Errorf("strategy %s: the instances are not behind a Kubernetes Service (run with --backends kube)", name)
 		}
-		hop = svc.ServiceURL()
 	case proxyspec.IsProxy(name):
 		if a.proxy, err = proxies.Start(ctx, name, exp.ProxyFiles[name], targets, exp.Timeout, opts.LbchaosBinary, exp.Seed); err != nil {
 			return nil, err
@@ -148,7 +146,7 @@ func (e *Engine) measureSpread(ctx context.Context, a *attack, targets []*url.UR
 	}
 	m.Notes = append(m.Notes, proxyNotes...)
 	a.inc.addTo(m)
-	if svc, ok := a.fl.(fleet.InCluster); ok && svc.ServiceURL() != nil {
+	if fleet.ServiceOf(a.fl) != nil {
 		reports.DeriveRotation(&m.Strategy, m.Events, faultStarts(exp))
 	}
 	m.Interrupted = m.Interrupted || stopped > 0
