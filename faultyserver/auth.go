@@ -49,6 +49,12 @@ func CheckToken(token string) error {
 // in; "access_token" is RFC 6750's.
 var queryTokenKeys = []string{"access_token", "token"}
 
+// Authorize is authorize for another API that takes the run's token the
+// same way (a load generator's endpoints API).
+func Authorize(token string, w http.ResponseWriter, r *http.Request) bool {
+	return authorize(token, w, r)
+}
+
 // authorize reports whether r may use the control API of an instance whose
 // token is token ("" = open). When it may not, it has answered 401 with
 // WWW-Authenticate: Bearer and an error body saying what is missing.

@@ -79,6 +79,16 @@ func (c *Client) Reset(ctx context.Context) error {
 	return c.do(ctx, "reset", http.MethodPost, ResetPath, nil, http.StatusNoContent, nil)
 }
 
+// Identify gives an instance started Unidentified its id and seed
+// (IdentityPath); naming it again with the same is a no-op.
+func (c *Client) Identify(ctx context.Context, id Identity) error {
+	body, err := json.Marshal(id)
+	if err != nil {
+		return err
+	}
+	return c.do(ctx, "identify", http.MethodPut, IdentityPath, body, http.StatusOK, nil)
+}
+
 // Healthy returns nil when the instance's health check answers 200.
 func (c *Client) Healthy(ctx context.Context) error {
 	return c.do(ctx, "health check", http.MethodGet, HealthPath, nil, http.StatusOK, nil)

@@ -31,7 +31,9 @@ type controlled interface {
 	Stats() Stats
 	Reset()
 	executedList() []byte // ExecutedPath's answer (executed.go)
-	controlToken() string // "" = the control API is open (auth.go)
+	Identity() Identity
+	identify(Identity) error // identity.go
+	controlToken() string    // "" = the control API is open (auth.go)
 }
 
 func (s *Server) control(w http.ResponseWriter, r *http.Request) { serveControl(s, w, r) }
@@ -70,8 +72,10 @@ func serveControl(s controlled, w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusNoContent)
 	case ExecutedPath:
 		serveExecuted(s, w, r)
+	case IdentityPath:
+		serveIdentity(s, w, r)
 	default:
-		writeError(w, http.StatusNotFound, fmt.Sprintf("no control endpoint %s (have %s, %s, %s, %s)", r.URL.Path, FaultPath, StatsPath, ResetPath, ExecutedPath))
+		writeError(w, http.StatusNotFound, fmt.Sprintf("no control endpoint %s (have %s, %s, %s, %s, %s)", r.URL.Path, FaultPath, StatsPath, ResetPath, ExecutedPath, IdentityPath))
 	}
 }
 

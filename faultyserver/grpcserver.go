@@ -82,9 +82,9 @@ func newGRPCServer(s *Server) *grpc.Server {
 // grpcUnknown answers a call of any other method UNIMPLEMENTED, naming
 // the one there is, with the instance id; it is not counted in Stats.
 func (s *Server) grpcUnknown(_ any, ss grpc.ServerStream) error {
-	_ = ss.SetHeader(metadata.MD{GRPCInstanceKey: {s.id}})
+	_ = ss.SetHeader(metadata.MD{GRPCInstanceKey: {s.ident().str}})
 	method, _ := grpc.MethodFromServerStream(ss)
-	return status.Errorf(codes.Unimplemented, "faultyserver: no method %s; instance %s serves %s", method, s.id, GRPCMethod)
+	return status.Errorf(codes.Unimplemented, "faultyserver: no method %s; instance %s serves %s", method, s.ident().str, GRPCMethod)
 }
 
 // Release stops the Server's gRPC face for good. Call it after Close,
@@ -193,7 +193,7 @@ func (s *Server) grpcCall(ctx context.Context, _ *wrapperspb.StringValue) (*wrap
 	if s.handlerHook != nil {
 		s.handlerHook(GRPCMethod)
 	}
-	a := &grpcAnswer{ctx: ctx, id: s.id, window: s.window}
+	a := &grpcAnswer{ctx: ctx, id: s.ident().str, window: s.window}
 	handle(ctx, s, a)
 	if a.resp == nil && a.err == nil { // the client went away: no answer
 		return nil, status.FromContextError(ctx.Err()).Err()

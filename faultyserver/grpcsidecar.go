@@ -82,7 +82,7 @@ func (s *Sidecar) relayGRPC(client context.Context, w http.ResponseWriter, resp 
 	}
 	upstream.CopyEndToEnd(h, resp.Header)
 	delete(h, hdrORCA)
-	h[InstanceHeader] = s.idHeader
+	h[InstanceHeader] = s.ident().header
 	setLoad(h, int(s.inFlight.Load())-1)
 	w.WriteHeader(resp.StatusCode)
 	_ = rc.Flush() // the headers, for a stream whose first message is late
@@ -138,7 +138,7 @@ func (s *Sidecar) grpcError(w http.ResponseWriter, load int, code codes.Code, ms
 // keeps net/http from adding fields to it (see trailersOnly in
 // grpcserver.go); the handler then writes the header and no body.
 func (s *Sidecar) trailersOnly(h http.Header, load int) {
-	h[InstanceHeader] = s.idHeader
+	h[InstanceHeader] = s.ident().header
 	setLoad(h, load)
 	h[hdrORCA] = []string{s.orcaValue(load)}
 	delete(h, "Trailer")

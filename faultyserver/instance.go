@@ -5,7 +5,6 @@ import (
 	"errors"
 	"math/rand/v2"
 	"net/http"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -22,15 +21,13 @@ import (
 // the embedder's own (a worker for a Server, a forwarded request for a
 // Sidecar).
 type instanceState struct {
-	// Immutable after init.
-	idNum    int
-	id       string   // idNum in decimal, for InstanceHeader
-	idHeader []string // {id}, shared by every answer's header map; never modified
-	seed     uint64
-	token    string          // the control API's; "" = open (auth.go)
-	sampler  *Sampler        // a Server's service time; nil for a Sidecar, which plans with PlanProxy
-	pool     *pool           // a Server's workers and queue; nil for a Sidecar
-	closed   <-chan struct{} // closed when the instance closes
+	// Immutable after init, but for the identity, given once to an
+	// Unidentified instance (identity.go).
+	identityBox
+	token   string          // the control API's; "" = open (auth.go)
+	sampler *Sampler        // a Server's service time; nil for a Sidecar, which plans with PlanProxy
+	pool    *pool           // a Server's workers and queue; nil for a Sidecar
+	closed  <-chan struct{} // closed when the instance closes
 
 	randMu sync.Mutex // guards src, rng and sampler
 	src    *rand.PCG  // rng's source, reseeded by Reset
@@ -54,10 +51,7 @@ type instanceState struct {
 // load window's utilization divided by workers (see newLoadWindow) and its
 // control API locked by token.
 func (s *instanceState) init(id int, seed uint64, token string, workers int, closed <-chan struct{}) {
-	s.idNum = id
-	s.id = strconv.Itoa(id)
-	s.idHeader = []string{s.id}
-	s.seed = seed
+	s.identityBox.p.Store(newIdentity(id, seed))
 	s.token = token
 	s.closed = closed
 	s.src = NewSource(seed)
@@ -133,7 +127,7 @@ func (s *instanceState) Stats() Stats {
 	} else {
 		st.InFlight = s.inFlight.Load()
 	}
-	st.ID = s.idNum
+	st.ID = s.ident().num
 	st.Served = s.served.Load()
 	st.Failed = s.failed.Load()
 	st.Dropped = s.dropped.Load()
@@ -165,11 +159,11 @@ func (s *instanceState) Reset() {
 	// Reseed, so that the same requests draw the same service times and
 	// fault decisions as on a new instance with this configuration.
 	s.randMu.Lock()
-	s.src.Seed(s.seed, pcgStream)
+	s.src.Seed(s.ident().seed, pcgStream)
 	s.randMu.Unlock()
 }
 
-func (s *instanceState) instanceID() int      { return s.idNum }
+func (s *instanceState) instanceID() int      { return s.ident().num }
 func (s *instanceState) controlToken() string { return s.token }
 
 // beginStop marks the instance as shutting down: from now on its health

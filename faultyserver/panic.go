@@ -99,7 +99,7 @@ func (s *Server) recoverGRPC(ctx context.Context, req any, info *grpc.UnaryServe
 	defer func() {
 		if v := recover(); v != nil {
 			s.cfg.OnPanic(Panic{Where: "gRPC handler of " + info.FullMethod, Value: v, Stack: debug.Stack(), Effect: "the call failed with INTERNAL"})
-			resp, err = nil, status.Errorf(codes.Internal, "faultyserver: instance %s: the handler panicked", s.id)
+			resp, err = nil, status.Errorf(codes.Internal, "faultyserver: instance %s: the handler panicked", s.ident().str)
 		}
 	}()
 	return handler(ctx, req)

@@ -26,7 +26,8 @@ const HealthPath = "/healthz"
 
 // Config configures one instance.
 type Config struct {
-	// ID identifies the instance in InstanceHeader and in Stats; >= 0.
+	// ID identifies the instance in InstanceHeader and in Stats; >= 0, or
+	// Unidentified.
 	ID int
 	// Workers is the number of requests served at once; 0 means unlimited,
 	// so nothing ever queues. The caller applies its own default.
@@ -67,8 +68,8 @@ type Config struct {
 
 // Validate reports the first bad field of c.
 func (c Config) Validate() error {
-	if c.ID < 0 {
-		return fmt.Errorf("id: must be >= 0, got %d", c.ID)
+	if c.ID < Unidentified {
+		return fmt.Errorf("id: must be >= 0, or %d for an instance named later through %s, got %d", Unidentified, IdentityPath, c.ID)
 	}
 	if c.Workers < 0 {
 		return fmt.Errorf("workers: must be >= 0 (0 = unlimited), got %d", c.Workers)
@@ -178,7 +179,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if s.handlerHook != nil {
 		s.handlerHook(r.URL.Path)
 	}
-	w.Header().Set(InstanceHeader, s.id)
+	w.Header().Set(InstanceHeader, s.ident().str)
 	switch p := r.URL.Path; {
 	case strings.HasPrefix(p, ControlPrefix):
 		s.control(w, r)

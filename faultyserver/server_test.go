@@ -19,7 +19,7 @@ func TestNewValidatesConfig(t *testing.T) {
 	}{
 		{"valid", Config{Workers: 8, Service: Fixed(ms(10))}, ""},
 		{"unlimited workers and queue", Config{Service: Fixed(0)}, ""},
-		{"negative id", Config{ID: -1, Service: Fixed(0)}, "id:"},
+		{"negative id", Config{ID: -2, Service: Fixed(0)}, "id: must be >= 0, or -1"},
 		{"negative workers", Config{Workers: -1, Service: Fixed(0)}, "workers:"},
 		{"negative queue limit", Config{QueueLimit: -3, Service: Fixed(0)}, "queue_limit:"},
 		{"missing service", Config{Workers: 1}, "service: dist: required"},

@@ -21,7 +21,8 @@ import (
 
 // SidecarConfig configures a Sidecar.
 type SidecarConfig struct {
-	// ID identifies the instance in InstanceHeader and in Stats; >= 0.
+	// ID identifies the instance in InstanceHeader and in Stats; >= 0, or
+	// Unidentified.
 	ID int
 	// Upstream is the service forwarded to, as http://host:port.
 	Upstream string
@@ -45,8 +46,8 @@ type SidecarConfig struct {
 
 // Validate reports the first bad field of c.
 func (c SidecarConfig) Validate() error {
-	if c.ID < 0 {
-		return fmt.Errorf("id: must be >= 0, got %d", c.ID)
+	if c.ID < Unidentified {
+		return fmt.Errorf("id: must be >= 0, or %d for an instance named later through %s, got %d", Unidentified, IdentityPath, c.ID)
 	}
 	if _, err := ParseUpstream(c.Upstream); err != nil {
 		return fmt.Errorf("upstream: %w", err)
@@ -189,7 +190,7 @@ func (s *Sidecar) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	switch p := r.URL.Path; {
 	case strings.HasPrefix(p, ControlPrefix):
-		w.Header().Set(InstanceHeader, s.id)
+		w.Header().Set(InstanceHeader, s.ident().str)
 		serveControl(s, w, r)
 	case p == HealthPath:
 		s.serveHealth(w, r)
@@ -316,7 +317,7 @@ func (s *Sidecar) forward(x sidecarAnswer, a Action) {
 // count marks an answer of the upstream's as the sidecar's, in h, and
 // counts it as served or failed.
 func (s *Sidecar) count(h http.Header, status int) {
-	h[InstanceHeader] = s.idHeader
+	h[InstanceHeader] = s.ident().header
 	setLoad(h, int(s.inFlight.Load())-1)
 	s.countAnswer(status >= 400)
 }
@@ -363,7 +364,7 @@ func (s *Sidecar) forwardError(client context.Context, x sidecarAnswer, err erro
 // httpError writes a plain-text error answer to a service request.
 func (s *Sidecar) httpError(w http.ResponseWriter, load, status int, msg string) {
 	h := w.Header()
-	h[InstanceHeader] = s.idHeader
+	h[InstanceHeader] = s.ident().header
 	setLoad(h, load)
 	http.Error(w, msg, status)
 }
@@ -372,7 +373,7 @@ func (s *Sidecar) httpError(w http.ResponseWriter, load, status int, msg string)
 // health_status when it sets one, else the upstream's answer to its health
 // path.
 func (s *Sidecar) serveHealth(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set(InstanceHeader, s.id)
+	w.Header().Set(InstanceHeader, s.ident().str)
 	if !healthMethod(w, r) {
 		return
 	}
@@ -400,7 +401,7 @@ func (s *Sidecar) serveHealth(w http.ResponseWriter, r *http.Request) {
 	}
 	defer resp.Body.Close()
 	upstream.CopyEndToEnd(w.Header(), resp.Header)
-	w.Header()[InstanceHeader] = s.idHeader
+	w.Header()[InstanceHeader] = s.ident().header
 	if err := upstream.SendProxied(w, resp, nil, upstream.TrailerKeys(resp)); err != nil {
 		panic(http.ErrAbortHandler)
 	}

@@ -514,7 +514,7 @@ func TestSidecarConfigErrors(t *testing.T) {
 		{"no port", SidecarConfig{Upstream: "http://x"}, "upstream: want http://host:port"},
 		{"path", SidecarConfig{Upstream: "http://x:1/api"}, "upstream: want http://host:port"},
 		{"relative health path", SidecarConfig{Upstream: "http://x:1", HealthPath: "health"}, "health_path: want an absolute path"},
-		{"negative id", SidecarConfig{ID: -1, Upstream: "http://x:1"}, "id:"},
+		{"negative id", SidecarConfig{ID: -2, Upstream: "http://x:1"}, "id: must be >= 0, or -1"},
 		{"container fault", SidecarConfig{Upstream: "http://x:1", InitialFault: Pause{}}, `initial fault: mode: "pause"`},
 	}
 	for _, tt := range tests {
