@@ -12,7 +12,8 @@ import (
 
 // Balancer is a built strategy: a base Picker, possibly wrapped. It is safe
 // for concurrent use. Its Pick returns NoHost only when a wrapper allows no
-// host (every one ejected, without a panic threshold).
+// host (every one ejected, without a panic threshold), or when no endpoint
+// is both in the host set and a member (SetMembers).
 //
 // The Balancer counts the requests in flight per endpoint (incremented at
 // Pick, decremented at the first call of done) and serialises every Picker
@@ -38,10 +39,15 @@ type Balancer struct {
 	// serial: the owner uses the Balancer from one goroutine only, so
 	// pick and end skip mu (SetSerial).
 	serial   bool
-	inflight []int64  // guarded by mu; read by Pickers with mu held
-	present  []bool   // guarded by mu; whether each endpoint is in hosts
-	hosts    []int    // guarded by mu; the endpoints that may be picked, ascending
-	feed     hostFeed // guarded by mu; gives hosts to picker
+	inflight []int64 // guarded by mu; read by Pickers with mu held
+	// listed: whether each endpoint is in the host set (SetHosts);
+	// members: whether each is a member (SetMembers), nil when every
+	// endpoint is; present: whether each is in hosts, both at once.
+	listed  []bool   // guarded by mu
+	members []bool   // guarded by mu
+	present []bool   // guarded by mu
+	hosts   []int    // guarded by mu; the endpoints that may be picked, ascending; may be empty
+	feed    hostFeed // guarded by mu; gives hosts to picker
 }
 
 // ejecting is implemented by Pickers that eject endpoints.
@@ -100,6 +106,7 @@ func New(spec string, env Env) (*Balancer, error) {
 		spec:     spec,
 		hosts:    make([]int, env.N),
 		inflight: be.inflight,
+		listed:   make([]bool, env.N),
 		present:  make([]bool, env.N),
 		clock:    be.clock,
 		events:   be.events,
@@ -107,6 +114,7 @@ func New(spec string, env Env) (*Balancer, error) {
 	}
 	for i := range b.hosts {
 		b.hosts[i] = i
+		b.listed[i] = true
 		b.present[i] = true
 	}
 	layers := []Picker{c.base(be)}
@@ -157,11 +165,12 @@ func (b *Balancer) ensurePolicy() *Policy {
 	return b.policy
 }
 
-// SetHosts replaces the set of endpoints that may be picked, as a service
-// discovery update does: ids in 0..N-1, at least one, without duplicates,
-// in any order. Endpoints that enter or leave the set are reported as
-// EventJoin and EventLeave events. Requests in flight to an endpoint that
-// left still end normally through their done.
+// SetHosts replaces the host set, the endpoints that may be picked, as a
+// service discovery update does: ids in 0..N-1, at least one, without
+// duplicates, in any order. Only the members among them are picked (see
+// SetMembers). Endpoints that enter or leave the hosts picked from are
+// reported as EventJoin and EventLeave events. Requests in flight to an
+// endpoint that left still end normally through their done.
 func (b *Balancer) SetHosts(ids []int) error {
 	if len(ids) == 0 {
 		return errors.New("strategies: SetHosts needs at least one endpoint")
@@ -176,24 +185,15 @@ func (b *Balancer) SetHosts(ids []int) error {
 		}
 		present[id] = true
 	}
-	hosts := slices.Sorted(slices.Values(ids))
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	now := b.clock.Now()
-	for id, was := range b.present {
-		switch {
-		case was && !present[id]:
-			b.events(Event{Time: now, Endpoint: id, Kind: EventLeave})
-		case !was && present[id]:
-			b.events(Event{Time: now, Endpoint: id, Kind: EventJoin})
-		}
-	}
-	b.hosts, b.present = hosts, present
-	b.feed.changed()
+	b.listed = present
+	b.narrow()
 	return nil
 }
 
-// Hosts returns the endpoints that may currently be picked, ascending.
+// Hosts returns the endpoints that may currently be picked, ascending:
+// the members of the host set; empty when there are none.
 func (b *Balancer) Hosts() []int {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -258,6 +258,9 @@ func (b *Balancer) pick(req Request) (endpoint int, conn Conn, inner func(Outcom
 	if !b.serial {
 		b.mu.Lock()
 		defer b.mu.Unlock()
+	}
+	if len(b.hosts) == 0 { // no member in the host set (SetMembers)
+		return NoHost, Conn{Slot: -1}, noDone
 	}
 	b.feed.sync(b.hosts)
 	ep, inner := b.picker.Pick(req, b.hosts)

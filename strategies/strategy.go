@@ -95,8 +95,9 @@ const (
 	// EventProbe is a change of an endpoint's actively checked state;
 	// Detail is "down" or "up".
 	EventProbe = "probe"
-	// EventJoin is an endpoint entering the host set (Balancer.SetHosts);
-	// EventLeave is one leaving it.
+	// EventJoin is an endpoint entering the hosts picked from (the host
+	// set of Balancer.SetHosts, narrowed to the members of
+	// Balancer.SetMembers); EventLeave is one leaving them.
 	EventJoin  = "join"
 	EventLeave = "leave"
 )

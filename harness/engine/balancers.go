@@ -5,6 +5,7 @@ import (
 	"hash/fnv"
 	"io"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -119,6 +120,15 @@ func NewBalancers(exp *experiments.Experiment, name string, clock strategies.Clo
 // process: gens generators of R replicas are one process of gens*R
 // replicas, spread.
 func GeneratorBalancers(exp *experiments.Experiment, name string, clock strategies.Clock, gen, gens int, events *EventLog) ([]*strategies.Balancer, error) {
+	return GeneratorBalancersWithout(exp, name, clock, gen, gens, events, nil)
+}
+
+// GeneratorBalancersWithout is GeneratorBalancers whose balancers leave
+// the instances absent out of their members (Balancer.SetMembers) from
+// the start, recording no event for them: instances that do not exist
+// yet, which the generator's discovery adds once they do (lbchaos
+// generate --target none). Their later joins are recorded.
+func GeneratorBalancersWithout(exp *experiments.Experiment, name string, clock strategies.Clock, gen, gens int, events *EventLog, absent []int) ([]*strategies.Balancer, error) {
 	n := exp.EdgeCount() // with tiers, the client balances over the first
 	spec := experiments.EdgeStrategy(name)
 	var armed atomic.Bool
@@ -157,10 +167,26 @@ func GeneratorBalancers(exp *experiments.Experiment, name string, clock strategi
 				return nil, err
 			}
 		}
+		if len(absent) > 0 {
+			if err := lb.SetMembers(members(n, absent)); err != nil {
+				return nil, err
+			}
+		}
 		lbs[r] = lb
 	}
 	armed.Store(true)
 	return lbs, nil
+}
+
+// members returns the instances 0..n-1 but those of absent.
+func members(n int, absent []int) []int {
+	ids := []int{}
+	for id := range n {
+		if !slices.Contains(absent, id) {
+			ids = append(ids, id)
+		}
+	}
+	return ids
 }
 
 // Ejections sums the ejections of every balancer.

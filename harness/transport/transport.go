@@ -81,15 +81,21 @@ type Client struct {
 	// policies: the strategy has a retry or hedge policy; RoundTrip then
 	// sends each request as one or more attempts (policy.go).
 	policies bool
+
+	// endpointsMu serializes SetEndpoints (endpoints.go): the targets and
+	// the members of one call go together.
+	endpointsMu sync.Mutex
 }
 
 var _ http.RoundTripper = (*Client)(nil)
 
 // NewClient routes requests across targets (base URLs, one per instance,
-// indexed by instance id) with lbs, the replicas of one strategy (at least
-// one). Each request, body included, is cut off after timeout (0 =
-// never); maxConns bounds connections per instance (0 = unbounded). opts
-// (H2C) change the protocol. Abort cancels the requests under way.
+// indexed by instance id; nil for an instance whose address is not known
+// yet, which the balancers must not pick until SetEndpoints gives it one)
+// with lbs, the replicas of one strategy (at least one). Each request,
+// body included, is cut off after timeout (0 = never); maxConns bounds
+// connections per instance (0 = unbounded). opts (H2C) change the
+// protocol. Abort cancels the requests under way.
 func NewClient(lbs []*strategies.Balancer, targets []*url.URL, timeout time.Duration, maxConns int, opts ...Option) *Client {
 	dialer := &net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}
 	idle := maxConns
