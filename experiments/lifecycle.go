@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -133,7 +135,39 @@ func (e *Experiment) validateLifecycle() error {
 	}
 	errs = append(errs, in.Shutdown.validate())
 	errs = append(errs, in.Kube.validate(e.Duration))
+	if in.Kube.Workload == WorkloadDeployment {
+		switch {
+		case slices.ContainsFunc(in.Each, func(x Instance) bool { return !reflect.DeepEqual(x, in.Each[0]) }):
+			errs = append(errs, fieldErr("instances.groups", "a Deployment's pods share one template (instances.kube.workload: %s): give every instance the same settings (no groups), or use workload: %s", WorkloadDeployment, WorkloadPods))
+		case len(in.External) > 0:
+			errs = append(errs, fieldErr("instances.kube.workload", "%s starts the instances as a Deployment; instances.external lists instances that already run", WorkloadDeployment))
+		case len(in.Joining()) > 0:
+			errs = append(errs, fieldErr("instances.kube.workload", "%s: a Deployment's pods all start at once; instances that join later need workload: %s", WorkloadDeployment, WorkloadPods))
+		case in.App != nil:
+			errs = append(errs, fieldErr("instances.app", "runs as pods (workload: %s); a Deployment of your image is not supported yet", WorkloadPods))
+		}
+		errs = append(errs, e.deploymentFaults()...)
+	}
 	return errors.Join(errs...)
+}
+
+// deploymentFaults checks the faults of a Deployment's instances: a
+// container fault would act on a pod the Deployment owns (a killed pod is
+// replaced by a new one, not brought back), and with a rolling restart a
+// server fault must end before it, since the pod it acts on is replaced.
+func (e *Experiment) deploymentFaults() []error {
+	var errs []error
+	r := e.Instances.Kube.Rollout
+	for i, f := range e.Faults {
+		_, entry := f.where(i)
+		switch {
+		case faultyserver.IsContainerFault(f.Spec):
+			errs = append(errs, fieldErr(entry+".fault.mode", "%s acts on a container, and a Deployment's pods are its own (workload: %s): run it with workload: %s", f.Spec.Mode(), WorkloadDeployment, WorkloadPods))
+		case r != nil && (f.Until == 0 || f.Until > r.At):
+			errs = append(errs, fieldErr(entry+".until", "must end by instances.kube.rollout.at (%v): the rolling restart replaces the pod the fault acts on", r.At))
+		}
+	}
+	return errs
 }
 
 func (r *Readiness) validate() error {

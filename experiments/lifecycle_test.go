@@ -135,6 +135,13 @@ func TestLifecycleErrors(t *testing.T) {
 		{"service not a bool", "  kube: {service: maybe}\n", `instances.kube.service: want true or false, got "maybe"`},
 		{"unknown kube key", "  kube: {namespace: x}\n", `unknown field "namespace"`},
 		{"unknown rollout key", "  kube: {workload: deployment, rollout: {at: 1s, partition: 2}}\n", `unknown field "partition"`},
+		{"deployment of groups", "  groups: [{count: 2, service: {dist: fixed, value: 1ms}}, {count: 2, service: {dist: fixed, value: 5ms}}]\n  kube: {workload: deployment}\n",
+			"instances.groups: a Deployment's pods share one template"},
+		{"deployment of an app", "  app: {image: example:1, port: 9000}\n  kube: {workload: deployment}\n", "instances.app: runs as pods (workload: pods)"},
+		{"deployment with a kill", "  kube: {workload: deployment}\nfaults: [{instance: 0, at: 1s, fault: {mode: kill}}]\n",
+			"faults[0].fault.mode: kill acts on a container, and a Deployment's pods are its own"},
+		{"fault past the rollout", "  kube: {workload: deployment, rollout: {at: 10s}}\nfaults: [{instance: 0, at: 1s, fault: {mode: fail}}]\n",
+			"faults[0].until: must end by instances.kube.rollout.at (10s)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -261,7 +261,9 @@ func strategyOf(exp *experiments.Experiment, name string, m *engine.Measurement)
 	if m.Aborted > 0 {
 		notes = append(notes, fmt.Sprintf("%s: %d requests in flight when the run was interrupted were cancelled and are not counted.", name, m.Aborted))
 	}
-	if m.Unattributed > 0 {
+	// Through a Service, what no pod answered has a note of its own
+	// (serviceNotes): no strategy of the harness's picked.
+	if m.Unattributed > 0 && !proxyspec.IsService(name) {
 		notes = append(notes, fmt.Sprintf("%s: %d requests reached no instance: the strategy allowed none (every instance ejected: \"no healthy upstream\") or they failed before a pick. They count as errors, attributed to no instance.", name, m.Unattributed))
 	}
 	if m.EventDrops > 0 {

@@ -377,7 +377,7 @@ type FaultWindow struct {
 // from the start of the attack.
 type Event struct {
 	TimeS    float64 `json:"t_s"`      // seconds from the start of the attack
-	Instance int     `json:"instance"` // the instance id; -1 for a proxy-exit (the proxy in front of every instance)
+	Instance int     `json:"instance"` // the instance id; -1 for a proxy-exit (the proxy in front of every instance) or a rollout (the whole fleet)
 	// Kind is "eject" or "readmit"; "health" (a new health level, named by
 	// Detail); "probe" (an active health check's verdict, Detail "down" or
 	// "up"); "join" or "leave" (the instance entered or left the host set);
@@ -396,7 +396,12 @@ type Event struct {
 	// in-process server shares; Detail: where, the panic value, what it
 	// cost and how many more followed within the second), and
 	// "proxy-exit" (the proxy process under test exited before the
-	// harness stopped it; Instance is -1, Detail its exit status). Log
+	// harness stopped it; Instance is -1, Detail its exit status). Behind
+	// a Kubernetes Service: "not-ready" and "ready" (the pod's readiness
+	// changed), "endpoint-out" and "endpoint-in" (it left or rejoined the
+	// Service's ready endpoints), and for a Deployment "rollout-start" and
+	// "rollout-done" (its rolling restart began, or every replica was
+	// updated and available; Instance is -1). Log
 	// holds the last lines of the instance's or proxy's output, or of the
 	// panic's stack.
 	Kind   string `json:"kind"`

@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"net/url"
 	"os"
 	"strconv"
@@ -12,12 +14,14 @@ import (
 	"time"
 
 	"github.com/lbchaos/lbchaos/experiments"
+	"github.com/lbchaos/lbchaos/faultyserver"
 	"github.com/lbchaos/lbchaos/harness/live"
 )
 
 // generateFlags are the flags of lbchaos generate.
 type generateFlags struct {
 	file, source, strategy, start, proxy string
+	endpoints                            string
 	gen, gens, conns                     int
 	duration                             time.Duration
 	rate                                 float64
@@ -50,10 +54,11 @@ func bindGenerate(fs *flag.FlagSet) *generateFlags {
 		f.ups[name] = n
 		return nil
 	})
-	fs.Func("target", "an instance's base URL (repeat, one per instance, in id order; required)", func(s string) error {
+	fs.Func("target", "an instance's base URL, or none for an instance that does not exist yet (--endpoints-listen gives its address once it does) (repeat, one per instance, in id order; required)", func(s string) error {
 		f.targets = append(f.targets, s)
 		return nil
 	})
+	fs.StringVar(&f.endpoints, "endpoints-listen", "", "serve the endpoints API on this address (e.g. :9091): PUT "+live.EndpointsPath+` {"endpoints": {"<id>": "<base URL>", ...}}, the instances' whole current set, which the strategy then picks among; with the header Authorization: Bearer <token> of $`+faultyserver.TokenEnv+" (without one, only on a loopback address)")
 	return f
 }
 
@@ -88,14 +93,35 @@ func cmdGenerate(ctx context.Context, args []string, stdin io.Reader, stdout, st
 	}
 	urls := make([]*url.URL, len(f.targets))
 	for i, t := range f.targets {
+		if t == live.NoTarget {
+			if f.endpoints == "" && f.proxy == "" {
+				return &exitError{2, fmt.Errorf("--target none (instance %d): an instance that does not exist yet needs --endpoints-listen, through which the coordinator gives its address once it does (or --proxy, which picks the instances itself)", i)}
+			}
+			continue // nil: no address yet
+		}
 		if urls[i], err = url.Parse(t); err != nil || urls[i].Host == "" {
-			return &exitError{2, fmt.Errorf("--target %q: not a base URL such as http://127.0.0.1:8080", t)}
+			return &exitError{2, fmt.Errorf("--target %q: not a base URL such as http://127.0.0.1:8080, nor none", t)}
 		}
 	}
 	var proxyURL *url.URL
 	if f.proxy != "" {
 		if proxyURL, err = url.Parse(f.proxy); err != nil || proxyURL.Host == "" {
 			return &exitError{2, fmt.Errorf("--proxy %q: not a base URL such as http://127.0.0.1:8080", f.proxy)}
+		}
+		if f.endpoints != "" {
+			return &exitError{2, fmt.Errorf("--endpoints-listen: with --proxy the proxy under test picks the instances, and follows them itself")}
+		}
+	}
+	token := os.Getenv(faultyserver.TokenEnv)
+	if f.endpoints != "" {
+		if _, _, err := net.SplitHostPort(f.endpoints); err != nil {
+			return &exitError{2, fmt.Errorf("--endpoints-listen %q: want HOST:PORT or :PORT, such as :%d: %w", f.endpoints, live.EndpointsPort, err)}
+		}
+		if err := faultyserver.CheckToken(token); err != nil {
+			return &exitError{2, fmt.Errorf("%s: %w", faultyserver.TokenEnv, err)}
+		}
+		if err := faultyserver.CheckControlListen(f.endpoints, token, false); errors.Is(err, faultyserver.ErrOpenControl) {
+			return &exitError{2, fmt.Errorf("--endpoints-listen %s: without a token (%s) anyone who reaches it could steer the load; give the run's token in %s, or listen on 127.0.0.1", f.endpoints, faultyserver.TokenEnv, faultyserver.TokenEnv)}
 		}
 	}
 	var data []byte
@@ -129,5 +155,6 @@ func cmdGenerate(ctx context.Context, args []string, stdin io.Reader, stdout, st
 	return live.Generate(ctx, live.GenerateSpec{
 		Exp: exp, Strategy: f.strategy, Targets: urls, Proxy: proxyURL, Upstreams: f.ups,
 		Generator: f.gen, Start: at, Raw: f.raw, MaxConnsPerInstance: f.conns,
+		EndpointsListen: f.endpoints, Token: token,
 	}, stdout, stderr)
 }

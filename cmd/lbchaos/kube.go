@@ -224,5 +224,6 @@ func cleanKube(ctx context.Context, kubeconfig string, stdout, stderr io.Writer)
 // serviceRun reports whether exp's kube instances run behind a Service: a
 // strategy is kube:service, or instances.kube.service says so.
 func serviceRun(exp *experiments.Experiment) bool {
-	return exp.Instances.Kube.Service || slices.ContainsFunc(exp.Strategies, proxyspec.IsService)
+	return exp.Instances.Kube.Service || exp.Instances.Kube.Workload == experiments.WorkloadDeployment ||
+		slices.ContainsFunc(exp.Strategies, proxyspec.IsService)
 }

@@ -117,6 +117,15 @@ func (p *Pool[F]) Release(f F) {
 	}
 }
 
+// Drop is Release for a fleet that cannot be reused (its instances were
+// replaced under it): f is terminated, whatever Reuse says.
+func (p *Pool[F]) Drop(f F) {
+	p.mu.Lock()
+	delete(p.live, f)
+	p.mu.Unlock()
+	f.Terminate()
+}
+
 // Close closes the pool and returns every fleet handed out or kept; ok is
 // false when it was closed already.
 func (p *Pool[F]) Close() (fleets []F, ok bool) {

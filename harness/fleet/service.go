@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"context"
 	"net/url"
 	"time"
 )
@@ -58,4 +59,24 @@ const (
 // no longer called.
 type RotationWatcher interface {
 	WatchRotation(report func(Rotation)) (stop func(), err error)
+}
+
+// Roller is implemented by fleets whose instances are the pods of a
+// Kubernetes Deployment (instances.kube.workload: deployment).
+type Roller interface {
+	// Rollout starts a rolling restart and returns; done is closed when
+	// the Deployment reports it complete, or when ctx ends.
+	Rollout(ctx context.Context) (done <-chan struct{}, err error)
+	// RolloutNotes returns, once, what the fleet noted about its pods
+	// (one that came when every instance id was taken).
+	RolloutNotes() []string
+}
+
+// EndpointWatcher is implemented by fleets behind a Service whose ready
+// endpoints can change under the run (a rolling restart, a pod gone).
+// WatchEndpoints calls report with the whole current set, instance id to
+// address, once before it returns and then at every change, from a
+// goroutine of its own, until stop returns; stop is idempotent.
+type EndpointWatcher interface {
+	WatchEndpoints(report func(map[int]*url.URL)) (stop func(), err error)
 }

@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/lbchaos/lbchaos/experiments"
 	"github.com/lbchaos/lbchaos/faultyserver"
 	"github.com/lbchaos/lbchaos/harness/fleet"
 )
@@ -55,6 +56,9 @@ type kubeFleet struct {
 	// service is the address of the fleet's Service (Options.Service);
 	// nil without one.
 	service *url.URL
+	// deploy is the fleet's Deployment (deployment.go); nil for bare
+	// pods.
+	deploy *deployment
 }
 
 var (
@@ -67,6 +71,13 @@ var (
 func (p *Provider) startFleet(ctx context.Context, spec fleet.Spec, seq int) (*kubeFleet, error) {
 	if spec.Count <= 0 {
 		return nil, fmt.Errorf("kube backends: %d instances", spec.Count)
+	}
+	if spec.Kube.Workload == experiments.WorkloadDeployment {
+		f, err := p.startDeployment(ctx, spec, seq)
+		if err != nil {
+			return nil, fmt.Errorf("kube backends: %w", err)
+		}
+		return f, nil
 	}
 	f := &kubeFleet{p: p, spec: spec, seq: seq, insts: make([]*instance, spec.Count)}
 	per := portsPerInstance(spec)
@@ -114,17 +125,40 @@ func (p *Provider) startFleet(ctx context.Context, spec fleet.Spec, seq int) (*k
 // Close implements fleet.Fleet: the pods are deleted, or with
 // Options.Reuse released to the provider for the next Start.
 func (f *kubeFleet) Close() error {
-	if f.MarkClosed() {
+	switch {
+	case !f.MarkClosed():
+	case f.deploy != nil:
+		f.p.pool.Drop(f) // a rollout replaces the pods: never reused
+	default:
 		f.p.pool.Release(f)
 	}
 	return nil
 }
 
-// Terminate deletes f's pods (grace period 0), with a fresh timeout.
+// Terminate deletes f's pods (grace period 0), with a fresh timeout: for
+// a Deployment first the Deployment and its ReplicaSets, and the fleet's
+// Service, if any.
 func (f *kubeFleet) Terminate() {
 	ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
 	defer cancel()
-	sel := metav1.ListOptions{LabelSelector: labelFleet + "=" + fmt.Sprint(f.seq)}
+	if f.p.opts.Service {
+		if err := f.p.cs.delete(ctx, f.p.ns, "services", serviceName(f.seq), metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			fmt.Fprintf(f.p.opts.Log, "kube: deleting Service %s: %v (it goes with the namespace)\n", serviceName(f.seq), err)
+		}
+	}
+	if d := f.deploy; d != nil {
+		d.halt()
+		// First the Deployment and its ReplicaSets, which would make new
+		// pods; then the pods, at once.
+		err := d.apps.delete(ctx, f.p.ns, "deployments", d.name, backgroundDelete)
+		if err == nil || apierrors.IsNotFound(err) {
+			err = d.apps.deleteCollection(ctx, f.p.ns, "replicasets", backgroundDelete, f.podSelector())
+		}
+		if err != nil && !apierrors.IsNotFound(err) {
+			fmt.Fprintf(f.p.opts.Log, "kube: deleting Deployment %s: %v (it goes with the namespace)\n", d.name, err)
+		}
+	}
+	sel := f.podSelector()
 	if err := f.p.cs.deleteCollection(ctx, f.p.ns, "pods", zeroGrace, sel); err != nil && !apierrors.IsNotFound(err) {
 		fmt.Fprintf(f.p.opts.Log, "kube: deleting the pods of fleet %d: %v (they go with the namespace)\n", f.seq, err)
 	}

@@ -41,15 +41,23 @@ func forwardURL(pod string, port int) string {
 type forwarder struct {
 	cfg *rest.Config
 	ns  string
+
+	once      sync.Once
+	transport *http.Transport
 }
 
-// client is an HTTP client whose connections go through port forwarding.
+// client is an HTTP client whose connections go through port forwarding;
+// every client shares one transport, so its idle connections (one SPDY
+// stream pair each) are reused, not left one set per client.
 func (f *forwarder) client(timeout time.Duration) *http.Client {
-	return &http.Client{Timeout: timeout, Transport: &http.Transport{
-		DialContext:         f.dial,
-		MaxIdleConnsPerHost: 2,
-		IdleConnTimeout:     30 * time.Second,
-	}}
+	f.once.Do(func() {
+		f.transport = &http.Transport{
+			DialContext:         f.dial,
+			MaxIdleConnsPerHost: 2,
+			IdleConnTimeout:     30 * time.Second,
+		}
+	})
+	return &http.Client{Timeout: timeout, Transport: f.transport}
 }
 
 // dial opens a connection to addr (<pod>.forwardHost:port): one SPDY

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"strconv"
 	"strings"
 	"sync"
@@ -17,7 +18,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/lbchaos/lbchaos/faultyserver"
 	"github.com/lbchaos/lbchaos/harness/engine"
+	"github.com/lbchaos/lbchaos/harness/live"
 )
 
 // A distributed run's generators on the cluster: each strategy's attack is
@@ -79,6 +82,33 @@ func (l *jobLauncher) Name() string {
 
 func (l *jobLauncher) Lead() time.Duration { return l.lead }
 
+// EndpointsListen implements live.EndpointsLauncher: in Service mode a
+// generator pod of a client-side strategy serves its endpoints API on
+// live.EndpointsPort, which the coordinator reaches through the API
+// server (podGenerator.EndpointsAPI).
+func (l *jobLauncher) EndpointsListen() string {
+	if l.p.fwd == nil {
+		return ""
+	}
+	return ":" + strconv.Itoa(live.EndpointsPort)
+}
+
+var (
+	_ live.EndpointsLauncher = (*jobLauncher)(nil)
+	_ live.EndpointsReach    = (*podGenerator)(nil)
+)
+
+// EndpointsAPI implements live.EndpointsReach: the generator's pod through
+// the API server's port forwarding, once its pod is known.
+func (g *podGenerator) EndpointsAPI() (*http.Client, string, string, error) {
+	p := g.l.p
+	pod, _ := g.podName.Load().(string)
+	if p.fwd == nil || pod == "" {
+		return nil, "", "", fmt.Errorf("generator %d: its pod is not running yet", g.index)
+	}
+	return p.fwd.client(faultyserver.DefaultClientTimeout), forwardURL(pod, live.EndpointsPort), p.opts.Token, nil
+}
+
 // batchClient is a client of the batch/v1 API (Jobs), made on first use.
 func (l *jobLauncher) batchClient() (*api, error) {
 	l.batchOnce.Do(func() { l.batch, l.batchErr = newBatchAPI(l.p.cfg) })
@@ -139,7 +169,7 @@ func generatorJob(p *Provider, image, name string, labels map[string]string, spe
 		"--generator", "$(JOB_COMPLETION_INDEX)",
 		"--experiment", experimentDir + "/" + experimentFile,
 	}, spec.Args...)
-	return &batchv1.Job{
+	job := &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
 		Spec: batchv1.JobSpec{
 			CompletionMode: &indexed,
@@ -174,6 +204,17 @@ func generatorJob(p *Provider, image, name string, labels map[string]string, spe
 			},
 		},
 	}
+	if p.fwd != nil {
+		// Service mode, pods on the pod network: the endpoints API
+		// (live.EndpointsPort), guarded by the run's token, which the
+		// coordinator pushes the instances' endpoints to. Not on the
+		// host network, where a container port is a host port that two
+		// generators on one node could not share.
+		c := &job.Spec.Template.Spec.Containers[0]
+		c.Env = tokenEnv()
+		c.Ports = []corev1.ContainerPort{{Name: "endpoints", ContainerPort: live.EndpointsPort, Protocol: corev1.ProtocolTCP}}
+	}
+	return job
 }
 
 // remove deletes the Job name (its pods in the background, each with its
@@ -204,10 +245,11 @@ type podGenerator struct {
 	grace    time.Duration
 	log      *engine.GeneratorLog
 
-	once   sync.Once
-	pod    string
-	stream io.Reader
-	err    error
+	once    sync.Once
+	pod     string
+	podName atomic.Value // pod, for EndpointsAPI: a string once known
+	stream  io.Reader
+	err     error
 }
 
 // Stream implements engine.Generator: the pod's log, its stream lines
@@ -226,6 +268,7 @@ func (g *podGenerator) read(b []byte) (int, error) {
 			return
 		}
 		g.pod = pod.Name
+		g.podName.Store(pod.Name)
 		// The log is followed past an interrupt, while the pod ends its
 		// stream, but not for ever: a pod that has not ended its grace
 		// period and half a minute after the interrupt (its node gone)

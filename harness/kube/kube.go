@@ -411,7 +411,7 @@ func (p *Provider) Start(ctx context.Context, spec fleet.Spec) (fleet.Fleet, err
 	if reused {
 		what = "reset %d pods in namespace %s"
 	}
-	fmt.Fprintf(p.opts.Log, "kube: "+what+" in %v\n", len(f.insts), p.ns, time.Since(t0).Round(time.Millisecond))
+	fmt.Fprintf(p.opts.Log, "kube: "+what+" in %v\n", spec.Count, p.ns, time.Since(t0).Round(time.Millisecond))
 	return f, nil
 }
 
@@ -429,6 +429,9 @@ func (p *Provider) Close(ctx context.Context) error {
 	}
 	for _, f := range fleets {
 		f.MarkClosed() // their pods go with the namespace
+		if f.deploy != nil {
+			f.deploy.halt() // but not the loop that names them
+		}
 	}
 
 	if ctx.Err() != nil {

@@ -24,6 +24,10 @@ const NamespacePrefix = "lbchaos-"
 // its shortest grace period.
 var zeroGrace = metav1.DeleteOptions{GracePeriodSeconds: new(int64)}
 
+// backgroundDelete deletes an object at once and leaves its dependents
+// (a Deployment's ReplicaSets, their pods) to the garbage collector.
+var backgroundDelete = metav1.DeleteOptions{PropagationPolicy: new(metav1.DeletePropagationBackground)}
+
 func isNotFound(err error) bool { return apierrors.IsNotFound(err) }
 
 // ownerLabelValue is owner as a label value ('/' → '_'), or "" when it is

@@ -68,8 +68,13 @@ func (p *Provider) podFor(spec fleet.Spec, seq int, in *instance) (*corev1.Pod, 
 		return []corev1.ContainerPort{{Name: "http", ContainerPort: int32(n), Protocol: corev1.ProtocolTCP}}
 	}
 	var containers []corev1.Container
+	cfg := spec.ServerConfig(max(in.id, 0))
+	if in.id == faultyserver.Unidentified {
+		// A Deployment's template: named later (deployment.go).
+		cfg.ID, cfg.Seed = faultyserver.Unidentified, 0
+	}
 	if app := spec.App; app == nil {
-		flags, err := faultyserver.FlagsOf(spec.ServerConfig(in.id), listen)
+		flags, err := faultyserver.FlagsOf(cfg, listen)
 		if err != nil {
 			return nil, err
 		}
@@ -85,10 +90,10 @@ func (p *Provider) podFor(spec fleet.Spec, seq int, in *instance) (*corev1.Pod, 
 		}}
 	} else {
 		flags, err := faultyserver.SidecarFlagsOf(faultyserver.SidecarConfig{
-			ID:         in.id,
+			ID:         cfg.ID,
 			Upstream:   "http://127.0.0.1:" + strconv.Itoa(in.appPort),
 			HealthPath: app.Health,
-			Seed:       fleet.InstanceSeed(spec.Seed, in.id),
+			Seed:       cfg.Seed,
 			Shutdown:   spec.Shutdown.Shutdown,
 		}, listen)
 		if err != nil {

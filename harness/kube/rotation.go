@@ -32,10 +32,6 @@ func (f *kubeFleet) WatchRotation(report func(fleet.Rotation)) (stop func(), err
 	if err != nil {
 		return nil, err
 	}
-	byName := map[string]int{}
-	for _, in := range f.insts {
-		byName[in.name] = in.id
-	}
 	ctx, cancel := context.WithCancel(context.Background())
 	podSel := metav1.ListOptions{LabelSelector: labelFleet + "=" + strconv.Itoa(f.seq)}
 	sliceSel := metav1.ListOptions{LabelSelector: serviceLabel + "=" + serviceName(f.seq)}
@@ -51,6 +47,7 @@ func (f *kubeFleet) WatchRotation(report func(fleet.Rotation)) (stop func(), err
 			return nil, nil, false
 		}
 		ready, in = map[int]bool{}, map[int]bool{}
+		byName := f.podIDs() // a Deployment's grow as its pods are named
 		for i := range pods.Items {
 			if id, ok := byName[pods.Items[i].Name]; ok && pods.Items[i].DeletionTimestamp == nil {
 				ready[id] = podReady(&pods.Items[i])

@@ -35,7 +35,7 @@ const serviceLabel = "kubernetes.io/service-name"
 // Services implements fleet.ServiceProvider.
 func (p *Provider) Services() (bool, string) {
 	if !p.opts.Service {
-		return false, "the kube backends run without a Service (lbchaos run puts them behind one when a strategy is kube:service or instances.kube.service is set)"
+		return false, "the kube backends run without a Service (lbchaos run puts them behind one when a strategy is kube:service, instances.kube.service is set or instances.kube.workload is deployment)"
 	}
 	return true, ""
 }

@@ -91,17 +91,20 @@ func (w *podWatch) check(pods []corev1.Pod, report bool) {
 	for i := range pods {
 		byName[pods[i].Name] = &pods[i]
 	}
-	for _, in := range w.f.insts {
+	for name, id := range w.f.podIDs() {
+		in := w.f.insts[id]
 		if in.down.Load() {
 			continue // killed by the schedule, until restarted
 		}
-		pod := byName[in.name]
+		pod := byName[name]
 		if pod == nil {
-			if !w.gone[in.id] {
+			// A Deployment's pods go when it replaces them, and every
+			// step of that is its controller's, not a crash.
+			if !w.gone[in.id] && w.f.deploy == nil {
 				w.gone[in.id] = true
 				if report {
 					w.report(fleet.Crash{Instance: in.id, Time: time.Now(), Fatal: true,
-						Detail: fmt.Sprintf("pod %s/%s is gone: deleted by someone other than lbchaos, or evicted", w.f.p.ns, in.name)})
+						Detail: fmt.Sprintf("pod %s/%s is gone: deleted by someone other than lbchaos, or evicted", w.f.p.ns, name)})
 				}
 			}
 			continue

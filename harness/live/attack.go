@@ -124,6 +124,9 @@ func (a *attack) begin(ctx context.Context, stop func()) (*background, error) {
 		setHosts, client = a.load.setHosts, a.load.client()
 	}
 	bg.wg.Go(func() { runJoins(bctx, start, exp, a.lbs, setHosts) })
+	if a.fl != nil && a.inc != nil {
+		bg.wg.Go(func() { runRollout(bctx, a.fl, exp, start, a.inc) })
+	}
 	startProbes(bctx, &bg.wg, a.lbs, client, exp.Instances.Count)
 	if a.fl != nil {
 		p, err := startLoadPoll(bctx, &bg.wg, a.lbs, a.fl)

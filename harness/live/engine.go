@@ -100,6 +100,9 @@ func (e *Engine) Check(exp *experiments.Experiment) ([]string, error) {
 	if err := checkGenerators(exp, e.launcher()); err != nil {
 		return nil, err
 	}
+	if err := checkWorkload(exp, e.opts.Provider); err != nil {
+		return nil, err
+	}
 	if err := e.checkProxies(exp); err != nil {
 		return nil, err
 	}
@@ -241,6 +244,9 @@ func (e *Engine) Measure(ctx context.Context, job engine.Job) (m *engine.Measure
 	backends := fl.Backends()
 	targets := make([]*url.URL, len(backends))
 	for i, b := range backends {
+		if b.URL == nil {
+			continue // an instance yet to come (a rollout's pod): no address
+		}
 		hctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		err := fleet.Healthy(hctx, b)
 		cancel()

@@ -24,7 +24,10 @@ type GenerateSpec struct {
 	// Exp is the resolved experiment; Strategy the one strategy to run.
 	Exp      *experiments.Experiment
 	Strategy string
-	// Targets are the instances' base URLs, in id order.
+	// Targets are the instances' base URLs, in id order; nil for an
+	// instance that does not exist yet (lbchaos generate --target none),
+	// which the strategy leaves out until the endpoints API gives it an
+	// address (it needs EndpointsListen).
 	Targets []*url.URL
 	// Proxy, for a proxy strategy, is where the coordinator's proxy under
 	// test listens: every request goes there. Upstreams maps how the
@@ -42,6 +45,17 @@ type GenerateSpec struct {
 	// MaxConnsPerInstance bounds the connections to one instance; 0
 	// derives it from the open-file limit.
 	MaxConnsPerInstance int
+	// EndpointsListen, when set, is the address (":9091", see
+	// EndpointsPort) this generator serves its endpoints API on
+	// (endpoints.go), from before the start until Generate returns: its
+	// coordinator gives it there the instances' current endpoints, which
+	// the strategy then picks among. Not for a proxy strategy, whose proxy
+	// follows the instances itself.
+	EndpointsListen string
+	// Token is the run's control token, which the endpoints API requires
+	// (faultyserver.TokenEnv); without one, EndpointsListen must be a
+	// loopback address.
+	Token string
 }
 
 // Generate runs one generator's share of the load from spec.Start and
@@ -61,6 +75,17 @@ func Generate(ctx context.Context, spec GenerateSpec, out, log io.Writer) error 
 		return fmt.Errorf("%d targets for %d instances", len(spec.Targets), n)
 	case proxyspec.IsProxy(name) != (spec.Proxy != nil):
 		return fmt.Errorf("strategy %s: a proxy strategy needs the proxy's URL, and only a proxy strategy takes one", name)
+	case spec.Proxy != nil && spec.EndpointsListen != "":
+		return fmt.Errorf("strategy %s: its generators pick no instance, the proxy does: they take no endpoints (EndpointsListen)", name)
+	}
+	var absent []int // instances that do not exist yet
+	for id, u := range spec.Targets {
+		if u == nil && spec.Proxy == nil {
+			absent = append(absent, id)
+		}
+	}
+	if len(absent) > 0 && spec.EndpointsListen == "" {
+		return fmt.Errorf("target of instance %d: none (an instance that does not exist yet) needs the endpoints API (EndpointsListen), which gives its address once it does", absent[0])
 	}
 	conns := spec.MaxConnsPerInstance
 	if conns == 0 {
@@ -77,13 +102,20 @@ func Generate(ctx context.Context, spec GenerateSpec, out, log io.Writer) error 
 		c.SetGenerator(gen, gens)
 	} else {
 		var err error
-		if a.lbs, err = engine.GeneratorBalancers(exp, name, strategies.SystemClock{}, gen, gens, a.events); err != nil {
+		if a.lbs, err = engine.GeneratorBalancersWithout(exp, name, strategies.SystemClock{}, gen, gens, a.events, absent); err != nil {
 			return fmt.Errorf("strategy %s: %w", name, err)
 		}
 		c = transport.NewClient(a.lbs, spec.Targets, exp.Timeout, conns, protocolOptions(exp)...)
 	}
 	a.load = newHTTPLoad(exp, name, c, &a.start, gen, gens)
 	defer a.load.close()
+	if spec.EndpointsListen != "" {
+		stop, err := serveEndpoints(spec.EndpointsListen, spec.Token, c, n)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 	a.sched = engine.Stride(engine.ExperimentSchedule(exp), gen, gens)
 	a.coll = engine.NewCollector(n, exp.Duration, exp.Timeout, exp.SlowThreshold)
 	if engine.HasPolicy(a.lbs) {

@@ -31,8 +31,9 @@ type incidents struct {
 	events []reports.Event
 	notes  []string // on the watching itself
 
-	stopFleet    func() // the fleet's watch; nil when the fleet has none
-	stopRotation func() // the Service's watch (rotation); nil without one
+	stopFleet    func()       // the fleet's watch; nil when the fleet has none
+	stopRotation func()       // the Service's watch (rotation); nil without one
+	roller       fleet.Roller // a Deployment's fleet: its notes; nil otherwise
 	done         chan struct{}
 	wg           sync.WaitGroup
 	once         sync.Once
@@ -52,6 +53,7 @@ func watchIncidents(fl fleet.Fleet, job engine.Job) *incidents {
 			w.stopFleet = stop
 		}
 	}
+	w.roller, _ = fl.(fleet.Roller)
 	if rw, ok := fl.(fleet.RotationWatcher); ok {
 		if fleet.ServiceOf(fl) != nil {
 			stop, err := rw.WatchRotation(w.rotation)
@@ -69,6 +71,13 @@ func watchIncidents(fl fleet.Fleet, job engine.Job) *incidents {
 func (w *incidents) rotation(r fleet.Rotation) {
 	t := w.add(r.Time, reports.Event{Instance: r.Instance, Kind: r.Kind, Detail: r.Detail})
 	fmt.Fprintf(w.log, "      instance %d %s at %.1f s\n", r.Instance, r.Kind, t)
+}
+
+// note adds a note on the strategy.
+func (w *incidents) note(s string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.notes = append(w.notes, s)
 }
 
 // begin sets the attack's start, which event times count from.
@@ -165,6 +174,9 @@ func (w *incidents) addTo(m *engine.Measurement) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	m.Notes = append(m.Notes, w.notes...)
+	if w.roller != nil {
+		m.Notes = append(m.Notes, w.roller.RolloutNotes()...)
+	}
 	if len(w.events) == 0 {
 		return
 	}

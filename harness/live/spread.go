@@ -104,7 +104,7 @@ func (e *Engine) measureSpread(ctx context.Context, a *attack, targets []*url.UR
 	conns = max(1, conns/gens)
 	generators, err := launcher.Launch(runCtx, engine.LaunchSpec{
 		N:          gens,
-		Args:       generateArgs(exp, name, targets, hop, upstreams, a.start, conns, a.raw != nil),
+		Args:       generateArgs(exp, name, targets, hop, upstreams, a.start, conns, a.raw != nil, endpointsListen(launcher)),
 		Experiment: exp.Raw,
 		Grace:      exp.Timeout + 10*time.Second,
 		Log:        job.Log,
@@ -113,6 +113,13 @@ func (e *Engine) measureSpread(ctx context.Context, a *attack, targets []*url.UR
 		bg.end()
 		return nil, err
 	}
+	// A client-side strategy follows the Service's ready endpoints, as a
+	// client with the cluster's endpoint discovery does.
+	stopFollow := func() {}
+	if hop == nil && endpointsListen(launcher) != "" {
+		stopFollow = followEndpoints(a.fl, generators, job.Log)
+	}
+	defer stopFollow()
 	errs, rawErrs := readGenerators(generators, merger, a.raw, interrupt)
 	progressDone := make(chan struct{})
 	var progress sync.WaitGroup
@@ -253,10 +260,17 @@ func decodeRaw(r io.Reader, w *rawWriter) error {
 	}
 }
 
+// NoTarget is the --target of an instance that has no address yet (a
+// pod a rollout will bring).
+const NoTarget = "none"
+
 // generateArgs are the arguments every generator of strategy name runs
 // with, after "generate" and but for --generator and --experiment (see
-// engine.LaunchSpec).
-func generateArgs(exp *experiments.Experiment, name string, targets []*url.URL, hop *url.URL, upstreams map[string]int, start time.Time, conns int, raw bool) []string {
+// engine.LaunchSpec). A nil target is an instance that does not exist
+// yet (--target none). endpoints, when set, is the address a generator
+// that picks the instances itself (no hop) serves its endpoints API on
+// (--endpoints-listen).
+func generateArgs(exp *experiments.Experiment, name string, targets []*url.URL, hop *url.URL, upstreams map[string]int, start time.Time, conns int, raw bool, endpoints string) []string {
 	args := []string{
 		"--source", exp.Source,
 		"--strategy", name,
@@ -268,7 +282,14 @@ func generateArgs(exp *experiments.Experiment, name string, targets []*url.URL, 
 		"--max-conns", strconv.Itoa(conns),
 	}
 	for _, t := range targets {
+		if t == nil {
+			args = append(args, "--target", NoTarget)
+			continue
+		}
 		args = append(args, "--target", t.String())
+	}
+	if endpoints != "" && hop == nil {
+		args = append(args, "--endpoints-listen", endpoints)
 	}
 	if hop != nil {
 		args = append(args, "--proxy", hop.String())

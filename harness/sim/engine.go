@@ -71,8 +71,16 @@ func (Engine) Check(exp *experiments.Experiment) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	if exp.Instances.Kube.Rollout != nil {
+		notes = append(notes, RolloutNote)
+	}
 	return append(notes, protocolNotes(exp)...), nil
 }
+
+// RolloutNote is the simulator's note on an experiment with a
+// Deployment's rolling restart.
+const RolloutNote = "instances.kube.rollout: the simulator has no Deployment, and models neither the pods' starts and readiness nor the endpoints' propagation: " +
+	"its numbers are those of the same load with no rolling restart, a baseline; run --backends kube for the rollout."
 
 func check(exp *experiments.Experiment) ([]string, error) {
 	if !exp.Instances.Modeled() && !exp.Instances.Foreign() {

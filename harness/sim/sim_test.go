@@ -176,6 +176,11 @@ func shrink(t *testing.T, exp *experiments.Experiment, factor time.Duration) *ex
 		}
 		c.Profile, c.Rate = &p, p.Mean(c.Duration)
 	}
+	if r := c.Instances.Kube.Rollout; r != nil {
+		rr := *r
+		rr.At /= factor
+		c.Instances.Kube.Rollout = &rr
+	}
 	if c.Keys != nil {
 		k := *c.Keys
 		k.HotFrom /= factor
@@ -197,6 +202,9 @@ func TestSimRunsEveryShippedExperiment(t *testing.T) {
 			}
 			exp := shrink(t, full, 15) // 30 s -> 2 s, faults at the same relative times
 			sum, err := runSim(context.Background(), exp, simOptions{})
+			if err == nil && exp.Instances.Kube.Rollout != nil && !slices.Contains(sum.Notes, RolloutNote) {
+				t.Errorf("a rolling restart in the simulator: no note that it is not modelled: %q", sum.Notes)
+			}
 			if err != nil {
 				t.Fatal(err)
 			}
