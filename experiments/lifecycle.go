@@ -131,7 +131,12 @@ func (e *Experiment) validateLifecycle() error {
 	in := e.Instances
 	var errs []error
 	if r := in.Readiness; r != nil {
-		errs = append(errs, r.validate())
+		err := r.validate()
+		if err == nil && in.App == nil && len(in.External) == 0 && r.Path != faultyserver.HealthPath {
+			err = fieldErr("instances.readiness.path", "the fake server answers its health check at %s only, and serves any other path as a request: a probe of %q would count as load and pass whatever the instance's health; probe %s (leave path out)",
+				faultyserver.HealthPath, r.Path, faultyserver.HealthPath)
+		}
+		errs = append(errs, err)
 	}
 	errs = append(errs, in.Shutdown.validate())
 	errs = append(errs, in.Kube.validate(e.Duration))

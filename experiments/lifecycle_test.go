@@ -98,6 +98,7 @@ func TestLifecycleErrors(t *testing.T) {
 		{"relative path", "  readiness: {path: healthz}\n", `instances.readiness.path: must be a path starting with /, got "healthz"`},
 		{"control path", "  readiness: {path: /_chaos/stats}\n", `instances.readiness.path: "/_chaos/stats" is under the control API (/_chaos/), which answers only requests that carry the run's token`},
 		{"control prefix itself", "  readiness: {path: /_chaos}\n", `instances.readiness.path: "/_chaos" is under the control API`},
+		{"a path the fake server does not serve", "  readiness: {path: /ready}\n", `instances.readiness.path: the fake server answers its health check at /healthz only, and serves any other path as a request: a probe of "/ready" would count as load`},
 		{"period in milliseconds", "  readiness: {period: 1500ms}\n", "instances.readiness.period: must be a whole number of seconds, at least 1s (Kubernetes takes it in seconds), got 1.5s"},
 		{"period zero", "  readiness: {period: 0s}\n", "instances.readiness.period: must be a whole number of seconds, at least 1s"},
 		{"timeout under a second", "  readiness: {timeout: 500ms}\n", "instances.readiness.timeout: must be a whole number of seconds, at least 1s"},
