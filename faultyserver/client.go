@@ -94,6 +94,13 @@ func (c *Client) Healthy(ctx context.Context) error {
 	return c.do(ctx, "health check", http.MethodGet, HealthPath, nil, http.StatusOK, nil)
 }
 
+// Do sends one request of another API that works as the control API
+// does (under ControlPrefix, the run's token, JSON bodies, errors as
+// {"error": ...}: a load generator's endpoints API), as do.
+func (c *Client) Do(ctx context.Context, op, method, path string, body []byte, want int, out any) error {
+	return c.do(ctx, op, method, path, body, want, out)
+}
+
 // do sends one control request and decodes the answer into out (when not
 // nil). Any status other than want is an *APIError: a 2xx with the wrong
 // status means BaseURL does not point at an instance's root.

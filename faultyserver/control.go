@@ -120,6 +120,13 @@ func methodNotAllowed(w http.ResponseWriter, allow string) {
 	writeError(w, http.StatusMethodNotAllowed, "method not allowed; allowed: "+allow)
 }
 
+// WriteError and WriteJSON answer as the control API does, for another
+// API that works as it does (a load generator's endpoints API).
+func WriteError(w http.ResponseWriter, status int, msg string) { writeError(w, status, msg) }
+
+// WriteJSON: see WriteError.
+func WriteJSON(w http.ResponseWriter, status int, v any) { writeJSON(w, status, v) }
+
 func writeError(w http.ResponseWriter, status int, msg string) {
 	writeJSON(w, status, errorBody{Error: msg})
 }

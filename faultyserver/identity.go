@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/http"
 	"strconv"
-	"sync/atomic"
 )
 
 // Unidentified is the ID of an instance started without an identity: a
@@ -40,10 +39,8 @@ type Identity struct {
 	Seed uint64 `json:"seed"`
 }
 
-// identityBox holds an instance's identity; safe for concurrent use.
-type identityBox struct{ p atomic.Pointer[identity] }
-
-func (b *identityBox) ident() *identity { return b.p.Load() }
+// ident returns the instance's identity.
+func (s *instanceState) ident() *identity { return s.identity.Load() }
 
 // identify gives an unidentified instance id and seed; naming an
 // identified instance again with its own id is a no-op, with another an
@@ -61,7 +58,7 @@ func (s *instanceState) identify(id Identity) error {
 		case cur.num != Unidentified:
 			return fmt.Errorf("id: the instance is %d already; an identity is given once", cur.num)
 		}
-		if s.identityBox.p.CompareAndSwap(cur, next) {
+		if s.identity.CompareAndSwap(cur, next) {
 			break
 		}
 	}

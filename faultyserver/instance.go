@@ -23,11 +23,11 @@ import (
 type instanceState struct {
 	// Immutable after init, but for the identity, given once to an
 	// Unidentified instance (identity.go).
-	identityBox
-	token   string          // the control API's; "" = open (auth.go)
-	sampler *Sampler        // a Server's service time; nil for a Sidecar, which plans with PlanProxy
-	pool    *pool           // a Server's workers and queue; nil for a Sidecar
-	closed  <-chan struct{} // closed when the instance closes
+	identity atomic.Pointer[identity] // replaced once, from Unidentified (identity.go)
+	token    string                   // the control API's; "" = open (auth.go)
+	sampler  *Sampler                 // a Server's service time; nil for a Sidecar, which plans with PlanProxy
+	pool     *pool                    // a Server's workers and queue; nil for a Sidecar
+	closed   <-chan struct{}          // closed when the instance closes
 
 	randMu sync.Mutex // guards src, rng and sampler
 	src    *rand.PCG  // rng's source, reseeded by Reset
@@ -51,7 +51,7 @@ type instanceState struct {
 // load window's utilization divided by workers (see newLoadWindow) and its
 // control API locked by token.
 func (s *instanceState) init(id int, seed uint64, token string, workers int, closed <-chan struct{}) {
-	s.identityBox.p.Store(newIdentity(id, seed))
+	s.identity.Store(newIdentity(id, seed))
 	s.token = token
 	s.closed = closed
 	s.src = NewSource(seed)

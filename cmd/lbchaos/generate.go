@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -117,11 +116,8 @@ func cmdGenerate(ctx context.Context, args []string, stdin io.Reader, stdout, st
 		if _, _, err := net.SplitHostPort(f.endpoints); err != nil {
 			return &exitError{2, fmt.Errorf("--endpoints-listen %q: want HOST:PORT or :PORT, such as :%d: %w", f.endpoints, live.EndpointsPort, err)}
 		}
-		if err := faultyserver.CheckToken(token); err != nil {
-			return &exitError{2, fmt.Errorf("%s: %w", faultyserver.TokenEnv, err)}
-		}
-		if err := faultyserver.CheckControlListen(f.endpoints, token, false); errors.Is(err, faultyserver.ErrOpenControl) {
-			return &exitError{2, fmt.Errorf("--endpoints-listen %s: without a token (%s) anyone who reaches it could steer the load; give the run's token in %s, or listen on 127.0.0.1", f.endpoints, faultyserver.TokenEnv, faultyserver.TokenEnv)}
+		if err := live.CheckEndpointsListen(f.endpoints, token); err != nil {
+			return &exitError{2, fmt.Errorf("--endpoints-listen %w", err)}
 		}
 	}
 	var data []byte

@@ -34,7 +34,7 @@ func TestGenerateEndpointsFlagErrors(t *testing.T) {
 		{"open on every interface", "", []string{"--target", "none", "--endpoints-listen", ":9091"},
 			"--endpoints-listen :9091: without a token (" + faultyserver.TokenEnv + ")"},
 		{"bad token", "a b", []string{"--target", "none", "--endpoints-listen", ":9091"},
-			faultyserver.TokenEnv + ": must be printable ASCII without spaces"},
+			"--endpoints-listen :9091: the token in " + faultyserver.TokenEnv + ": must be printable ASCII without spaces"},
 		{"with a proxy", "t", []string{"--target", "http://127.0.0.1:8080", "--proxy", "http://127.0.0.1:8081", "--endpoints-listen", ":9091"},
 			"--endpoints-listen: with --proxy the proxy under test picks the instances"},
 		{"bad target", "", []string{"--target", "nowhere"},

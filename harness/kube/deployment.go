@@ -47,9 +47,9 @@ const identifiedCondition corev1.PodConditionType = "io.lbchaos/identified"
 // rolling restart, as kubectl rollout restart's does.
 const restartedAnnotation = "io.lbchaos/restarted-at"
 
-// Slots is how many instances a fleet of in has: its pods, and with a
+// instanceSlots is how many instances a fleet of in has: its pods, and with a
 // Deployment's rollout those the rollout brings.
-func Slots(in experiments.Instances) int {
+func instanceSlots(in experiments.Instances) int {
 	if in.Kube.Workload == experiments.WorkloadDeployment && in.Kube.Rollout != nil {
 		return 2 * in.Count
 	}
@@ -106,7 +106,7 @@ func (p *Provider) startDeployment(ctx context.Context, spec fleet.Spec, seq int
 	if err != nil {
 		return nil, err
 	}
-	slots := Slots(spec.Instances)
+	slots := instanceSlots(spec.Instances)
 	f := &kubeFleet{p: p, spec: spec, seq: seq, insts: make([]*instance, slots)}
 	bs := make([]fleet.Backend, slots)
 	for id := range slots {

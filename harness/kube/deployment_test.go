@@ -84,8 +84,8 @@ func TestClusterDeployment(t *testing.T) {
 	}
 	t.Logf("rollout of 3 pods complete in %v", time.Since(t0).Round(100*time.Millisecond))
 	named(3, 4, 5)
-	if n, err := p.readyEndpoints(t.Context(), serviceName(kf.seq)); err != nil || n != 3 {
-		t.Errorf("%d ready endpoints after the rollout (%v), want 3", n, err)
+	if eps, err := p.readyEndpoints(t.Context(), serviceName(kf.seq)); err != nil || len(eps) != 3 {
+		t.Errorf("%d ready endpoints after the rollout (%v), want 3", len(eps), err)
 	}
 	if notes := kf.RolloutNotes(); len(notes) > 0 {
 		t.Errorf("notes: %q", notes)

@@ -6,9 +6,6 @@ import (
 	"maps"
 	"net/url"
 
-	discoveryv1 "k8s.io/api/discovery/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	"github.com/lbchaos/lbchaos/harness/fleet"
 )
 
@@ -24,27 +21,20 @@ func (f *kubeFleet) WatchEndpoints(report func(map[int]*url.URL)) (stop func(), 
 	if f.service == nil {
 		return nil, fmt.Errorf("kube backends: the fleet is not behind a Service")
 	}
-	disc, err := f.p.discovery()
-	if err != nil {
-		return nil, err
-	}
-	sel := metav1.ListOptions{LabelSelector: serviceLabel + "=" + serviceName(f.seq)}
 	ctx, cancel := context.WithCancel(context.Background())
 	look := func() (map[int]string, bool) {
-		var slices discoveryv1.EndpointSliceList
-		if err := disc.list(ctx, f.p.ns, "endpointslices", sel, &slices); err != nil {
+		eps, err := f.p.readyEndpoints(ctx, serviceName(f.seq))
+		if err != nil {
 			return nil, false
 		}
 		ids := f.podIDs()
 		out := map[int]string{}
-		for _, s := range slices.Items {
-			for _, e := range s.Endpoints {
-				if e.TargetRef == nil || e.Conditions.Ready == nil || !*e.Conditions.Ready || len(e.Addresses) == 0 {
-					continue
-				}
-				if id, ok := ids[e.TargetRef.Name]; ok {
-					out[id] = urlHost(e.Addresses[0], podPort)
-				}
+		for _, e := range eps {
+			if e.TargetRef == nil || len(e.Addresses) == 0 {
+				continue
+			}
+			if id, ok := ids[e.TargetRef.Name]; ok {
+				out[id] = urlHost(e.Addresses[0], podPort)
 			}
 		}
 		return out, true

@@ -3,11 +3,7 @@ package kube
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"time"
-
-	discoveryv1 "k8s.io/api/discovery/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/lbchaos/lbchaos/harness/fleet"
 )
@@ -28,22 +24,16 @@ func (f *kubeFleet) WatchRotation(report func(fleet.Rotation)) (stop func(), err
 	if f.service == nil {
 		return nil, fmt.Errorf("kube backends: the fleet is not behind a Service")
 	}
-	disc, err := f.p.discovery()
-	if err != nil {
-		return nil, err
-	}
 	ctx, cancel := context.WithCancel(context.Background())
-	podSel := metav1.ListOptions{LabelSelector: labelFleet + "=" + strconv.Itoa(f.seq)}
-	sliceSel := metav1.ListOptions{LabelSelector: serviceLabel + "=" + serviceName(f.seq)}
 	// look returns each instance's readiness and endpoint state; ok is
 	// false when a list failed (tried again next period).
 	look := func() (ready, in map[int]bool, ok bool) {
-		pods, err := f.p.cs.listPods(ctx, f.p.ns, podSel)
+		pods, err := f.p.cs.listPods(ctx, f.p.ns, f.podSelector())
 		if err != nil {
 			return nil, nil, false
 		}
-		var slices discoveryv1.EndpointSliceList
-		if err := disc.list(ctx, f.p.ns, "endpointslices", sliceSel, &slices); err != nil {
+		eps, err := f.p.readyEndpoints(ctx, serviceName(f.seq))
+		if err != nil {
 			return nil, nil, false
 		}
 		ready, in = map[int]bool{}, map[int]bool{}
@@ -53,14 +43,12 @@ func (f *kubeFleet) WatchRotation(report func(fleet.Rotation)) (stop func(), err
 				ready[id] = podReady(&pods.Items[i])
 			}
 		}
-		for _, s := range slices.Items {
-			for _, e := range s.Endpoints {
-				if e.TargetRef == nil || e.Conditions.Ready == nil || !*e.Conditions.Ready {
-					continue
-				}
-				if id, ok := byName[e.TargetRef.Name]; ok {
-					in[id] = true
-				}
+		for _, e := range eps {
+			if e.TargetRef == nil {
+				continue
+			}
+			if id, ok := byName[e.TargetRef.Name]; ok {
+				in[id] = true
 			}
 		}
 		return ready, in, true

@@ -107,35 +107,36 @@ func (p *Provider) expose(ctx context.Context, seq, n int) (*url.URL, error) {
 // Service: it syncs within a second of a change, unless it is not there.
 const proxyRulesTimeout = 15 * time.Second
 
-// readyEndpoints counts the ready endpoints of Service name's slices.
-func (p *Provider) readyEndpoints(ctx context.Context, name string) (int, error) {
+// readyEndpoints returns the ready endpoints of Service name's
+// EndpointSlices, those kube-proxy routes to.
+func (p *Provider) readyEndpoints(ctx context.Context, name string) ([]discoveryv1.Endpoint, error) {
 	disc, err := p.discovery()
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	var slices discoveryv1.EndpointSliceList
 	if err := disc.list(ctx, p.ns, "endpointslices", metav1.ListOptions{LabelSelector: serviceLabel + "=" + name}, &slices); err != nil {
-		return 0, err
+		return nil, err
 	}
-	n := 0
+	var ready []discoveryv1.Endpoint
 	for _, s := range slices.Items {
 		for _, e := range s.Endpoints {
 			if e.Conditions.Ready != nil && *e.Conditions.Ready {
-				n++
+				ready = append(ready, e)
 			}
 		}
 	}
-	return n, nil
+	return ready, nil
 }
 
 // waitEndpoints waits until Service name has n ready endpoints.
 func (p *Provider) waitEndpoints(ctx context.Context, name string, n int) error {
 	err := waitFor(ctx, p.opts.StartTimeout, func() (bool, string) {
-		got, err := p.readyEndpoints(ctx, name)
+		ready, err := p.readyEndpoints(ctx, name)
 		if err != nil {
 			return false, err.Error()
 		}
-		return got == n, fmt.Sprintf("%d of %d endpoints ready", got, n)
+		return len(ready) == n, fmt.Sprintf("%d of %d endpoints ready", len(ready), n)
 	})
 	if err != nil {
 		return fmt.Errorf("Service %s/%s: %w", p.ns, name, err)

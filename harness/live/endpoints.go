@@ -1,19 +1,16 @@
 package live
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"net"
 	"net/http"
 	"net/url"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -45,8 +42,9 @@ import (
 // (lbchaos generate --endpoints-listen :9091).
 const EndpointsPort = 9091
 
-// EndpointsPath is the endpoints API's path.
-const EndpointsPath = "/endpoints"
+// EndpointsPath is the endpoints API's path: under the control API's
+// prefix, as it takes the run's token as the control API does.
+const EndpointsPath = faultyserver.ControlPrefix + "endpoints"
 
 // EndpointsLauncher is an engine.Launcher whose coordinator gives its
 // generators the instances' current endpoints (PushEndpoints): each
@@ -92,35 +90,11 @@ func PushEndpoints(ctx context.Context, client *http.Client, base, token string,
 	if err != nil {
 		return fmt.Errorf("push endpoints: %w", err)
 	}
-	target := strings.TrimSuffix(base, "/") + EndpointsPath
-	req, err := http.NewRequestWithContext(ctx, http.MethodPut, target, bytes.NewReader(body))
-	if err != nil {
-		return fmt.Errorf("push endpoints: %w", err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
 	if client == nil {
 		client = &http.Client{Timeout: faultyserver.DefaultClientTimeout}
 	}
-	resp, err := client.Do(req)
-	if err != nil {
-		return fmt.Errorf("push endpoints: %w", err)
-	}
-	defer resp.Body.Close()
-	data, _ := io.ReadAll(io.LimitReader(resp.Body, faultyserver.MaxControlBody))
-	if resp.StatusCode != http.StatusOK {
-		msg := strings.TrimSpace(string(data))
-		var eb struct {
-			Error string `json:"error"`
-		}
-		if json.Unmarshal(data, &eb) == nil && eb.Error != "" {
-			msg = eb.Error
-		}
-		return &faultyserver.APIError{Op: "push endpoints", URL: target, StatusCode: resp.StatusCode, Message: msg}
-	}
-	return nil
+	c := &faultyserver.Client{BaseURL: base, Token: token, HTTP: client}
+	return c.Do(ctx, "push endpoints", http.MethodPut, EndpointsPath, body, http.StatusOK, nil)
 }
 
 // endpointsAPI serves a generator's endpoints API for the client c of n
@@ -131,15 +105,25 @@ type endpointsAPI struct {
 	token string // "" = open
 }
 
+// CheckEndpointsListen reports why a generator cannot serve its endpoints
+// API on listen with token: a token that is not one, or none on an
+// address other than loopback.
+func CheckEndpointsListen(listen, token string) error {
+	if err := faultyserver.CheckToken(token); err != nil {
+		return fmt.Errorf("%s: the token in %s: %w", listen, faultyserver.TokenEnv, err)
+	}
+	if err := faultyserver.CheckControlListen(listen, token, false); errors.Is(err, faultyserver.ErrOpenControl) {
+		return fmt.Errorf("%s: without a token (%s) anyone who reaches it could steer the load; give the run's token in %s, or listen on 127.0.0.1", listen, faultyserver.TokenEnv, faultyserver.TokenEnv)
+	}
+	return nil
+}
+
 // serveEndpoints serves the endpoints API of c (n instances) on listen
 // until stop is called, which returns once nothing of it runs any more.
 // Without a token, listen must be a loopback address.
 func serveEndpoints(listen, token string, c *transport.Client, n int) (stop func(), err error) {
-	if err := faultyserver.CheckControlListen(listen, token, false); errors.Is(err, faultyserver.ErrOpenControl) {
-		return nil, fmt.Errorf("endpoints API on %s: without a token (%s) anyone who reaches it could steer the load; give the generator the run's token, or listen on 127.0.0.1", listen, faultyserver.TokenEnv)
-	}
-	if err := faultyserver.CheckToken(token); err != nil {
-		return nil, fmt.Errorf("endpoints API: token (%s): %w", faultyserver.TokenEnv, err)
+	if err := CheckEndpointsListen(listen, token); err != nil {
+		return nil, fmt.Errorf("endpoints API on %w", err)
 	}
 	ln, err := net.Listen("tcp", listen)
 	if err != nil {
@@ -164,7 +148,7 @@ func (a *endpointsAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if r.URL.Path != EndpointsPath {
-		writeAPIError(w, http.StatusNotFound, fmt.Sprintf("no endpoint %s (have %s)", r.URL.Path, EndpointsPath))
+		faultyserver.WriteError(w, http.StatusNotFound, fmt.Sprintf("no endpoint %s (have %s)", r.URL.Path, EndpointsPath))
 		return
 	}
 	switch r.Method {
@@ -172,23 +156,23 @@ func (a *endpointsAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case http.MethodPut:
 		eps, status, err := a.parse(w, r)
 		if err != nil {
-			writeAPIError(w, status, err.Error())
+			faultyserver.WriteError(w, status, err.Error())
 			return
 		}
 		if err := a.c.SetEndpoints(eps); err != nil {
-			writeAPIError(w, http.StatusBadRequest, "endpoints: "+err.Error())
+			faultyserver.WriteError(w, http.StatusBadRequest, "endpoints: "+err.Error())
 			return
 		}
 	default:
 		w.Header().Set("Allow", "GET, PUT")
-		writeAPIError(w, http.StatusMethodNotAllowed, fmt.Sprintf("method %s: want GET or PUT", r.Method))
+		faultyserver.WriteError(w, http.StatusMethodNotAllowed, fmt.Sprintf("method %s: want GET or PUT", r.Method))
 		return
 	}
 	set := EndpointSet{Endpoints: map[string]string{}}
 	for id, u := range a.c.Endpoints() {
 		set.Endpoints[strconv.Itoa(id)] = u.String()
 	}
-	writeAPIJSON(w, http.StatusOK, set)
+	faultyserver.WriteJSON(w, http.StatusOK, set)
 }
 
 // parse reads a PUT's endpoint set; on error, status is the answer's.
@@ -225,19 +209,4 @@ func (a *endpointsAPI) parse(w http.ResponseWriter, r *http.Request) (eps map[in
 		eps[id] = u
 	}
 	return eps, 0, nil
-}
-
-// writeAPIError answers status with the body {"error": msg}, as
-// faultyserver's control API does.
-func writeAPIError(w http.ResponseWriter, status int, msg string) {
-	writeAPIJSON(w, status, struct {
-		Error string `json:"error"`
-	}{msg})
-}
-
-func writeAPIJSON(w http.ResponseWriter, status int, v any) {
-	b, _ := json.Marshal(v) // maps of strings and a string
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_, _ = w.Write(append(b, '\n'))
 }

@@ -144,15 +144,24 @@ func (e *Engine) Check(exp *experiments.Experiment) ([]string, error) {
 	return notes, nil
 }
 
+// services reports why p cannot put a fleet behind a Kubernetes Service;
+// nil when it can.
+func services(p fleet.Provider) error {
+	sp, ok := p.(fleet.ServiceProvider)
+	if !ok {
+		return fmt.Errorf("a Kubernetes Service needs pods: run with --backends kube (these backends are %s)", p.Name())
+	}
+	if ok, why := sp.Services(); !ok {
+		return errors.New(why)
+	}
+	return nil
+}
+
 // checkService reports why strategy name (kube:service) cannot run: its
 // load comes from generator pods, to the Service of a fleet of pods.
 func (e *Engine) checkService(name string) error {
-	sp, ok := e.opts.Provider.(fleet.ServiceProvider)
-	if !ok {
-		return fmt.Errorf("strategy %s: a Kubernetes Service needs pods: run with --backends kube (these backends are %s)", name, e.opts.Provider.Name())
-	}
-	if ok, why := sp.Services(); !ok {
-		return fmt.Errorf("strategy %s: %s", name, why)
+	if err := services(e.opts.Provider); err != nil {
+		return fmt.Errorf("strategy %s: %w", name, err)
 	}
 	if e.launcher() == nil {
 		return fmt.Errorf("strategy %s: its load comes from generator pods in the cluster, and the engine has no launcher of them", name)

@@ -19,17 +19,13 @@ const (
 )
 
 // checkWorkload reports why exp's instances.kube.workload cannot run on
-// provider p: a Deployment needs Kubernetes backends that run Services.
+// provider p: a Deployment's pods run behind a Service.
 func checkWorkload(exp *experiments.Experiment, p fleet.Provider) error {
 	if exp.Instances.Kube.Workload != experiments.WorkloadDeployment {
 		return nil
 	}
-	sp, ok := p.(fleet.ServiceProvider)
-	if !ok {
-		return fmt.Errorf("instances.kube.workload: %s runs the instances as a Kubernetes Deployment: run with --backends kube (these backends are %s)", experiments.WorkloadDeployment, p.Name())
-	}
-	if ok, why := sp.Services(); !ok {
-		return fmt.Errorf("instances.kube.workload: %s: its pods run behind a Service, and %s", experiments.WorkloadDeployment, why)
+	if err := services(p); err != nil {
+		return fmt.Errorf("instances.kube.workload: %s runs the instances as a Deployment behind a Service: %w", experiments.WorkloadDeployment, err)
 	}
 	return nil
 }
