@@ -79,6 +79,10 @@ func New(spec string, env Env) (*Balancer, error) {
 		}
 		copy(weights, env.Weights)
 	}
+	zones, err := newZoneMap(env)
+	if err != nil {
+		return nil, err
+	}
 	c, err := compile(spec)
 	if err != nil {
 		return nil, err
@@ -92,6 +96,10 @@ func New(spec string, env Env) (*Balancer, error) {
 		inflight: make([]int64, env.N),
 		conns:    env.Connections,
 		loads:    env.Loads,
+		zones:    zones,
+	}
+	if err := checkNeeds(c.spec, be); err != nil {
+		return nil, err
 	}
 	if be.conns <= 0 {
 		be.conns = DefaultConnections
@@ -124,8 +132,10 @@ func New(spec string, env Env) (*Balancer, error) {
 		layers[0] = newExcluder(layers[0])
 	}
 	for _, wrap := range c.wrappers {
+		be.inside = layers
 		layers = append(layers, wrap(layers[len(layers)-1], be))
 	}
+	be.inside = nil
 	b.picker = layers[len(layers)-1]
 	b.feed = newHostFeed(b.picker)
 	for _, p := range layers {

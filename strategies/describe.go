@@ -37,6 +37,11 @@ var descriptions = map[string]string{
 	"pinned":      "connection-level balancing: the inner strategy picks per long-lived connection, requests follow their connection",
 	"slowstart":   "Envoy's slow start: a host that joins gets a share of traffic that grows over a window",
 
+	// Zone wrappers.
+	"zone-aware":        "Envoy's zone aware routing: the client's own zone as far as its healthy hosts cover its clients' share, the rest spilled to zones with spare capacity",
+	"priority-failover": "Envoy's priority levels: the client's own zone first, the other zones as the failover level, traffic moving over as the own zone's health (× overprovisioning) drops below 100%",
+	"prefer-close":      "Kubernetes' trafficDistribution PreferClose: the healthy hosts of the client's own zone whenever there is one, with no balance check",
+
 	// Proxies and grpc-go, named by their kind.
 	proxyspec.Nginx:   "a real nginx in front of the instances (upstream module); its algorithm and proxy_next_upstream retries as the spec names them",
 	proxyspec.HAProxy: "a real HAProxy in front of the instances; its balance algorithm and observe/check options as the spec names them",

@@ -63,6 +63,10 @@ var paramDefaults = map[string]map[string]string{
 	},
 	"hedge": {"delay": "p95; or a duration", "max": "2 (in all)"},
 
+	"zone-aware":        {"min_cluster_size": "6", "routing_enabled": "100, a percentage"},
+	"priority-failover": {"overprovisioning": "1.4"},
+	"prefer-close":      {},
+
 	"grpc:pick_first":                 {"shuffle_address_list": "false"},
 	"grpc:round_robin":                {},
 	"grpc:weighted_round_robin":       {"blackout_period": "10s", "weight_expiration_period": "3m", "weight_update_period": "1s, at least 100ms", "error_utilization_penalty": "1.0"},
@@ -108,6 +112,10 @@ var notes = map[string]string{
 	"hedge":       "The hedged requests of \"The Tail at Scale\": a request not answered within `delay` gets another attempt on another host, again after each further delay, up to `max` in all; the first attempt that does not fail wins and the others are cancelled (counted as cancelled at their instances, not as failures). `delay=p95` (the default) follows the 95th percentile of the last 1000 answered attempts, after 100 of them. grpc-go implements no hedging; Envoy hedges only on a per-try timeout.",
 	"circuit":     "A connection-count circuit breaker (the \"round robin with a connection-count breaker\" of the thirteen-algorithm article): the pick that brings an instance to `max_inflight` requests in flight from this balancer takes it out for `duration`; re-admitted then if below the limit, else out another `duration`. Each take-out counts as an ejection (`eject` / `readmit` events). With every instance out (a burst at the start can open them all), the instances below the limit are given, timers ignored, and when none is, every instance (as a panic threshold), never \"no healthy upstream\": the trip is a load signal, not a failure. Departs from the article: counts this balancer's requests only, not the server's connections from all clients, and closes after a fixed time rather than when the connections drain.",
 	"healthcheck": "Active health checks with HAProxy's defaults; kept to show that a slow or fast-failing instance passes them.",
+
+	"zone-aware":        "Envoy's zone aware routing. Below 50% healthy hosts (panic) every host is passed on, with no zone logic. Zone logic needs the hosts in at least 2 zones, a host in the client's zone, clients in at least 2 zones and at least `min_cluster_size` healthy hosts; otherwise every healthy host is passed on. It applies to `routing_enabled` percent of the picks. With L the zones' shares of the clients and U their shares of the healthy hosts: when U ≥ L in the client's zone, all its picks stay there; otherwise a share U/L of them, and the rest go to the other zones in proportion to max(0, U − L) (L 40/40/20, U 25/50/25: the first zone's clients keep 62.5%, send 25% to the second and 12.5% to the third). Departs from Envoy: the clients' shares are given and never unhealthy, one priority, panic fixed at 50%, a client zone without hosts turns zone logic off (current Envoy spreads by residual capacity), shares in floating point rather than basis points, one inner strategy for every zone (Envoy keeps one per zone), and in panic an `eject` inside still hides its ejected hosts unless its own `panic` is set.",
+	"priority-failover": "Envoy's priority levels with the client's zone as priority 0 and the others together as priority 1. A level's health is min(100, ⌊`overprovisioning` × healthy%⌋); with T = min(100, health₀ + health₁) priority 0 gets ⌊health₀ × 100 / T⌋ percent of the picks and priority 1 the rest (P0 72% healthy: 100%; 71%: 99%; 50%: 70%). When T < 100 a level below 50% healthy is in panic and gets all its hosts; both in panic share the picks by host count. Departs from Envoy: the levels come from zones, not from the control plane's priorities, and are two; no degraded hosts or weighted priority health; panic fixed at 50%; no locality balancing within a level and one inner strategy for both.",
+	"prefer-close":      "Kubernetes' `trafficDistribution: PreferClose`: the healthy (ready) hosts of the client's zone when there is one, else every healthy host (and when none is healthy, every host, for the wrappers inside to decide). No balance check: one host alone in a busy zone takes all its clients' traffic, the known hazard. Departs from kube-proxy: per request rather than per connection with conntrack (put `pinned` inside for that), health is this client's own view at once rather than readiness through EndpointSlices, no serving-while-terminating fallback.",
 
 	"grpc:pick_first":                 "Pins the first address in every replica; `shuffle_address_list` shuffles the addresses with grpc-go's own random source, which the experiment's seed does not reach.",
 	"grpc:round_robin":                "Each subchannel in turn.",
@@ -161,6 +169,30 @@ Ejections, health levels, failed checks and instances joining are recorded
 with their time in ` + "`summary.json`" + ` (` + "`events`" + `) and drawn on the health plot.
 `
 
+// zoneWrappersHead opens the section of the wrappers that need zones.
+const zoneWrappersHead = `
+## Zone wrappers
+
+These wrappers route by zone. They need each instance's zone, the zone
+the client sends from and how the clients spread over the zones, which
+an experiment gives with ` + "`zones:`" + ` (each zone's name, its instances, in
+order, and its share of the clients); a spec with one of them is
+rejected without it. Each client (replica) belongs to one zone.
+
+A zone wrapper counts a host as healthy when no ` + "`eject`" + ` or ` + "`healthcheck`" + `
+inside it takes the host out, chooses the zone (or priority level) from
+the healthy hosts, and passes that zone's healthy hosts to the wrappers
+inside and the base strategy, which picks among them. Inside means
+written before it: ` + "`p2c+eject+zone-aware`" + ` chooses a zone among the hosts
+ejection leaves healthy, then p2c picks within it. Written after them
+(` + "`p2c+zone-aware+eject`" + `), ejected hosts are hidden from the zone wrapper
+and no longer count against a zone's health or towards panic.
+
+These are models reproduced from the documented rules of Envoy and
+Kubernetes, inside one client on one machine; each note says where they
+depart from the real thing.
+`
+
 // strategiesDoc renders docs/strategies.md.
 func strategiesDoc(t *testing.T) []byte {
 	t.Helper()
@@ -172,11 +204,24 @@ func strategiesDoc(t *testing.T) []byte {
 		row(t, &b, name, bases[name].params, name)
 	}
 	writeNotes(&b, Names())
-	b.WriteString("\n## Wrappers\n\n| wrapper | parameters (default) | what it does |\n| --- | --- | --- |\n")
+	var plain, zoned []string
 	for _, name := range WrapperNames() {
+		if zoneWrappers[name] {
+			zoned = append(zoned, name)
+		} else {
+			plain = append(plain, name)
+		}
+	}
+	b.WriteString("\n## Wrappers\n\n| wrapper | parameters (default) | what it does |\n| --- | --- | --- |\n")
+	for _, name := range plain {
 		row(t, &b, name, wrappers[name].params, name)
 	}
-	writeNotes(&b, WrapperNames())
+	writeNotes(&b, plain)
+	b.WriteString(zoneWrappersHead + "\n| wrapper | parameters (default) | what it does |\n| --- | --- | --- |\n")
+	for _, name := range zoned {
+		row(t, &b, name, wrappers[name].params, name)
+	}
+	writeNotes(&b, zoned)
 
 	b.WriteString("\n## grpc-go's own balancers\n\n" + Describe("grpc") + ". " +
 		"A `grpc:POLICY(settings)` strategy runs grpc-go's policy unchanged and needs `protocol: grpc`; " +

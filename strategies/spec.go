@@ -22,7 +22,9 @@ import (
 //
 // with blanks allowed around every token. Names and keys are case-sensitive;
 // a value is the trimmed text up to the next "," or ")". Wrappers apply in
-// order: in "p2c+a+b", b wraps a, which wraps p2c.
+// order: in "p2c+a+b", b wraps a, which wraps p2c. A zone wrapper reads the
+// health of the eject and healthcheck wrappers inside it, written before it
+// ("p2c+eject+zone-aware"; see zones.go).
 type Spec struct {
 	Base       string
 	BaseParams map[string]string // nil when none were given

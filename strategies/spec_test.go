@@ -63,8 +63,8 @@ func TestParseErrors(t *testing.T) {
 		{"unknown strategy", "least-conn", `unknown strategy "least-conn" (known: biased-random, bounded-load, dynamic-weights, ewma, fastest-response, key-hash, least-inflight, least-request, maglev, p2c, peak-ewma, predictive-least-conn, random, ring-hash, round-robin, server-load, weighted-random, weighted-round-robin)`},
 		{"case matters", "P2C", `unknown strategy "P2C" (known: biased-random, bounded-load, dynamic-weights, ewma, fastest-response, key-hash, least-inflight, least-request, maglev, p2c, peak-ewma, predictive-least-conn, random, ring-hash, round-robin, server-load, weighted-random, weighted-round-robin)`},
 		{"wrapper alone", "eject(consecutive=3)", `unknown strategy "eject" (known: biased-random, bounded-load, dynamic-weights, ewma, fastest-response, key-hash, least-inflight, least-request, maglev, p2c, peak-ewma, predictive-least-conn, random, ring-hash, round-robin, server-load, weighted-random, weighted-round-robin); "eject" is a wrapper, write it after a strategy as "+eject"`},
-		{"unknown wrapper", "p2c+slow-start", `unknown wrapper "slow-start" (known: circuit, eject, health, healthcheck, hedge, pinned, retry, slowstart)`},
-		{"base as wrapper", "p2c+random", `unknown wrapper "random" (known: circuit, eject, health, healthcheck, hedge, pinned, retry, slowstart)`},
+		{"unknown wrapper", "p2c+slow-start", `unknown wrapper "slow-start" (known: circuit, eject, health, healthcheck, hedge, pinned, prefer-close, priority-failover, retry, slowstart, zone-aware)`},
+		{"base as wrapper", "p2c+random", `unknown wrapper "random" (known: circuit, eject, health, healthcheck, hedge, pinned, prefer-close, priority-failover, retry, slowstart, zone-aware)`},
 		{"wrapper twice", "p2c+eject+eject", `wrapper "eject" given twice`},
 		{"unknown parameter", "p2c+eject(consecutve=3)", `eject: unknown parameter "consecutve" (allowed: consecutive, duration, max, split_local, consecutive_local, interval, max_duration, panic, success_rate, sr_min_hosts, sr_volume, sr_factor, failure_percentage, fp_threshold, fp_min_hosts, fp_volume)`},
 		{"parameter of a base without any", "round-robin(start=1)", `round-robin: unknown parameter "start" (round-robin takes no parameters)`},
@@ -113,7 +113,7 @@ func TestNames(t *testing.T) {
 	if diff := cmp.Diff(want, Names()); diff != "" {
 		t.Errorf("Names() (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff([]string{"circuit", "eject", "health", "healthcheck", "hedge", "pinned", "retry", "slowstart"}, WrapperNames()); diff != "" {
+	if diff := cmp.Diff([]string{"circuit", "eject", "health", "healthcheck", "hedge", "pinned", "prefer-close", "priority-failover", "retry", "slowstart", "zone-aware"}, WrapperNames()); diff != "" {
 		t.Errorf("WrapperNames() (-want +got):\n%s", diff)
 	}
 }

@@ -138,6 +138,26 @@ type Env struct {
 	// whoever runs them refreshes it every Balancer.LoadReports interval.
 	// Such a strategy cannot be built without it.
 	Loads LoadSource
+
+	// Zones, when not nil, is the zone of each endpoint (len N, each name
+	// non-empty), as an experiment's zones: assign its instances to zones
+	// in order. The zone wrappers (zone-aware, priority-failover,
+	// prefer-close) need it; every other strategy ignores it. nil means no
+	// zones, and then LocalZone and ZoneClients must be empty too.
+	Zones []string
+	// LocalZone is the zone of the client this Balancer serves, the zone
+	// its requests come from; required with Zones. It must be a zone of
+	// Zones or of ZoneClients: a zone may have clients and no endpoint.
+	LocalZone string
+	// ZoneClients is how the clients of the whole experiment spread over
+	// the zones, by zone name: each zone's share of the clients (Envoy's
+	// local cluster, whose hosts per zone the zone-aware wrapper compares
+	// with the upstream's). The shares are weights, normalised by their
+	// sum (50, 30, 20 and 0.5, 0.3, 0.2 are the same); each is finite and
+	// >= 0, a zone not named has no clients, and LocalZone must have a
+	// share > 0. nil means the clients spread as the endpoints do (each
+	// zone's share of Zones). Only zone-aware reads it.
+	ZoneClients map[string]float64
 }
 
 // DefaultConnections is Env.Connections when it is 0: one connection, as
@@ -234,4 +254,11 @@ type buildEnv struct {
 	conns int
 	// loads is Env.Loads; nil when not given.
 	loads LoadSource
+	// zones is the checked Env.Zones, LocalZone and ZoneClients; nil
+	// without zones.
+	zones *zoneMap
+	// inside are the Pickers already built, innermost first, while a
+	// wrapper is built: the layers the new wrapper wraps (zone wrappers
+	// read the health of those that take hosts out).
+	inside []Picker
 }
