@@ -40,18 +40,19 @@ type file struct {
 }
 
 type fileFleet struct {
-	Count         int            `yaml:"count"`
-	Workers       *int           `yaml:"workers"`
-	QueueLimit    *int           `yaml:"queue_limit"`
-	KeepAbandoned *bool          `yaml:"keep_abandoned"`
-	Service       yaml.Node      `yaml:"service"`
-	Groups        []fileGroup    `yaml:"groups"`
-	External      []fileExternal `yaml:"external"`
-	Health        string         `yaml:"health"`
-	App           *fileApp       `yaml:"app"`
-	Readiness     *fileReadiness `yaml:"readiness"`
-	Shutdown      *fileShutdown  `yaml:"shutdown"`
-	Kube          *fileKube      `yaml:"kube"`
+	Count         int                    `yaml:"count"`
+	Workers       *int                   `yaml:"workers"`
+	QueueLimit    *int                   `yaml:"queue_limit"`
+	KeepAbandoned *bool                  `yaml:"keep_abandoned"`
+	ResponseBytes *faultyserver.ByteSize `yaml:"response_bytes"`
+	Service       yaml.Node              `yaml:"service"`
+	Groups        []fileGroup            `yaml:"groups"`
+	External      []fileExternal         `yaml:"external"`
+	Health        string                 `yaml:"health"`
+	App           *fileApp               `yaml:"app"`
+	Readiness     *fileReadiness         `yaml:"readiness"`
+	Shutdown      *fileShutdown          `yaml:"shutdown"`
+	Kube          *fileKube              `yaml:"kube"`
 }
 
 // fileApp is instances.app: the user's own image as every instance.
@@ -188,6 +189,12 @@ func (f *file) build(source, dir string) (*Experiment, error) {
 	}
 	if f.Instances.KeepAbandoned != nil {
 		e.Instances.KeepAbandoned = *f.Instances.KeepAbandoned
+	}
+	if rb := f.Instances.ResponseBytes; rb != nil {
+		if *rb < 0 || *rb > faultyserver.MaxResponseBytes {
+			return nil, fieldErr("instances.response_bytes", "must be within [0, %s], got %s", faultyserver.ByteSize(faultyserver.MaxResponseBytes), *rb)
+		}
+		e.Instances.ResponseBytes = int64(*rb)
 	}
 	if err := f.Instances.buildApp(&e.Instances); err != nil {
 		return nil, err
@@ -355,6 +362,8 @@ func (f *fileFleet) buildApp(in *Instances) error {
 		return fieldErr("instances.queue_limit", "does not apply with instances.app (%s queue); leave it out", why)
 	case f.KeepAbandoned != nil:
 		return fieldErr("instances.keep_abandoned", "does not apply with instances.app (a client that goes away cancels its request through the sidecar); leave it out")
+	case f.ResponseBytes != nil:
+		return fieldErr("instances.response_bytes", "does not apply with instances.app (your service's answers are forwarded as they are); leave it out")
 	}
 	for i, g := range f.Groups {
 		if g.Workers != nil {

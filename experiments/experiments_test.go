@@ -14,8 +14,8 @@ import (
 )
 
 func TestShippedExperimentsLoad(t *testing.T) {
-	want := []string{"all-failing", "app-fast-fail", "app-slow-instance", "baseline", "burst", "cold-start", "crash", "error-rate", "fast-fail", "fastest-response-trap", "freeze", "grpc-fast-fail", "grpc-slow-instance", "hedge-slow-instance", "herd",
-		"hetero-hardware", "heterogeneous", "hot-key", "ip-hash-pool", "latency-spike", "long-connections", "noisy-neighbor", "retry-amplification", "retry-fast-fail", "retry-post", "retry-storm", "rolling-restart", "rolling-restart-graceful", "service-fast-fail", "service-pod-kill", "slow-instance", "zone-jitter"}
+	want := []string{"all-failing", "app-fast-fail", "app-slow-instance", "baseline", "blackhole-instance", "burst", "cold-start", "crash", "error-rate", "fast-fail", "fastest-response-trap", "freeze", "grpc-fast-fail", "grpc-slow-instance", "hedge-slow-instance", "herd",
+		"hetero-hardware", "heterogeneous", "hot-key", "ip-hash-pool", "latency-spike", "long-connections", "lossy-instance", "noisy-neighbor", "retry-amplification", "retry-fast-fail", "retry-post", "retry-storm", "rolling-restart", "rolling-restart-graceful", "service-fast-fail", "service-pod-kill", "slow-instance", "truncated-bodies", "zone-jitter"}
 	if diff := cmp.Diff(want, Names()); diff != "" {
 		t.Fatalf("Names() mismatch (-want +got):\n%s", diff)
 	}
@@ -221,7 +221,7 @@ func TestLoadFileAndUnknownName(t *testing.T) {
 	if e.Source != path || e.Name != "t" {
 		t.Errorf("source %q name %q", e.Source, e.Name)
 	}
-	if _, err := Load("nope"); err == nil || !strings.Contains(err.Error(), `unknown experiment "nope" (shipped: all-failing, app-fast-fail, app-slow-instance, baseline, burst, cold-start, crash`) {
+	if _, err := Load("nope"); err == nil || !strings.Contains(err.Error(), `unknown experiment "nope" (shipped: all-failing, app-fast-fail, app-slow-instance, baseline, blackhole-instance, burst, cold-start, crash`) {
 		t.Errorf("err = %v", err)
 	}
 	if _, err := Load(filepath.Join(dir, "missing.yaml")); err == nil {

@@ -158,8 +158,9 @@ func (e *Experiment) validateLifecycle() error {
 
 // deploymentFaults checks the faults of a Deployment's instances: a
 // container fault would act on a pod the Deployment owns (a killed pod is
-// replaced by a new one, not brought back), and with a rolling restart a
-// server fault must end before it, since the pod it acts on is replaced.
+// replaced by a new one, not brought back), a network fault acts on this
+// host's ports, which no pod has, and with a rolling restart a server
+// fault must end before it, since the pod it acts on is replaced.
 func (e *Experiment) deploymentFaults() []error {
 	var errs []error
 	r := e.Instances.Kube.Rollout
@@ -168,6 +169,8 @@ func (e *Experiment) deploymentFaults() []error {
 		switch {
 		case faultyserver.IsContainerFault(f.Spec):
 			errs = append(errs, fieldErr(entry+".fault.mode", "%s acts on a container, and a Deployment's pods are its own (workload: %s): run it with workload: %s", f.Spec.Mode(), WorkloadDeployment, WorkloadPods))
+		case faultyserver.IsNetworkFault(f.Spec):
+			errs = append(errs, fieldErr(entry+".fault.mode", "%q needs the instance's port in this host's network namespace; a Deployment's pods (workload: %s) have their own", f.Spec.Mode(), WorkloadDeployment))
 		case r != nil && (f.Until == 0 || f.Until > r.At):
 			errs = append(errs, fieldErr(entry+".until", "must end by instances.kube.rollout.at (%v): the rolling restart replaces the pod the fault acts on", r.At))
 		}

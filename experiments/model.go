@@ -142,6 +142,9 @@ type Instances struct {
 	Workers       int // 0 = unlimited
 	QueueLimit    int // 0 = unbounded
 	KeepAbandoned bool
+	// ResponseBytes is the size of every served answer's body (the fake
+	// server's Config.ResponseBytes); 0 = "ok\n".
+	ResponseBytes int64
 	Service       faultyserver.Dist
 	Each          []Instance
 	// External, when set, lists instances someone else started (len

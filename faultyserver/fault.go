@@ -84,6 +84,16 @@ type Action struct {
 	// WholeConn, for ActionReset, closes the request's whole connection
 	// (every HTTP/2 stream on it), not only its stream.
 	WholeConn bool
+	// Latency, for every kind, is a wait before the plan is carried out,
+	// holding no worker: a delay on the request's way in (a latency fault
+	// per request).
+	Latency time.Duration
+	// Cut, for ActionServe, cuts the answer off after CutAfter bytes of
+	// its body: its connection is closed there, or reset with CutReset
+	// (see Cut, the fault).
+	Cut      bool
+	CutAfter int64
+	CutReset bool
 }
 
 // A ProxyPlanner is a fault whose plan changes the service time, which a

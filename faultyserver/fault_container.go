@@ -53,13 +53,14 @@ func IsContainerFault(f Fault) bool {
 }
 
 // ProbeHealthy is the verdict of an active health probe of an instance
-// under fault f (nil: none): unhealthy when the instance answers nothing,
+// under fault f (nil: none): unhealthy when the instance answers nothing
+// (a container fault, a blackhole or a refusal whose Reachable is false),
 // else healthy when its /healthz status is 2xx.
 func ProbeHealthy(f Fault) bool {
 	if f == nil {
 		return true
 	}
-	if c, ok := f.(ContainerFault); ok && !c.Reachable() {
+	if c, ok := f.(interface{ Reachable() bool }); ok && !c.Reachable() {
 		return false
 	}
 	st := f.HealthStatus()

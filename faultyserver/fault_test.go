@@ -27,7 +27,8 @@ var (
 )
 
 func TestFaultModes(t *testing.T) {
-	want := []string{"cpu", "error-rate", "fail", "hang", "jitter", "kill", "pause", "reset", "slow"}
+	want := []string{"bandwidth", "blackhole", "cpu", "cut", "error-rate", "fail", "hang", "jitter", "kill",
+		"latency", "loss", "pause", "refuse", "reset", "slow", "slow-close", "syn-drop"}
 	if diff := cmp.Diff(want, FaultModes()); diff != "" {
 		t.Fatalf("FaultModes() mismatch (-want +got):\n%s", diff)
 	}
@@ -56,6 +57,14 @@ var roundTrips = []struct {
 	{"pause", Pause{}, `{"mode":"pause"}`, "pause"},
 	{"kill", Kill{}, `{"mode":"kill"}`, "kill"},
 	{"cpu", CPU{CPUs: 0.1}, `{"mode":"cpu","cpus":0.1}`, "cpu cpus=0.1"},
+	{"bandwidth", Bandwidth{Rate: 64 << 10}, `{"mode":"bandwidth","rate":"64KiB"}`, "bandwidth rate=64KiB"},
+	{"cut", Cut{After: 1536, Then: CutReset, P: 0.5}, `{"mode":"cut","after":"1536B","then":"reset","p":0.5}`, "cut after=1536B then=reset p=0.5"},
+	{"blackhole", Blackhole{}, `{"mode":"blackhole"}`, "blackhole"},
+	{"refuse", Refuse{}, `{"mode":"refuse"}`, "refuse"},
+	{"slow-close", SlowClose{Delay: Duration(2 * time.Second)}, `{"mode":"slow-close","delay":"2s"}`, "slow-close delay=2s"},
+	{"latency", Latency{Per: PerConnection, Value: Duration(50 * time.Millisecond)}, `{"mode":"latency","per":"connection","value":"50ms"}`, "latency per=connection value=50ms"},
+	{"loss", Loss{P: 0.05}, `{"mode":"loss","p":0.05}`, "loss p=0.05"},
+	{"syn-drop", SynDrop{P: 1}, `{"mode":"syn-drop","p":1}`, "syn-drop p=1"},
 }
 
 func TestMarshalParseRoundTrip(t *testing.T) {
@@ -263,13 +272,7 @@ func TestFaultSpec(t *testing.T) {
 
 func TestContainerFaults(t *testing.T) {
 	for _, m := range FaultModes() {
-		f, err := ParseFault([]byte(`{"mode":"` + m + `","cpus":0.5}`))
-		if m != "cpu" {
-			f, err = ParseFault([]byte(`{"mode":"` + m + `"}`))
-			if m == "slow" {
-				f, err = ParseFault([]byte(`{"mode":"slow","factor":2}`))
-			}
-		}
+		f, err := ParseFault(sampleFaultJSON(m))
 		if err != nil {
 			t.Fatalf("%s: %v", m, err)
 		}

@@ -23,6 +23,7 @@ type Flags struct {
 	Service       string // ParseDistFlag's forms
 	Seed          uint64
 	KeepAbandoned bool
+	ResponseBytes int64  // Config.ResponseBytes
 	Fault         string // JSON as the control API takes it; "" = none
 	// Upstream, when set, runs a Sidecar in front of this http://host:port
 	// instead of a fake server; Workers, QueueLimit, Service and
@@ -81,7 +82,7 @@ func FlagsOf(cfg Config, listen string) (Flags, error) {
 		return Flags{}, fmt.Errorf("service distribution: %w", err)
 	}
 	f := Flags{ID: cfg.ID, Listen: listen, Workers: cfg.Workers, QueueLimit: cfg.QueueLimit, Service: string(svc),
-		Seed: cfg.Seed, KeepAbandoned: cfg.KeepAbandoned, HealthPath: DefaultFlags.HealthPath,
+		Seed: cfg.Seed, KeepAbandoned: cfg.KeepAbandoned, ResponseBytes: cfg.ResponseBytes, HealthPath: DefaultFlags.HealthPath,
 		Shutdown: cfg.Shutdown.Mode, ShutdownDelay: cfg.Shutdown.Delay}
 	return f.withFault(cfg.InitialFault)
 }
@@ -96,6 +97,7 @@ func (f *Flags) Bind(fs *flag.FlagSet) {
 	fs.StringVar(&f.Service, "service", f.Service, "service time: fixed:D | uniform:MIN,MAX | exponential:MEAN | normal:MEAN,SD | lognormal:MEDIAN,SIGMA, or JSON as in experiment files")
 	fs.Uint64Var(&f.Seed, "seed", f.Seed, "seed of the instance's random choices")
 	fs.BoolVar(&f.KeepAbandoned, "keep-abandoned", f.KeepAbandoned, "serve queued requests whose client went away instead of dropping them")
+	fs.Int64Var(&f.ResponseBytes, "response-bytes", f.ResponseBytes, "size of the body of every served answer, in bytes (\"ok\" padded); 0 = \"ok\\n\" alone")
 	fs.StringVar(&f.Fault, "fault", f.Fault, `fault to start with, as the control API takes it, e.g. '{"mode":"fail","status":503}'`)
 	fs.StringVar(&f.Upstream, "upstream", f.Upstream, "run as a fault sidecar in front of this service (http://host:port) instead of a fake server")
 	fs.StringVar(&f.HealthPath, "health-path", f.HealthPath, "with --upstream: the upstream path /healthz is forwarded to")
@@ -127,6 +129,9 @@ func (f Flags) Args() []string {
 			"--service", f.Service)
 		if f.KeepAbandoned {
 			args = append(args, "--keep-abandoned")
+		}
+		if f.ResponseBytes != 0 {
+			args = append(args, "--response-bytes", strconv.FormatInt(f.ResponseBytes, 10))
 		}
 	}
 	if f.Fault != "" {
@@ -167,7 +172,8 @@ func (f Flags) Config() (Config, error) {
 	if err != nil {
 		return Config{}, err
 	}
-	cfg := Config{ID: f.ID, Workers: f.Workers, QueueLimit: f.QueueLimit, Service: dist, Seed: f.Seed, KeepAbandoned: f.KeepAbandoned, Token: f.Token, Shutdown: sd}
+	cfg := Config{ID: f.ID, Workers: f.Workers, QueueLimit: f.QueueLimit, Service: dist, Seed: f.Seed, KeepAbandoned: f.KeepAbandoned,
+		ResponseBytes: f.ResponseBytes, Token: f.Token, Shutdown: sd}
 	if f.Fault != "" {
 		fault, err := ParseFault([]byte(f.Fault))
 		if err != nil {
@@ -196,6 +202,8 @@ func (f Flags) SidecarConfig() (SidecarConfig, error) {
 		return SidecarConfig{}, errors.New("--service: does not apply with --upstream (the upstream's own time is the service time)")
 	case f.KeepAbandoned != d.KeepAbandoned:
 		return SidecarConfig{}, errors.New("--keep-abandoned: does not apply with --upstream (a client that goes away cancels its upstream request)")
+	case f.ResponseBytes != d.ResponseBytes:
+		return SidecarConfig{}, errors.New("--response-bytes: does not apply with --upstream (the upstream's answers are forwarded as they are)")
 	}
 	if _, err := parseHealthPath(f.HealthPath); err != nil {
 		return SidecarConfig{}, fmt.Errorf("--health-path: %w", err)

@@ -74,7 +74,22 @@ type faultSlot struct {
 	fault atomic.Pointer[faultBox] // nil when none
 }
 
-type faultBox struct{ f Fault }
+// faultBox is one fault set, with what it does to connections (connfault.go)
+// worked out once; gone is closed when another fault, or none, replaces
+// it, which wakes the connections waiting under it.
+type faultBox struct {
+	f    Fault
+	conn connEffects
+	gone chan struct{}
+}
+
+// replace makes b (nil: none) the current fault and wakes whoever waits
+// under the one it replaces.
+func (s *faultSlot) replace(b *faultBox) {
+	if old := s.fault.Swap(b); old != nil {
+		close(old.gone)
+	}
+}
 
 // SetFault validates f and makes it the current fault; container faults are
 // refused. It applies to requests that arrive after it; requests already
@@ -86,12 +101,12 @@ func (s *faultSlot) SetFault(f Fault) error {
 	if err := checkFault(f); err != nil {
 		return err
 	}
-	s.fault.Store(&faultBox{f})
+	s.replace(&faultBox{f: f, conn: connEffectsOf(f), gone: make(chan struct{})})
 	return nil
 }
 
 // ClearFault removes the current fault, if any.
-func (s *faultSlot) ClearFault() { s.fault.Store(nil) }
+func (s *faultSlot) ClearFault() { s.replace(nil) }
 
 // Fault returns the current fault, or nil when there is none.
 func (s *faultSlot) Fault() Fault {
@@ -109,6 +124,9 @@ func checkFault(f Fault) error {
 	}
 	if IsContainerFault(f) {
 		return errContainerFault(f)
+	}
+	if IsNetworkFault(f) {
+		return errNetworkFault(f)
 	}
 	return nil
 }
@@ -246,6 +264,18 @@ func admit[A answerer](ctx context.Context, s *instanceState, w A) (Action, bool
 	default:
 	}
 	a := s.plan()
+	if a.Latency > 0 {
+		// On the request's way in: no worker held, no load counted.
+		switch sleepUntil(ctx, time.Now().Add(a.Latency), s.closed) {
+		case nil:
+		case errClosed:
+			answerFault(s, w, s.load(), http.StatusServiceUnavailable, codes.OK, "instance closed")
+			return Action{}, false
+		default:
+			s.dropped.Add(1)
+			return Action{}, false
+		}
+	}
 	switch a.Kind {
 	case ActionFail:
 		// A failing request holds no worker, so the load is the

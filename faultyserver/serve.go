@@ -76,6 +76,7 @@ type instanceHandler interface {
 	beginStop()
 	beginDrain()
 	Close()
+	Listener(net.Listener) net.Listener // carries out connection faults (connfault.go)
 }
 
 func (s *Server) shutdownConfig() Shutdown  { return s.cfg.Shutdown }
@@ -114,7 +115,7 @@ func serve(ctx context.Context, s instanceHandler, ln net.Listener, logf func(fo
 	logf("faultyserver: instance %d listening on %s (%s; %s)", id, ln.Addr(), s.describe(), control)
 
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
+	go func() { errc <- srv.Serve(s.Listener(ln)) }()
 
 	select {
 	case err := <-errc:

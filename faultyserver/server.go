@@ -1,6 +1,7 @@
 package faultyserver
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -64,7 +65,14 @@ type Config struct {
 	// Shutdown is what Serve and ServeListener do when their context is
 	// done; the zero value is ShutdownFinish.
 	Shutdown Shutdown
+	// ResponseBytes is the size of the body of every HTTP answer to a
+	// served request: "ok\n" padded to that many bytes; 0 (or less than 3)
+	// means "ok\n" alone. The bandwidth and cut faults act on it.
+	ResponseBytes int64
 }
+
+// MaxResponseBytes bounds Config.ResponseBytes.
+const MaxResponseBytes = 16 << 20
 
 // Validate reports the first bad field of c.
 func (c Config) Validate() error {
@@ -85,6 +93,9 @@ func (c Config) Validate() error {
 	}
 	if err := c.Shutdown.Validate(); err != nil {
 		return fmt.Errorf("shutdown: %w", err)
+	}
+	if c.ResponseBytes < 0 || c.ResponseBytes > MaxResponseBytes {
+		return fmt.Errorf("response_bytes: must be within [0,%s], got %d", ByteSize(MaxResponseBytes), c.ResponseBytes)
 	}
 	return nil
 }
@@ -120,6 +131,7 @@ type Server struct {
 
 	// Immutable after New.
 	cfg  Config
+	body []byte                     // every served HTTP answer's (Config.ResponseBytes)
 	grpc *grpc.Server               // the gRPC face (grpcserver.go)
 	down atomic.Pointer[Downstream] // the tier's calls (downstream.go); nil: none
 
@@ -136,7 +148,7 @@ func New(cfg Config) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("faultyserver: config: %w", err)
 	}
-	s := &Server{cfg: cfg}
+	s := &Server{cfg: cfg, body: responseBody(cfg.ResponseBytes)}
 	s.pool = newPool(cfg.Workers, cfg.QueueLimit)
 	s.init(cfg.ID, cfg.Seed, cfg.Token, cfg.Workers, s.pool.done)
 	sampler, err := NewSampler(cfg.Service, s.rng)
@@ -210,6 +222,7 @@ type httpAnswer struct {
 	w     http.ResponseWriter
 	r     *http.Request
 	start time.Time // the handler's start, for ServerTimeHeader
+	body  []byte    // a served request's answer
 }
 
 func (a httpAnswer) setServerTime(h http.Header) {
@@ -221,8 +234,9 @@ func (a httpAnswer) ok(load int) {
 	setLoad(h, load)
 	a.setServerTime(h)
 	h["Content-Type"] = textPlain
+	h["Content-Length"] = []string{strconv.Itoa(len(a.body))}
 	a.w.WriteHeader(http.StatusOK)
-	_, _ = a.w.Write(okBody)
+	_, _ = a.w.Write(a.body)
 }
 
 func (a httpAnswer) fail(load, status int, _ codes.Code, msg string) {
@@ -242,7 +256,13 @@ func (s *Server) service(w http.ResponseWriter, r *http.Request) {
 		s.dropped.Add(1)
 		return
 	}
-	handle(r.Context(), s, httpAnswer{w, r, start})
+	x := httpAnswer{w, r, start, s.body}
+	if a, ok := admit(r.Context(), &s.instanceState, x); ok {
+		if a.Cut {
+			x.w = newCutWriter(w, r, a)
+		}
+		serveOn(r.Context(), s, x, a.Service)
+	}
 }
 
 // handle answers a service request, whatever its protocol; ctx ends when
@@ -331,6 +351,18 @@ func answerWork[A serverAnswerer](s *Server, w A, load int, err error) {
 }
 
 var okBody = []byte("ok\n")
+
+// responseBody is the body of a served answer of n bytes: okBody, padded
+// with dots and ending in a newline when n is larger.
+func responseBody(n int64) []byte {
+	if n <= int64(len(okBody)) {
+		return okBody
+	}
+	b := bytes.Repeat([]byte{'.'}, int(n))
+	copy(b, "ok ")
+	b[n-1] = '\n'
+	return b
+}
 
 // LoadHeader is set on every answer to a service request, whatever its
 // status (a success, an injected failure, a full queue, a closed instance),

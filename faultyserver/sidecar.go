@@ -302,6 +302,9 @@ func (s *Sidecar) forward(x sidecarAnswer, a Action) {
 			return
 		}
 	}
+	if a.Cut {
+		x.w = newCutWriter(x.w, x.r, a)
+	}
 	if x.grpc {
 		s.relayGRPC(client, x.w, resp, body)
 		return

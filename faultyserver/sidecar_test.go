@@ -601,6 +601,8 @@ func sampleFaultJSON(name string) []byte {
 		return []byte(`{"mode":"slow","factor":2}`)
 	case "cpu":
 		return []byte(`{"mode":"cpu","cpus":0.5}`)
+	case "loss":
+		return []byte(`{"mode":"loss","p":0.05}`)
 	}
 	return []byte(`{"mode":"` + name + `"}`)
 }

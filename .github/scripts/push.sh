@@ -4,8 +4,9 @@
 #
 #   .github/scripts/push.sh OUT
 #
-# 1. every shipped experiment, in full, in virtual time (--engine sim): a
-#    failed expectation or a run error fails the check;
+# 1. every shipped experiment the simulator models (lbchaos list --engine
+#    sim), in full, in virtual time: a failed expectation or a run error
+#    fails the check;
 # 2. a short real smoke run on in-process backends (fast-fail, built-in
 #    strategies, SMOKE_DURATION at SMOKE_RATE): it must complete; its
 #    expectations are advisory, since the load is not the file's;
@@ -14,7 +15,8 @@
 #    $GITHUB_STEP_SUMMARY when that is set (cut to GitHub's 1 MiB limit).
 #
 # Environment: LBCHAOS (the binary; default bin/lbchaos), EXPERIMENTS
-# (names or experiment files; default: every one lbchaos list shows), SMOKE_DURATION (2s), SMOKE_RATE
+# (names or experiment files; default: every one lbchaos list --engine sim
+# shows), SMOKE_DURATION (2s), SMOKE_RATE
 # (400). Exits 1 when anything failed, after doing everything else.
 set -uo pipefail
 
@@ -30,9 +32,9 @@ if [ ! -x "$lbchaos" ]; then
 	echo "push: LBCHAOS=$lbchaos is not an executable (make build)" >&2
 	exit 2
 fi
-experiments=${EXPERIMENTS:-$("$lbchaos" list | awk '{print $1}')}
+experiments=${EXPERIMENTS:-$("$lbchaos" list --engine sim | awk '{print $1}')}
 if [ -z "$experiments" ]; then
-	echo "push: no experiments (EXPERIMENTS is empty and lbchaos list showed none)" >&2
+	echo "push: no experiments (EXPERIMENTS is empty and lbchaos list --engine sim showed none)" >&2
 	exit 2
 fi
 mkdir -p "$out/sim" "$out/smoke"

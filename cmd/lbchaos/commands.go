@@ -44,7 +44,7 @@ type command struct {
 
 // commands in the order of the top-level usage.
 var commands = []command{
-	{name: "list", args: "[experiments|strategies]", short: "the shipped experiments, or every strategy name", operands: listName,
+	{name: "list", args: "[--engine sim] [experiments|strategies]", short: "the shipped experiments, or every strategy name", operands: listName,
 		about: "Lists the experiments built into lbchaos, each with its description. Run one with lbchaos run NAME; copy its file from experiments/ to make your own. " +
 			"lbchaos list strategies lists, one a line with its kind and what it does, every name an experiment's strategies (or --strategies) may use: the built-in strategies, the wrappers written after one (least-inflight+eject), " +
 			"the real proxies' algorithms (nginx:, haproxy:, caddy:, and lbchaos: with a built-in strategy) and grpc-go's balancers (grpc:)."},
@@ -78,7 +78,7 @@ var commands = []command{
 	{name: "image", args: "[--binary PATH] [--repo R]", short: "build the backend container image (Docker)",
 		about: "Builds (or finds) the backend container image, FROM scratch with a static lbchaos binary, and prints its reference. With --repo, puts any static linux binary (--binary, e.g. your own service) in an image of its own as its entry point (make example-image).",
 		flags: func(fs *flag.FlagSet) { bindImage(fs) }},
-	{name: "clean", args: "[--kubeconfig PATH]", short: "remove every container, network and namespace lbchaos created",
+	{name: "clean", args: "[--kubeconfig PATH]", short: "remove every container, network, namespace and packet filter rule lbchaos created",
 		about: "Removes every container and network lbchaos created, of any run (Docker), and every lbchaos namespace of the Kubernetes cluster the kubeconfig names. Either is skipped when it does not answer.",
 		flags: func(fs *flag.FlagSet) { bindClean(fs) }},
 	{name: "signal", args: "STOP|CONT", short: "internal: signal a kube backend pod's other processes (its pause fault)", operands: signalName,

@@ -10,6 +10,7 @@ import (
 
 	"github.com/lbchaos/lbchaos/harness/docker"
 	"github.com/lbchaos/lbchaos/harness/kube"
+	"github.com/lbchaos/lbchaos/harness/netfault"
 )
 
 // cmdImage builds (or finds) the backend image from a static lbchaos binary.
@@ -52,7 +53,9 @@ func bindImage(fs *flag.FlagSet) (binary, repo *string) {
 }
 
 // cmdClean removes every container and network lbchaos created, of any
-// run, and every namespace in the Kubernetes cluster a kubeconfig names.
+// run, every namespace in the Kubernetes cluster a kubeconfig names, and
+// every packet filter chain and rule of the network faults (loss,
+// syn-drop).
 func cmdClean(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("clean")
 	kubeconfig := bindClean(fs)
@@ -74,8 +77,16 @@ func cmdClean(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	kubeUp, err := cleanKube(ctx, *kubeconfig, stdout, stderr)
 	errs = append(errs, err)
-	if dockerUp != nil && !kubeUp && err == nil {
-		fmt.Fprintln(stderr, "lbchaos clean: neither a Docker daemon nor a Kubernetes cluster answered; nothing was removed")
+	filterUp := netfault.Available()
+	if filterUp != nil {
+		fmt.Fprintf(stderr, "lbchaos clean: packet filter: nothing to do: lbchaos %v\n", filterUp)
+	} else {
+		n, err := netfault.SweepAll(stderr)
+		errs = append(errs, err)
+		fmt.Fprintf(stdout, "removed %d packet filter chains and rules of network faults\n", n)
+	}
+	if dockerUp != nil && !kubeUp && err == nil && filterUp != nil {
+		fmt.Fprintln(stderr, "lbchaos clean: neither a Docker daemon, a Kubernetes cluster nor the packet filter answered; nothing was removed")
 	}
 	return errors.Join(errs...)
 }

@@ -24,9 +24,16 @@ import (
 )
 
 func cmdList(args []string, w io.Writer) error {
-	pos, err := parseArgs(newFlagSet("list"), args, w)
+	fs := newFlagSet("list")
+	engineName := fs.String("engine", "", "with sim: only the experiments the simulator measures at least one strategy of (the others run only with --engine real)")
+	pos, err := parseArgs(fs, args, w)
 	if err != nil {
 		return err
+	}
+	switch *engineName {
+	case "", "real", "sim":
+	default:
+		return &exitError{2, fmt.Errorf("--engine: want real or sim, got %q", *engineName)}
 	}
 	switch topic, err := listTopic(pos); {
 	case err != nil:
@@ -40,10 +47,14 @@ func cmdList(args []string, w io.Writer) error {
 		if err != nil {
 			return err
 		}
+		if *engineName == "sim" && !sim.Measures(e) {
+			continue
+		}
 		fmt.Fprintf(tw, "%s\t%s\n", name, e.Description)
 	}
 	return tw.Flush()
 }
+
 
 // runFlags are the flags of lbchaos run.
 type runFlags struct {

@@ -235,6 +235,11 @@ func New(ctx context.Context, opts Options) (*Provider, error) {
 // Name implements Provider.
 func (p *Provider) Name() string { return "docker" }
 
+// HostPorts implements fleet.HostPortProvider: every instance is reached
+// on a 127.0.0.1 port, published through the engine's userland proxy or in
+// the host's network, where network faults act.
+func (p *Provider) HostPorts() (bool, string) { return true, "" }
+
 // ContainerFaults implements ContainerProvider: fleets implement
 // faultyserver.Containers.
 func (p *Provider) ContainerFaults() bool { return true }

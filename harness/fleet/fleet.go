@@ -35,7 +35,7 @@ type Spec struct {
 func (f Spec) Equal(g Spec) bool {
 	a, b := f.Instances, g.Instances
 	return f.Seed == g.Seed && a.Count == b.Count && a.Workers == b.Workers && a.QueueLimit == b.QueueLimit &&
-		a.KeepAbandoned == b.KeepAbandoned && a.Service == b.Service && slices.Equal(a.Each, b.Each) &&
+		a.KeepAbandoned == b.KeepAbandoned && a.ResponseBytes == b.ResponseBytes && a.Service == b.Service && slices.Equal(a.Each, b.Each) &&
 		slices.Equal(a.External, b.External) && a.HealthPath == b.HealthPath && a.App.Equal(b.App) &&
 		a.Readiness.Equal(b.Readiness) && a.Shutdown == b.Shutdown && a.Kube.Equal(b.Kube)
 }
@@ -50,6 +50,7 @@ func (f Spec) ServerConfig(id int) faultyserver.Config {
 		Service:       in.Service,
 		Seed:          InstanceSeed(f.Seed, id),
 		KeepAbandoned: f.KeepAbandoned,
+		ResponseBytes: f.ResponseBytes,
 		Shutdown:      f.Shutdown.Shutdown,
 	}
 }
@@ -138,8 +139,10 @@ type InProcess interface {
 // Check returns an error naming the first fault of exp that p's backends
 // cannot take (a container-level fault on backends that are not
 // containers; on external instances, any container fault, and a server
-// fault on one without a sidecar), or that exp gives no service time for
-// the instances p starts. Engines check it before any work.
+// fault on one without a sidecar; a network fault on instances whose port
+// is not on this host's loopback, or when this process cannot change the
+// packet filter), or that exp gives no service time for the instances p
+// starts. Engines check it before any work.
 func Check(exp *experiments.Experiment, p Provider) error {
 	if !exp.Instances.Foreign() && !exp.Instances.Modeled() {
 		return fmt.Errorf("%s: instances.service: is required for the instances %s backends start, which serve with that service time, e.g. service: {dist: fixed, value: 10ms}; "+
@@ -159,6 +162,7 @@ func Check(exp *experiments.Experiment, p Provider) error {
 				what = fmt.Sprintf("faults[%d]: the warm-up of instance %d (mode %q)", i, f.Instance, f.Spec.Mode())
 			}
 			switch {
+			case faultyserver.IsNetworkFault(f.Spec): // checkNetwork's
 			case faultyserver.IsContainerFault(f.Spec):
 				return fmt.Errorf("%s: %s acts on containers, and instance %d (%s) runs outside lbchaos, which cannot reach its runtime",
 					exp.Source, what, f.Instance, x.URL)
@@ -167,18 +171,17 @@ func Check(exp *experiments.Experiment, p Provider) error {
 					exp.Source, what, f.Instance, x.URL, f.Instance)
 			}
 		}
-		return nil
+		return checkNetwork(exp, p, ext)
 	}
-	if cp, ok := p.(ContainerProvider); ok && cp.ContainerFaults() {
-		return nil
-	}
-	for i, f := range exp.Faults {
-		if faultyserver.IsContainerFault(f.Spec) {
-			return fmt.Errorf("%s: faults[%d]: mode %q acts on containers, which %s backends do not have; run with --backends docker (or kube)",
-				exp.Source, i, f.Spec.Mode(), p.Name())
+	if cp, ok := p.(ContainerProvider); !ok || !cp.ContainerFaults() {
+		for i, f := range exp.Faults {
+			if faultyserver.IsContainerFault(f.Spec) {
+				return fmt.Errorf("%s: faults[%d]: mode %q acts on containers, which %s backends do not have; run with --backends docker (or kube)",
+					exp.Source, i, f.Spec.Mode(), p.Name())
+			}
 		}
 	}
-	return nil
+	return checkNetwork(exp, p, nil)
 }
 
 // InstanceSeed derives instance id's seed from a run seed (SplitMix64), so

@@ -363,6 +363,10 @@ func New(ctx context.Context, opts Options) (*Provider, error) {
 // Name implements fleet.Provider.
 func (p *Provider) Name() string { return "kube" }
 
+// HostPorts implements fleet.HostPortProvider: a pod listens in a network
+// namespace of its own, out of reach of this host's packet filter.
+func (p *Provider) HostPorts() (bool, string) { return false, "kube pods have their own" }
+
 // ContainerFaults implements fleet.ContainerProvider.
 func (p *Provider) ContainerFaults() bool { return true }
 

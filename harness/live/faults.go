@@ -3,6 +3,7 @@ package live
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/url"
 	"sync"
 	"time"
@@ -11,13 +12,17 @@ import (
 	"github.com/lbchaos/lbchaos/faultyserver"
 	"github.com/lbchaos/lbchaos/harness/engine"
 	"github.com/lbchaos/lbchaos/harness/fleet"
+	"github.com/lbchaos/lbchaos/harness/internal/owner"
+	"github.com/lbchaos/lbchaos/harness/netfault"
 )
 
 // faultRunner plays a fault schedule on a fleet, relative to the start of
 // the attack: a server fault through the instance's control API, a
-// container fault through the fleet's faultyserver.Containers. Operations
-// due at 0 are applied before the attack starts (applyInitial), the rest
-// by a goroutine (run).
+// container fault through the fleet's faultyserver.Containers, a network
+// fault through packet filter rules on the instance's port (netfault).
+// Operations due at 0 are applied before the attack starts
+// (applyInitial), the rest by a goroutine (run), which removes every
+// network fault's rules when the attack ends, however it ends.
 type faultRunner struct {
 	fleet      fleet.Fleet
 	containers faultyserver.Containers     // nil when the fleet has no containers
@@ -31,6 +36,11 @@ type faultRunner struct {
 	err error
 	// applied marks the operations applied (mark), for heal.
 	applied []bool
+
+	// rules carry out the network faults, from applyInitial until run
+	// returns; nil when the schedule has none. Only applyInitial and the
+	// goroutine of run use it.
+	rules *netfault.Rules
 }
 
 func newFaultRunner(fl fleet.Fleet, faults []experiments.Fault, duration time.Duration, moved func(int, *url.URL)) *faultRunner {
@@ -52,6 +62,8 @@ func (r *faultRunner) do(ctx context.Context, i int) error {
 	var err error
 	if cf, ok := f.(faultyserver.ContainerFault); ok {
 		err = r.container(ctx, op.Instance, cf, op.Set())
+	} else if nf, ok := f.(faultyserver.NetworkFault); ok {
+		err = r.network(op.Instance, nf, op.Set(), backends[op.Instance])
 	} else {
 		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		ctl := backends[op.Instance].Control
@@ -96,8 +108,35 @@ func (r *faultRunner) container(ctx context.Context, id int, f faultyserver.Cont
 	return nil
 }
 
-// applyInitial applies the operations due at time 0.
-func (r *faultRunner) applyInitial(ctx context.Context) error {
+// network applies (set) or removes (!set) the rules of a network fault on
+// instance id, reached at b.
+func (r *faultRunner) network(id int, f faultyserver.NetworkFault, set bool, b fleet.Backend) error {
+	if r.rules == nil {
+		return fmt.Errorf("mode %q: no packet filter rules were set up for the attack", f.Mode())
+	}
+	key := fmt.Sprintf("instance-%d", id)
+	if !set {
+		return r.rules.Remove(key)
+	}
+	t, err := netfault.TargetOf(b.URL)
+	if err != nil {
+		return fmt.Errorf("mode %q needs the instance's port in this host's network namespace: %w", f.Mode(), err)
+	}
+	return r.rules.Apply(key, f, t)
+}
+
+// applyInitial sets up the network faults' rules when the schedule has
+// one (after removing what killed runs left), then applies the operations
+// due at time 0. On error no rule is left.
+func (r *faultRunner) applyInitial(ctx context.Context) (err error) {
+	if err := r.openRules(); err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			r.closeRules()
+		}
+	}()
 	for i, op := range r.ops {
 		if op.At > 0 {
 			break
@@ -109,9 +148,75 @@ func (r *faultRunner) applyInitial(ctx context.Context) error {
 	return nil
 }
 
+// openRules creates the attack's packet filter chain when its schedule
+// has a network fault.
+func (r *faultRunner) openRules() error {
+	var first *engine.FaultOp
+	for i, op := range r.ops {
+		if faultyserver.IsNetworkFault(op.Subject()) {
+			first = &r.ops[i]
+			break
+		}
+	}
+	if first == nil {
+		return nil
+	}
+	fail := func(err error) error {
+		return fmt.Errorf("faults[%d].mode: %q %w", first.Index, first.Subject().Mode(), err)
+	}
+	if err := netfault.Available(); err != nil {
+		return fail(err)
+	}
+	if _, err := netfault.SweepStale(r.log()); err != nil {
+		// Leftovers of other runs do not stop this one.
+		fmt.Fprintf(r.log(), "      warning: packet filter rules of dead runs not all removed: %v\n", err)
+	}
+	run, err := owner.RunID("")
+	if err != nil {
+		return fail(err)
+	}
+	who, err := owner.Self()
+	if err != nil {
+		return fail(err)
+	}
+	if r.rules, err = netfault.New(run, who); err != nil {
+		return fail(err)
+	}
+	return nil
+}
+
+// closeRules removes the network faults' rules, every one, and notes a
+// failure to (lbchaos clean removes what is left).
+func (r *faultRunner) closeRules() {
+	if r.rules == nil {
+		return
+	}
+	if err := r.rules.Close(); err != nil {
+		err = fmt.Errorf("network faults: removing the packet filter rules of chain %s: %w; lbchaos clean removes them", r.rules.Chain(), err)
+		fmt.Fprintf(r.log(), "      %v\n", err)
+		r.mu.Lock()
+		if r.err == nil {
+			r.err = err
+		}
+		r.mu.Unlock()
+	}
+}
+
+// log is where the runner's own lines go: the job's log.
+func (r *faultRunner) log() io.Writer {
+	if r.dead != nil && r.dead.log != nil {
+		return r.dead.log
+	}
+	return io.Discard
+}
+
 // run applies the remaining operations at their times after start, until
-// ctx is done. The first error is kept for error and calls onErr.
+// ctx is done. The first error is kept for error and calls onErr. When it
+// returns, at the end of the attack (ctx done: the load ended, was
+// interrupted or aborted) or at an error, no network fault's rule is
+// left.
 func (r *faultRunner) run(ctx context.Context, start time.Time, onErr func(error)) {
+	defer r.closeRules()
 	for i, op := range r.ops {
 		if op.At <= 0 {
 			continue
@@ -138,6 +243,9 @@ func (r *faultRunner) run(ctx context.Context, start time.Time, onErr func(error
 			onErr(err)
 			return
 		}
+	}
+	if r.rules != nil {
+		<-ctx.Done() // a network fault lasts until the attack's end
 	}
 }
 

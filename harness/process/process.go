@@ -82,7 +82,7 @@ func (p Provider) Start(ctx context.Context, spec fleet.Spec) (fleet.Fleet, erro
 		f.wg.Add(1)
 		srv.Go(fmt.Sprintf("the HTTP server of instance %d", id), func() {
 			defer f.wg.Done()
-			if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			if err := hs.Serve(srv.Listener(ln)); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				quiet.Printf("instance %d: %v", id, err)
 			}
 		})

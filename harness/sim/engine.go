@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/lbchaos/lbchaos/experiments"
+	"github.com/lbchaos/lbchaos/faultyserver"
 	"github.com/lbchaos/lbchaos/harness/engine"
 	"github.com/lbchaos/lbchaos/strategies"
 	"github.com/lbchaos/lbchaos/strategies/proxyspec"
@@ -109,9 +110,27 @@ func check(exp *experiments.Experiment) ([]string, error) {
 	return nil, nil
 }
 
-// Skip implements engine.Skipper: a real proxy strategy and a gRPC one
-// (grpc-go's own balancer) are not simulated.
-func (Engine) Skip(_ *experiments.Experiment, name string) string {
+// Measures reports whether the simulator measures at least one of exp's
+// strategies (Skip leaves none out): an experiment whose faults it does not
+// model runs only with the real engine.
+func Measures(exp *experiments.Experiment) bool {
+	for _, name := range exp.Strategies {
+		if (Engine{}).Skip(exp, name) == "" {
+			return true
+		}
+	}
+	return false
+}
+
+// Skip implements engine.Skipper: no strategy of an experiment with a
+// fault the simulator does not model (faultyserver.Unmodeled), and no real
+// proxy strategy or gRPC one (grpc-go's own balancer), is simulated.
+func (Engine) Skip(exp *experiments.Experiment, name string) string {
+	for i, f := range exp.Faults {
+		if why := faultyserver.Unmodeled(f.Spec); why != "" {
+			return fmt.Sprintf("%s: faults[%d]: %s; it runs only with the real engine (--engine real).", name, i, why)
+		}
+	}
 	switch {
 	case proxyspec.IsService(name):
 		return fmt.Sprintf("%s: kube-proxy's rules run only on a real cluster (--engine real --backends kube), and their timing (endpoint propagation, each sync) is not modelled; list random+pinned beside it for the simulator's model of a Service's per-connection choice.", name)

@@ -200,6 +200,9 @@ func TestSimRunsEveryShippedExperiment(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			if !Measures(full) {
+				t.Skipf("%s runs only with the real engine: %s", name, Engine{}.Skip(full, full.Strategies[0]))
+			}
 			exp := shrink(t, full, 15) // 30 s -> 2 s, faults at the same relative times
 			sum, err := runSim(context.Background(), exp, simOptions{})
 			if err == nil && exp.Instances.Kube.Rollout != nil && !slices.Contains(sum.Notes, RolloutNote) {

@@ -52,22 +52,29 @@ func Format(host string, pid int, start string) string {
 // time in clock ticks after boot; the error wraps os.ErrNotExist when there
 // is no such process.
 func processStart(pid int) (string, error) {
+	start, _, err := processStat(pid)
+	return start, err
+}
+
+// processStat returns fields 22 (the start time) and 3 (the state, e.g.
+// "R", "S", "Z") of /proc/<pid>/stat.
+func processStat(pid int) (start, state string, err error) {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	// Field 2, the command, is parenthesised and may hold spaces and
 	// parentheses; field 3 follows the last ')'.
 	i := strings.LastIndexByte(string(b), ')')
 	if i < 0 {
-		return "", fmt.Errorf("/proc/%d/stat: unexpected format", pid)
+		return "", "", fmt.Errorf("/proc/%d/stat: unexpected format", pid)
 	}
 	fields := strings.Fields(string(b[i+1:]))
 	const field22 = 22 - 3
 	if len(fields) <= field22 {
-		return "", fmt.Errorf("/proc/%d/stat: unexpected format", pid)
+		return "", "", fmt.Errorf("/proc/%d/stat: unexpected format", pid)
 	}
-	return fields[field22], nil
+	return fields[field22], fields[0], nil
 }
 
 // Gone reports whether owner (as Self returns it) names a process of host,
@@ -83,12 +90,14 @@ func Gone(owner, host string) bool {
 	if err != nil || pid <= 0 {
 		return false
 	}
-	start, err := processStart(pid)
+	start, state, err := processStat(pid)
 	if errors.Is(err, os.ErrNotExist) {
 		return true
 	}
 	if err != nil {
 		return false
 	}
-	return start != parts[2]
+	// A killed process that its parent has not reaped yet is a zombie
+	// (state Z): it runs nothing any more.
+	return start != parts[2] || state == "Z"
 }

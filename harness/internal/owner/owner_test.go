@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestGone(t *testing.T) {
@@ -39,5 +40,37 @@ func TestGone(t *testing.T) {
 		if got := Gone(tc.owner, host); got != tc.gone {
 			t.Errorf("%s: Gone(%q) = %v, want %v", tc.name, tc.owner, got, tc.gone)
 		}
+	}
+}
+
+// A process killed but not yet reaped by its parent (a zombie) is gone:
+// the next run sweeps what it left at once.
+func TestGoneZombie(t *testing.T) {
+	host, err := os.Hostname()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("sleep", "30")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Wait()
+	pid := cmd.Process.Pid
+	start, err := processStart(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := Format(host, pid, start)
+	if Gone(o, host) {
+		t.Fatal("a running process is gone")
+	}
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; !Gone(o, host); i++ {
+		if i > 500 {
+			t.Fatal("a killed, unreaped process is not gone after 5 s")
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

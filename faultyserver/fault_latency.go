@@ -1,0 +1,68 @@
+package faultyserver
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"time"
+)
+
+// Latency delays traffic without holding a worker, as a longer network
+// path does: with Per "request" every request waits Value before the
+// instance takes it up; with Per "connection" each new connection waits
+// Value before its first byte is read (a slow handshake, as TLS or a
+// far-away peer gives), and the requests on it then go at full speed.
+// A client with keep-alive pays the connection's latency once; one that
+// opens a connection per request pays it every time.
+//
+// JSON: {"mode": "latency", "per": "request", "value": "100ms"}.
+type Latency struct {
+	// Per is "request" (default) or "connection".
+	Per string `json:"per"`
+	// Value is the delay; default 100ms.
+	Value Duration `json:"value"`
+	Health
+}
+
+// Latency scopes.
+const (
+	PerRequest    = "request"
+	PerConnection = "connection"
+)
+
+func init() { register(Latency{Per: PerRequest, Value: Duration(100 * time.Millisecond)}) }
+
+// Mode returns "latency".
+func (Latency) Mode() string { return "latency" }
+
+// Validate checks per, value and health_status.
+func (f Latency) Validate() error {
+	switch f.Per {
+	case PerRequest, PerConnection:
+	default:
+		return fmt.Errorf("per: must be %q or %q, got %q", PerRequest, PerConnection, f.Per)
+	}
+	if f.Value <= 0 {
+		return fmt.Errorf("value: must be > 0, got %s", f.Value)
+	}
+	return f.Health.validate()
+}
+
+// Plan serves the request, after Value per request.
+func (f Latency) Plan(base time.Duration, _ *rand.Rand) Action {
+	a := Action{Kind: ActionServe, Service: base}
+	if f.Per == PerRequest {
+		a.Latency = time.Duration(f.Value)
+	}
+	return a
+}
+
+func (f Latency) connEffects() connEffects {
+	if f.Per == PerConnection {
+		return connEffects{handshake: time.Duration(f.Value)}
+	}
+	return connEffects{}
+}
+
+func (Latency) unmodeled() string {
+	return "latency delays requests and connections on their way in, which the simulator does not model yet"
+}
