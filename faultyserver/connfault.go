@@ -410,9 +410,10 @@ func Unmodeled(f Fault) string {
 
 // SimulatedPlan is what a client sees of one request under fault f, for a
 // simulator that models requests but not connections: f's Plan, but for a
-// fault that acts on connections alone, whose effect it gives as a plan
-// (a blackhole's requests hang; a refusal's are reset, as for a client
-// that opens a connection per request). base and r are as for Plan.
+// fault that acts on connections or packets, whose effect on a request it
+// gives as a plan (a blackhole's requests hang; a refusal's are reset, as
+// for a client that opens a connection per request; loss delays some by
+// the retransmissions). base and r are as for Plan.
 func SimulatedPlan(f Fault, base time.Duration, r *rand.Rand) Action {
 	if s, ok := f.(interface {
 		planSeen(time.Duration, *rand.Rand) Action

@@ -63,6 +63,9 @@ func (f Latency) connEffects() connEffects {
 	return connEffects{}
 }
 
-func (Latency) unmodeled() string {
-	return "latency delays requests and connections on their way in, which the simulator does not model yet"
+func (f Latency) unmodeled() string {
+	if f.Per == PerRequest {
+		return ""
+	}
+	return "latency per connection delays each new connection's first bytes, and the simulator models no connections"
 }

@@ -145,3 +145,36 @@ func TestServerRefusesNetworkFaults(t *testing.T) {
 func controlRequest(method, body string) *http.Request {
 	return httptest.NewRequest(method, FaultPath, strings.NewReader(body))
 }
+
+// The simulator sees loss as retransmission delays: two packets a request,
+// each lost with p, each loss adding LossRTO, doubled for a copy lost again.
+func TestLossSimulatedPlan(t *testing.T) {
+	r := rand.New(NewSource(7))
+	const n = 200000
+	late, twice := 0, 0
+	for range n {
+		a := SimulatedPlan(Loss{P: 0.05}, ms(2), r)
+		if a.Kind != ActionServe || a.Service != ms(2) {
+			t.Fatalf("plan %+v", a)
+		}
+		if a.Latency%LossRTO != 0 {
+			t.Fatalf("latency %v is no multiple of %v", a.Latency, LossRTO)
+		}
+		if a.Latency > 0 {
+			late++
+		}
+		if a.Latency >= 2*LossRTO {
+			twice++
+		}
+	}
+	if got, want := float64(late)/n, 1-0.95*0.95; math.Abs(got-want) > 0.003 {
+		t.Errorf("late share %.4f, want %.4f", got, want)
+	}
+	// Two losses: both packets once (p²) or one twice (2p²), about 0.0075.
+	if got := float64(twice) / n; got < 0.005 || got > 0.01 {
+		t.Errorf("share late by two timeouts or more %.4f, want about 0.0075", got)
+	}
+	if a := (Loss{P: 0.05}).Plan(ms(2), r); a.Latency != 0 {
+		t.Errorf("the server's own plan has latency %v", a.Latency)
+	}
+}

@@ -55,7 +55,6 @@ func cmdList(args []string, w io.Writer) error {
 	return tw.Flush()
 }
 
-
 // runFlags are the flags of lbchaos run.
 type runFlags struct {
 	duration                 time.Duration

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/lbchaos/lbchaos/experiments"
-	"github.com/lbchaos/lbchaos/faultyserver"
 	"github.com/lbchaos/lbchaos/harness/engine"
 	"github.com/lbchaos/lbchaos/strategies"
 )
@@ -117,7 +116,7 @@ const (
 // as a retry (it releases its place in the concurrency budget at its end)
 // or as a hedge.
 const (
-	stRetry uint8 = 1 << (iota + 6)
+	stRetry uint16 = 1 << (iota + 6)
 	stHedge
 )
 
@@ -244,38 +243,12 @@ func (s *sim) sendAttempt(gi int32, kind int) bool {
 		s.perTry(gi, i)
 		return true
 	}
-	in := &s.insts[ep]
-	base := in.sampler.Sample()
-	a := faultyserver.Action{Kind: faultyserver.ActionServe, Service: base}
-	if in.fault != nil {
-		a = in.fault.Plan(base, in.rng)
-	}
-	switch a.Kind {
-	case faultyserver.ActionReset:
-		s.attemptAtOnce(gi, attemptInfo{tk: tk, at: t, inst: int32(ep), state: state}, 0, errSimReset)
-	case faultyserver.ActionFail:
-		i := s.allocAttempt(gi, ep, t, tk, kindFail, state)
-		s.reqs[i].status = int32(a.Status)
-		s.schedule(t+a.Delay, i)
-		s.perTry(gi, i)
-	case faultyserver.ActionHang:
-		s.perTry(gi, s.allocAttempt(gi, ep, t, tk, kindHang, state))
-	default:
-		switch {
-		case in.workers == 0 || in.busy < in.workers:
-			in.busy++
-			i := s.allocAttempt(gi, ep, t, tk, kindServe, state|stWorking)
-			s.reqs[i].began = t
-			s.schedule(t+a.Service, i)
-			s.perTry(gi, i)
-		case s.qlimit > 0 && in.queue.len() >= s.qlimit:
-			s.attemptAtOnce(gi, attemptInfo{tk: tk, at: t, inst: int32(ep), state: state}, 503, nil)
-		default:
-			i := s.allocAttempt(gi, ep, t, tk, kindServe, state|stQueued)
-			s.reqs[i].service = a.Service
-			in.queue.push(i)
-			s.perTry(gi, i)
-		}
+	a := s.insts[ep].plan()
+	i := s.allocAttempt(gi, ep, t, tk, kindServe, state)
+	gen := s.reqs[i].gen
+	s.admit(i, a)
+	if s.reqs[i].gen == gen {
+		s.perTry(gi, i) // not ended at once (a reset, a full queue)
 	}
 	return true
 }
@@ -299,18 +272,12 @@ type attemptInfo struct {
 	tk    strategies.Ticket
 	at    time.Duration // sent
 	inst  int32
-	state uint8
+	state uint16
 }
 
 func (s *sim) attemptOf(i int32) attemptInfo {
 	r := &s.reqs[i]
 	return attemptInfo{tk: r.ticket, at: r.at, inst: r.inst, state: r.state}
-}
-
-// attemptAtOnce ends an attempt that failed as it was sent.
-func (s *sim) attemptAtOnce(gi int32, a attemptInfo, status int, err error) {
-	o := s.finishAttempt(gi, a, status, err, false, false)
-	s.decide(gi, a, o)
 }
 
 // attemptAnswered ends attempt i, whose answer (status, or the error err)

@@ -12,7 +12,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/lbchaos/lbchaos/faultyserver"
 	"github.com/lbchaos/lbchaos/reports"
 	"github.com/lbchaos/lbchaos/strategies"
 )
@@ -39,10 +38,10 @@ const DefaultPreShare = 0.5
 // worker or queueing), the rest between the instance's answer and the
 // outcome reaching the strategy and the collector. So the strategy sees a
 // request in flight for its whole real-world time, and a fault or a worker
-// acts on the request when it reaches the instance. A reset and a full
-// queue's 503 come back after the overhead too; a pick with no host at all
-// is reported at once. The load an answer carries is its instance's as the
-// answer reaches the strategy.
+// acts on the request when it reaches the instance (a plan's Latency runs
+// from there). A reset and a full queue's 503 come back after the overhead
+// too; a pick with no host at all is reported at once. The load an answer
+// carries is its instance's as the answer reaches the strategy.
 //
 // As a document (a file given to --calibrate), JSON:
 //
@@ -299,11 +298,12 @@ func (c *calibrated) draw() (pre, post time.Duration) {
 // Request states of a calibrated simulation, beside those of sim.go: a
 // request on its way to its instance, or its answer on its way back.
 const (
-	stOutbound uint8 = 1 << (iota + 4)
+	stOutbound uint16 = 1 << (iota + 4)
 	stInbound
 )
 
-// kindReset is a calibrated request its instance reset, on its way back.
+// kindReset is a request its instance resets (its plan, admit.go), or,
+// calibrated, one it reset, on its way back.
 const kindReset uint8 = kindHang + 1
 
 // sendCalibrated sends request req, picked for instance ep at t, on its way
@@ -359,37 +359,7 @@ func (s *sim) sendBack(i int32, kind uint8, status int) {
 // deliver lets request i's instance plan it as it arrives there now, as
 // arrive does in an uncalibrated simulation.
 func (s *sim) deliver(i int32) {
-	r := &s.reqs[i]
-	in := &s.insts[r.inst]
-	base := in.sampler.Sample()
-	a := faultyserver.Action{Kind: faultyserver.ActionServe, Service: base}
-	if in.fault != nil {
-		a = in.fault.Plan(base, in.rng)
-	}
-	now := s.clock.now
-	switch a.Kind {
-	case faultyserver.ActionReset:
-		s.sendBack(i, kindReset, 0)
-	case faultyserver.ActionFail:
-		r.kind, r.status = kindFail, int32(a.Status)
-		s.schedule(now+a.Delay, i)
-	case faultyserver.ActionHang:
-		r.kind = kindHang
-	default:
-		switch {
-		case in.workers == 0 || in.busy < in.workers:
-			in.busy++
-			r.state |= stWorking
-			r.began = now
-			s.schedule(now+a.Service, i)
-		case s.qlimit > 0 && in.queue.len() >= s.qlimit:
-			s.sendBack(i, kindFail, 503)
-		default:
-			r.state |= stQueued
-			r.service = a.Service
-			in.queue.push(i)
-		}
-	}
+	s.admit(i, s.insts[s.reqs[i].inst].plan())
 }
 
 // removeQueued removes request i from queue q, keeping the others' order,

@@ -106,6 +106,10 @@ func (s *sim) answerAttempt(e simEvent) {
 	if r.gen != e.gen {
 		return // ended, and its instance dropped it
 	}
+	if r.state&stIncoming != 0 {
+		s.arrivedIn(e.slot)
+		return
+	}
 	if s.cal != nil {
 		s.answerAttemptCalibrated(e.slot)
 		return
@@ -179,7 +183,7 @@ func (s *sim) abortPolicy() {
 
 // allocAttempt takes a slot for an attempt of request gi sent to instance
 // ep at t; it is not linked in the waiting list.
-func (s *sim) allocAttempt(gi int32, ep int, t time.Duration, tk strategies.Ticket, kind, state uint8) int32 {
+func (s *sim) allocAttempt(gi int32, ep int, t time.Duration, tk strategies.Ticket, kind uint8, state uint16) int32 {
 	p := s.pol
 	i := s.free
 	if i >= 0 {

@@ -33,9 +33,10 @@ const checkEvery = 1 << 12
 // = unlimited) and answers 200 after the service time, or waits in the
 // instance's FIFO queue; a full queue (QueueLimit) answers 503 at once. Fail
 // answers its status after its delay without a worker, Hang never answers,
-// Reset fails at once with a transport error. A request not answered within
-// the experiment's timeout of its arrival ends as a timeout at exactly that
-// time. Its instance then drops it from the queue or frees its worker, or,
+// Reset fails at once with a transport error. A plan with a Latency is
+// carried out that much later, the request holding no worker meanwhile
+// (admit.go). A request not answered within the experiment's timeout of
+// its arrival ends as a timeout at exactly that time. Its instance then drops it from the queue or frees its worker, or,
 // with KeepAbandoned, leaves it queued or serving until its service ends.
 // Fault changes (engine.FaultOps) take effect for requests arriving at or after
 // their time. Every request is finished once (Balancer.Finish), at its end, with the
@@ -50,15 +51,17 @@ const checkEvery = 1 << 12
 // memory follows the requests in flight, not the requests sent. Those whose
 // client still waits are linked in arrival order; as every request has the
 // same timeout, the head of that list is the next timeout, with no timer
-// per request. Answers due later (service ends, fail delays) are ordered by
-// (time, sequence number) in an eventQueue: a FIFO for those scheduled in
-// time order, a 4-ary min-heap for the rest. A request's slot carries a
+// per request. Answers due later (service ends, fail delays, ends of a
+// request's way in) are ordered by (time, sequence number) in an
+// eventQueue: a FIFO for those scheduled in time order, a 4-ary min-heap
+// for the rest. A request's slot carries a
 // generation number, bumped when the slot is freed: an event whose
 // generation no longer matches is stale (its request timed out and was
 // dropped) and is skipped. A queue never holds a stale entry: without
 // KeepAbandoned, the request timing out is always at its queue's front, as
 // every request queued before it arrived earlier and timed out or left
-// before it.
+// before it, unless requests reach their instances out of the order they
+// were sent in (keepsArrivalOrder), when it is looked for in its queue.
 type sim struct {
 	// Immutable after newSim.
 	timeout  time.Duration
@@ -105,6 +108,9 @@ type sim struct {
 
 	cal *calibrated // nil: no transport overhead (see Calibration)
 	pol *policySim  // nil: one attempt per request (see policySim)
+	// reordered is set once a plan had a Latency: requests may then reach
+	// their instance in another order than they were sent in.
+	reordered bool
 
 	abort simAbort // the abort conditions (abort.go)
 }
@@ -319,45 +325,20 @@ func (s *sim) arrive(t time.Duration) {
 		s.sendCalibrated(ep, t, req, lb, tk, src)
 		return
 	}
-	in := &s.insts[ep]
-	base := in.sampler.Sample()
-	a := faultyserver.Action{Kind: faultyserver.ActionServe, Service: base}
-	if in.fault != nil {
-		a = in.fault.Plan(base, in.rng)
-	}
-	switch a.Kind {
-	case faultyserver.ActionReset:
-		s.report(ep, t, lb, tk, 0, errSimReset, false, req, src)
-	case faultyserver.ActionFail:
-		r := s.alloc(ep, t, req, lb, tk, kindFail, stWaiting, src)
-		s.reqs[r].status = int32(a.Status)
-		s.schedule(t+a.Delay, r)
-	case faultyserver.ActionHang:
-		s.alloc(ep, t, req, lb, tk, kindHang, stWaiting, src)
-	default:
-		switch {
-		case in.workers == 0 || in.busy < in.workers:
-			// A free worker means an empty queue: release hands a worker
-			// straight to the oldest waiter.
-			in.busy++
-			r := s.alloc(ep, t, req, lb, tk, kindServe, stWaiting|stWorking, src)
-			s.reqs[r].began = t
-			s.schedule(t+a.Service, r)
-		case s.qlimit > 0 && in.queue.len() >= s.qlimit:
-			s.report(ep, t, lb, tk, 503, nil, false, req, src)
-		default:
-			r := s.alloc(ep, t, req, lb, tk, kindServe, stWaiting|stQueued, src)
-			s.reqs[r].service = a.Service
-			in.queue.push(r)
-		}
-	}
+	a := s.insts[ep].plan()
+	s.admit(s.alloc(ep, t, req, lb, tk, kindServe, stWaiting, src), a)
 }
 
-// answer handles a service end or a fail answer.
+// answer handles a service end, a fail answer, or the end of a request's
+// way in.
 func (s *sim) answer(e simEvent) {
 	r := &s.reqs[e.slot]
 	if r.gen != e.gen {
 		return // the request timed out and its instance dropped it
+	}
+	if r.state&stIncoming != 0 {
+		s.arrivedIn(e.slot)
+		return
 	}
 	if s.cal != nil {
 		s.answerCalibrated(e.slot)
@@ -378,8 +359,7 @@ func (s *sim) answer(e simEvent) {
 // expire ends request i, the oldest whose client waits, as a timeout.
 func (s *sim) expire(i int32) {
 	s.end(i, 0, context.DeadlineExceeded, true)
-	// Calibrated, requests reach their instance in another order.
-	s.drop(i, s.cal != nil)
+	s.drop(i, !s.keepsArrivalOrder())
 }
 
 // drop lets request i's instance drop it, its client gone: out of the

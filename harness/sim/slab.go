@@ -14,13 +14,17 @@ const (
 	kindHang
 )
 
-// Request states, a bit set.
+// Request states, a bit set (more in calibrate.go and attempts.go).
 const (
-	stWaiting uint8 = 1 << iota // the client waits for an answer
-	stQueued                    // in its instance's queue
-	stWorking                   // holds a worker
-	stKeyed                     // carries a key
+	stWaiting uint16 = 1 << iota // the client waits for an answer
+	stQueued                     // in its instance's queue
+	stWorking                    // holds a worker
+	stKeyed                      // carries a key
 )
+
+// stIncoming is the state of a request on its way in to its instance,
+// whose plan is carried out when its Latency has passed (admit.go).
+const stIncoming uint16 = 1 << 8
 
 // simReq is one request in flight, client or server side.
 type simReq struct {
@@ -37,13 +41,13 @@ type simReq struct {
 	gen     uint32
 	status  int32 // kindFail: the status answered
 	kind    uint8
-	state   uint8
+	state   uint16
 	post    uint32 // calibrated: the overhead after the answer, in ns
 }
 
 // alloc takes a slot for a request arriving at t and appends it to the
 // waiting list.
-func (s *sim) alloc(inst int, t time.Duration, req strategies.Request, lb int32, tk strategies.Ticket, kind, state uint8, src int32) int32 {
+func (s *sim) alloc(inst int, t time.Duration, req strategies.Request, lb int32, tk strategies.Ticket, kind uint8, state uint16, src int32) int32 {
 	i := s.free
 	if i >= 0 {
 		s.free = s.reqs[i].next
