@@ -17,7 +17,9 @@ type Client struct {
 	// BaseURL is the instance's root, e.g. "http://127.0.0.1:8081".
 	BaseURL string
 	// HTTP sends the requests; nil means a client with a DefaultClientTimeout
-	// timeout.
+	// timeout. The health check goes through it as it is; a request under
+	// ControlPrefix goes through a copy that opens a connection for it
+	// alone (see controlClient).
 	HTTP *http.Client
 	// Token, when set, is sent as Authorization: Bearer <Token> on every
 	// control API request (not on the health check, which a sidecar
@@ -29,7 +31,32 @@ type Client struct {
 // nil.
 const DefaultClientTimeout = 5 * time.Second
 
-var defaultHTTPClient = &http.Client{Timeout: DefaultClientTimeout}
+var (
+	defaultHTTPClient    = &http.Client{Timeout: DefaultClientTimeout}
+	defaultControlClient = controlClient(defaultHTTPClient)
+)
+
+// controlClient is hc for control requests: the same but for its
+// transport, which keeps no connection alive, so that a control request
+// never rides a connection of the data path. An instance exempts a
+// connection from its connection faults by the first request on it
+// (ConnFault), so a control request on a connection a health check opened
+// would be blackholed with it; the instance closes the connection of each
+// control request after its answer anyway. A transport other than an
+// *http.Transport is kept, and the request asks it to close its
+// connection (Request.Close).
+func controlClient(hc *http.Client) *http.Client {
+	rt := hc.Transport
+	if rt == nil {
+		rt = http.DefaultTransport
+	}
+	if t, ok := rt.(*http.Transport); ok {
+		t = t.Clone()
+		t.DisableKeepAlives = true
+		rt = t
+	}
+	return &http.Client{Transport: rt, CheckRedirect: hc.CheckRedirect, Jar: hc.Jar, Timeout: hc.Timeout}
+}
 
 // APIError is a non-success answer from an instance.
 type APIError struct {
@@ -131,13 +158,20 @@ func (c *Client) exchange(ctx context.Context, op, method, path string, body []b
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	if c.Token != "" && strings.HasPrefix(path, ControlPrefix) {
+	control := strings.HasPrefix(path, ControlPrefix)
+	if c.Token != "" && control {
 		req.Header.Set("Authorization", "Bearer "+c.Token)
 	}
 	hc := c.HTTP
-	if hc == nil {
+	switch {
+	case !control && hc == nil:
 		hc = defaultHTTPClient
+	case hc == nil:
+		hc = defaultControlClient
+	case control:
+		hc = controlClient(hc)
 	}
+	req.Close = control
 	resp, err := hc.Do(req)
 	if err != nil {
 		return nil, url, fmt.Errorf("faultyserver: %s: %w", op, err)

@@ -18,10 +18,15 @@ import (
 //
 // The connections of lbchaos's own control API are exempt: a connection
 // whose first bytes are a request for a path under ControlPrefix is left
-// alone, so that the harness can always clear the fault it set. Telling
-// them apart takes reading those first bytes; a blackhole or a refusal
-// thus reads the start of a request before it stops reading or resets,
-// which its client cannot tell from a server that read nothing.
+// alone, so that the harness can always clear the fault it set. The
+// instance answers every HTTP/1.1 control request with Connection: close,
+// so that a connection found to be a control one never carries a request
+// of the data path later, and Client sends its control requests on
+// connections of their own, never on one a health check opened. Telling
+// the kinds apart takes reading those first bytes: a blackhole, a refusal
+// and a per-connection latency thus read (sniff) the start of a request
+// before they stop reading, reset or wait, which the client cannot tell
+// from a server that read nothing.
 type ConnFault interface {
 	Fault
 	connEffects() connEffects
@@ -31,8 +36,8 @@ type ConnFault interface {
 type connEffects struct {
 	rate       float64       // bytes a second each way, per connection; 0 = unlimited
 	blackhole  bool          // nothing more is read from any connection
-	refuse     bool          // a new connection is reset before it is read
-	handshake  time.Duration // a new connection waits this long before it is read
+	refuse     bool          // a new connection is reset at its first read
+	handshake  time.Duration // a new connection waits this long at its first read
 	closeDelay time.Duration // closing a connection waits this long
 }
 
@@ -87,33 +92,43 @@ const (
 const sniffMax = len("DELETE ") + len(ControlPrefix)
 
 // faultConn is an accepted connection that carries out its instance's
-// connection-level fault, checked afresh at every Read, Write and Close,
-// so that a fault set or cleared while it is open applies from then on.
+// connection-level fault. Every wait and every chunk of a paced transfer
+// looks the fault up again, and a wait ends when the fault it waits under
+// is replaced, so that a fault set or cleared while the connection is open
+// applies from then on: a blackhole or a bandwidth limit to the bytes not
+// yet moved, a slow close to a close not yet made. A refusal and a
+// per-connection latency act on a connection's opening, so only on one
+// accepted while they were in force, at its first read if they still are.
 // The server reads it from one goroutine at a time and may write it from
 // another.
 type faultConn struct {
 	net.Conn
-	s    *instanceState
-	kind atomic.Int32
+	s        *instanceState
+	kind     atomic.Int32
+	accepted connEffects // the fault's in force at accept
 
 	// Read side, touched by the reading goroutine only.
 	pending []byte    // read while telling the kind, not yet returned
 	opened  bool      // the connection's first read is done
+	rbox    *faultBox // the fault rnext was worked out under
 	rnext   time.Time // bandwidth: when the next bytes may be read
 
 	wmu   sync.Mutex
+	wbox  *faultBox // the fault wnext was worked out under
 	wnext time.Time // bandwidth: when the next bytes may be written
 
-	dmu      sync.Mutex
-	deadline time.Time     // the read deadline, which waits honour
-	dchanged chan struct{} // closed when the read deadline changes; made by a wait
+	rdl, wdl deadline // the read and write deadlines, which waits honour
 
 	closeOnce sync.Once
 	closed    chan struct{}
 }
 
 func newFaultConn(c net.Conn, s *instanceState) *faultConn {
-	return &faultConn{Conn: c, s: s, closed: make(chan struct{})}
+	fc := &faultConn{Conn: c, s: s, closed: make(chan struct{})}
+	if b := s.fault.Load(); b != nil {
+		fc.accepted = b.conn
+	}
+	return fc
 }
 
 // NetConn returns the connection wrapped, for an abortive close.
@@ -143,23 +158,18 @@ func (c *faultConn) Read(p []byte) (int, error) {
 	}
 	if !c.opened {
 		c.opened = true
-		if b := c.current(); b != nil {
-			if b.conn.refuse {
-				abortiveClose(c)
-				return 0, errRefused
-			}
-			if d := b.conn.handshake; d > 0 {
-				if err := c.wait(time.Now().Add(d), nil); err != nil {
-					return 0, err
-				}
-			}
+		if err := c.open(); err != nil {
+			return 0, err
 		}
 	}
 	for {
 		if err := c.holdWhileBlackholed(); err != nil {
 			return 0, err
 		}
-		n, err := c.readPaced(p)
+		n, again, err := c.readPaced(p)
+		if again {
+			continue
+		}
 		if n == 0 || !c.blackholed() {
 			return n, err
 		}
@@ -167,6 +177,32 @@ func (c *faultConn) Read(p []byte) (int, error) {
 		// what it brought until the blackhole ends.
 		c.pending = append(append([]byte(nil), p[:n]...), c.pending...)
 	}
+}
+
+// open carries out, at the connection's first read, the refusal or the
+// per-connection latency that was in force when it was accepted and still
+// is: it resets the connection, or waits. A latency's wait ends early when
+// the fault is cleared or replaced by one without a latency.
+func (c *faultConn) open() error {
+	b := c.current()
+	if b == nil {
+		return nil
+	}
+	if c.accepted.refuse && b.conn.refuse {
+		abortiveClose(c)
+		return errRefused
+	}
+	if c.accepted.handshake <= 0 || b.conn.handshake <= 0 {
+		return nil
+	}
+	until := time.Now().Add(b.conn.handshake)
+	for b != nil && b.conn.handshake > 0 && time.Now().Before(until) {
+		if err := c.wait(&c.rdl, until, b.gone); err != nil {
+			return err
+		}
+		b = c.current()
+	}
+	return nil
 }
 
 // blackholed reports whether the current fault stops reading.
@@ -182,27 +218,35 @@ func (c *faultConn) holdWhileBlackholed() error {
 		if b == nil || !b.conn.blackhole {
 			return nil
 		}
-		if err := c.wait(time.Time{}, b.gone); err != nil {
+		if err := c.wait(&c.rdl, time.Time{}, b.gone); err != nil {
 			return err
 		}
 	}
 }
 
-// readPaced reads at the current fault's rate, if it has one.
-func (c *faultConn) readPaced(p []byte) (int, error) {
+// readPaced reads at the current fault's rate, if it has one. again
+// reports that the fault was replaced while it waited for its turn, and
+// nothing was read: the caller looks at the new fault first.
+func (c *faultConn) readPaced(p []byte) (n int, again bool, err error) {
 	b := c.current()
 	if b == nil || b.conn.rate <= 0 {
-		return c.read(p)
+		n, err = c.read(p)
+		return n, false, err
 	}
-	if c.rnext.After(time.Now()) {
-		if err := c.wait(c.rnext, nil); err != nil {
-			return 0, err
+	if c.rbox != b {
+		c.rbox, c.rnext = b, time.Time{}
+	}
+	if time.Now().Before(c.rnext) {
+		if err := c.wait(&c.rdl, c.rnext, b.gone); err != nil {
+			return 0, false, err
+		}
+		if c.current() != b {
+			return 0, true, nil
 		}
 	}
-	p = p[:min(len(p), paceChunk(b.conn.rate))]
-	n, err := c.read(p)
+	n, err = c.read(p[:min(len(p), paceChunk(b.conn.rate))])
 	c.rnext = pace(c.rnext, n, b.conn.rate)
-	return n, err
+	return n, false, err
 }
 
 // read returns the bytes read while sniffing first, then reads the
@@ -261,141 +305,49 @@ func connKind(b []byte) int32 {
 	return connUnknown
 }
 
-func (c *faultConn) Write(p []byte) (int, error) {
-	b := c.current()
-	if b == nil || b.conn.rate <= 0 {
-		return c.Conn.Write(p)
-	}
-	c.wmu.Lock()
-	defer c.wmu.Unlock()
-	written := 0
-	for written < len(p) {
-		if err := c.sleepUntil(c.wnext); err != nil {
-			return written, err
-		}
-		n, err := c.Conn.Write(p[written:min(len(p), written+paceChunk(b.conn.rate))])
-		written += n
-		c.wnext = pace(c.wnext, n, b.conn.rate)
-		if err != nil {
-			return written, err
-		}
-	}
-	return written, nil
-}
-
-// paceChunk is the most bytes a rate-limited connection moves at once: a
-// twentieth of a second's worth, at least 256.
-func paceChunk(rate float64) int { return max(256, int(rate/20)) }
-
-// pace returns when the next bytes may move after n moved at rate, having
-// been allowed from next.
-func pace(next time.Time, n int, rate float64) time.Time {
-	now := time.Now()
-	if next.Before(now) {
-		next = now
-	}
-	return next.Add(time.Duration(float64(n) / rate * float64(time.Second)))
-}
-
-// Close closes the connection, after the current fault's close delay.
+// Close closes the connection, after the current fault's close delay; a
+// delayed close happens at once when the instance closes.
 func (c *faultConn) Close() error {
 	c.closeOnce.Do(func() { close(c.closed) })
-	if b := c.current(); b != nil && b.conn.closeDelay > 0 {
-		time.AfterFunc(b.conn.closeDelay, func() { _ = c.Conn.Close() })
+	if d := c.closeDelay(); d > 0 {
+		go c.closeAfter(d)
 		return nil
 	}
 	return c.Conn.Close()
 }
 
-func (c *faultConn) SetDeadline(t time.Time) error {
-	c.setReadDeadline(t)
-	return c.Conn.SetDeadline(t)
-}
-
-func (c *faultConn) SetReadDeadline(t time.Time) error {
-	c.setReadDeadline(t)
-	return c.Conn.SetReadDeadline(t)
-}
-
-// setReadDeadline records t for the waits of Read, and wakes them.
-func (c *faultConn) setReadDeadline(t time.Time) {
-	c.dmu.Lock()
-	c.deadline = t
-	if c.dchanged != nil { // a wait is under way: wake it
-		close(c.dchanged)
-		c.dchanged = nil
+// closeDelay is the current fault's close delay, 0 for none.
+func (c *faultConn) closeDelay() time.Duration {
+	if b := c.current(); b != nil {
+		return b.conn.closeDelay
 	}
-	c.dmu.Unlock()
+	return 0
 }
 
-// wait blocks a read until until (zero: for ever) or until wake is closed,
-// and fails when the connection closes or its read deadline passes first,
-// as a read blocked in the kernel would.
-func (c *faultConn) wait(until time.Time, wake <-chan struct{}) error {
-	for {
-		c.dmu.Lock()
-		if c.dchanged == nil {
-			c.dchanged = make(chan struct{})
-		}
-		deadline, changed := c.deadline, c.dchanged
-		c.dmu.Unlock()
-		end, timeout := until, false
-		if !deadline.IsZero() && (end.IsZero() || deadline.Before(end)) {
-			end, timeout = deadline, true
-		}
-		var fire <-chan time.Time
-		var timer *time.Timer
-		if !end.IsZero() {
-			d := time.Until(end)
-			if d <= 0 {
-				if timeout {
-					return os.ErrDeadlineExceeded
-				}
-				return nil
-			}
-			timer = time.NewTimer(d)
-			fire = timer.C
-		}
-		var err error
-		again := false
-		select {
-		case <-fire:
-			if timeout {
-				err = os.ErrDeadlineExceeded
-			}
-		case <-wake:
-		case <-changed:
-			again = true
-		case <-c.closed:
-			err = net.ErrClosed
-		case <-c.s.closed:
-			err = net.ErrClosed
-		}
-		if timer != nil {
-			timer.Stop()
-		}
-		if !again {
-			return err
-		}
-	}
-}
-
-// sleepUntil blocks a write until t, or fails when the connection closes.
-func (c *faultConn) sleepUntil(t time.Time) error {
-	d := time.Until(t)
-	if d <= 0 {
-		return nil
-	}
-	timer := time.NewTimer(d)
-	defer timer.Stop()
+// closeAfter closes the connection after d, or when the instance closes.
+func (c *faultConn) closeAfter(d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
 	select {
-	case <-timer.C:
-		return nil
-	case <-c.closed:
-		return net.ErrClosed
+	case <-t.C:
 	case <-c.s.closed:
-		return net.ErrClosed
 	}
+	_ = c.Conn.Close()
+}
+
+// CloseWrite shuts the connection's sending side (a FIN) when the
+// connection wrapped can (*net.TCPConn can), as net/http does before it
+// closes a connection whose client may still be sending; it does nothing
+// when the connection cannot, and under a close delay, where the FIN goes
+// with the delayed close.
+func (c *faultConn) CloseWrite() error {
+	if c.closeDelay() > 0 {
+		return nil
+	}
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return nil
 }
 
 // Unmodeled says why a simulator that plans requests one by one cannot
@@ -413,7 +365,9 @@ func Unmodeled(f Fault) string {
 // fault that acts on connections or packets, whose effect on a request it
 // gives as a plan (a blackhole's requests hang; a refusal's are reset, as
 // for a client that opens a connection per request; loss delays some by
-// the retransmissions). base and r are as for Plan.
+// the retransmissions). base and r are as for Plan. Where it departs from
+// Plan it may draw from r differently: under loss it draws from r for each
+// request, where the server's Plan draws nothing (see Loss).
 func SimulatedPlan(f Fault, base time.Duration, r *rand.Rand) Action {
 	if s, ok := f.(interface {
 		planSeen(time.Duration, *rand.Rand) Action

@@ -39,8 +39,15 @@ type controlled interface {
 func (s *Server) control(w http.ResponseWriter, r *http.Request) { serveControl(s, w, r) }
 
 // serveControl serves the control API of s to a request that carries its
-// token (authorize); any other gets 401 and changes nothing.
+// token (authorize); any other gets 401 and changes nothing. Over HTTP/1
+// every answer closes its connection (Connection: close): a connection
+// whose first request is a control one is exempt from the connection
+// faults for its life (ConnFault), so it must carry nothing else. An
+// HTTP/2 connection is never exempt, and is left open.
 func serveControl(s controlled, w http.ResponseWriter, r *http.Request) {
+	if r.ProtoMajor == 1 {
+		w.Header().Set("Connection", "close")
+	}
 	if !authorize(s.controlToken(), w, r) {
 		return
 	}

@@ -11,7 +11,10 @@ import (
 // as over a saturated link. It acts on the bytes of the connection, so an
 // HTTP/2 (h2c, gRPC) connection's streams share the rate, and a small
 // answer is barely slowed while a large one (instances.response_bytes, or
-// a sidecar's upstream's) takes its size over Rate.
+// a sidecar's upstream's) takes its size over Rate. Bytes move in steps of
+// a twentieth of a second's worth (one byte at a time below 20 bytes a
+// second); a limit set, changed or cleared applies from the next step, to
+// transfers under way too.
 //
 // JSON: {"mode": "bandwidth", "rate": "64KiB"} (bytes a second).
 type Bandwidth struct {

@@ -11,8 +11,11 @@ import (
 // out. Unlike hang, which reads each request and never answers it, the
 // instance never sees the requests: it is a process stuck below HTTP, or
 // a network path that delivers connections and nothing else. Answers to
-// requests read before the fault still go out. Over HTTP/2 every stream
-// of a connection stops at once.
+// requests read before the fault still go out, over HTTP/1.1 whole. Over
+// HTTP/2 (h2c, gRPC) every stream of a connection stops at once, and an
+// answer under way stalls once it has filled the client's flow-control
+// window: the client's WINDOW_UPDATE frames, which would let it go on,
+// are no longer read.
 //
 // JSON: {"mode": "blackhole"}.
 type Blackhole struct{}

@@ -8,11 +8,16 @@ import (
 
 // Latency delays traffic without holding a worker, as a longer network
 // path does: with Per "request" every request waits Value before the
-// instance takes it up; with Per "connection" each new connection waits
-// Value before its first byte is read (a slow handshake, as TLS or a
-// far-away peer gives), and the requests on it then go at full speed.
-// A client with keep-alive pays the connection's latency once; one that
-// opens a connection per request pays it every time.
+// instance takes it up; with Per "connection" each connection accepted
+// while the fault is in force waits Value at its first read (a slow
+// handshake, as TLS or a far-away peer gives), and the requests on it
+// then go at full speed. That first read takes the first request's first
+// bytes before the wait (the instance sniffs them to tell a control
+// connection, which is exempt: see ConnFault); the request is served
+// after it. The wait ends early when the fault is cleared, and a
+// connection accepted before the fault was set does not wait. A client
+// with keep-alive pays the connection's latency once; one that opens a
+// connection per request pays it every time.
 //
 // JSON: {"mode": "latency", "per": "request", "value": "100ms"}.
 type Latency struct {

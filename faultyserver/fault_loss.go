@@ -37,7 +37,11 @@ func (f Loss) Validate() error {
 	return f.Health.validate()
 }
 
-// Plan serves the request for base: the loss is the kernel's.
+// Plan serves the request for base: the loss is the kernel's. It draws
+// nothing from r, unlike the simulator's plan (SimulatedPlan), which draws
+// from the instance's random source for each request: under loss a
+// simulated instance's later draws (service times, another fault's
+// choices) are not those of a server with the same seed.
 func (Loss) Plan(base time.Duration, _ *rand.Rand) Action {
 	return Action{Kind: ActionServe, Service: base}
 }

@@ -44,16 +44,32 @@ const LossRTO = 210 * time.Millisecond
 // packets a request match lossy-instance's real run: 10.2% of the
 // instance's requests were late at p 0.05, and 1-(0.95)^2 is 9.75%. The
 // delay is on the way in, holding no worker; a connection's handshake
-// (keepalive: false) is not modelled.
+// (keepalive: false) is not modelled. It draws from r, the instance's
+// random source (at least twice a request), where the server's Plan draws
+// nothing.
+//
+// A packet still lost after lossGiveUp of waiting never arrives for the
+// client: the request hangs until its timeout (at p 1, a partition, every
+// one does).
 func (f Loss) planSeen(base time.Duration, r *rand.Rand) Action {
+	if f.P >= 1 {
+		return Action{Kind: ActionHang}
+	}
 	var late time.Duration
 	for range 2 {
 		for rto := LossRTO; r.Float64() < f.P; rto *= 2 {
 			late += rto
+			if late > lossGiveUp {
+				return Action{Kind: ActionHang}
+			}
 		}
 	}
 	return Action{Kind: ActionServe, Service: base, Latency: late}
 }
+
+// lossGiveUp bounds the retransmission delay the simulator gives a
+// request: beyond it the request hangs (no run's timeout is that long).
+const lossGiveUp = 10 * time.Minute
 
 func (SynDrop) unmodeled() string {
 	return "syn-drop drops connection attempts in the kernel, which the simulator does not model"

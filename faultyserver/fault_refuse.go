@@ -6,15 +6,19 @@ import (
 )
 
 // Refuse turns new connections away while the connections already open go
-// on: each new one is reset (an RST) before anything is read from it, so
-// its client's first request fails at once. With keep-alive, a client
-// that holds its connections does not notice; one that opens a connection
-// per request fails every request.
+// on: each connection accepted while the fault is in force is reset (an
+// RST) at its first read, if the fault is still in force then, so its
+// client's first request fails at once. That read takes the request's
+// first bytes (the instance sniffs them to tell a control connection,
+// which is exempt: see ConnFault), but no request is served. A connection
+// accepted before the fault was set goes on, even one idle with nothing
+// read yet. With keep-alive, a client that holds its connections does not
+// notice; one that opens a connection per request fails every request.
 //
 // A refused connection is accepted first, so its client's connect
-// succeeds and its first read is reset; a kernel that refuses the SYN
-// (nothing listening) fails the connect itself. For a client both end the
-// request at once, before the instance sees it.
+// succeeds and its first request's answer is a reset; a kernel that
+// refuses the SYN (nothing listening) fails the connect itself. For a
+// client both end the request at once, before the instance serves it.
 //
 // JSON: {"mode": "refuse"}.
 type Refuse struct{}

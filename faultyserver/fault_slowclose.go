@@ -12,7 +12,8 @@ import (
 // wait for it; one reading to the end of the connection (an HTTP/1.0-style
 // answer, a cut answer, a connection the server closes while the client
 // waits for its next answer) does, and the instance holds the connection
-// meanwhile.
+// meanwhile. Closing the instance closes the connections still waiting at
+// once. The delay is the one in force when the close is made.
 //
 // JSON: {"mode": "slow-close", "delay": "1s"}.
 type SlowClose struct {

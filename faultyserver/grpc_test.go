@@ -199,9 +199,9 @@ func TestGRPCErrorRate(t *testing.T) {
 func TestGRPCHang(t *testing.T) {
 	s, _, cc := startGRPC(t, Config{Workers: 1, Service: Fixed(0)})
 	mustSetFault(t, s, Hang{})
+	began := time.Now() // before the deadline is set, which it is measured against
 	ctx, cancel := context.WithTimeout(t.Context(), ms(150))
 	defer cancel()
-	began := time.Now()
 	done := make(chan grpcResult, 1)
 	go func() { done <- call(ctx, cc) }()
 	time.Sleep(ms(50))

@@ -32,7 +32,8 @@ func hostPorts(p Provider) (bool, string) {
 // checkNetwork returns an error naming the first network fault of exp
 // that p's backends cannot take, or that this process cannot carry out
 // (it needs root and iptables). ext, when set, lists the external
-// instances, which take one when they are reached on this host's loopback.
+// instances, which take one when the address the run reaches them at
+// (externalAddr) is on this host's loopback.
 func checkNetwork(exp *experiments.Experiment, p Provider, ext []experiments.External) error {
 	for i, f := range exp.Faults {
 		if !faultyserver.IsNetworkFault(f.Spec) {
@@ -40,14 +41,14 @@ func checkNetwork(exp *experiments.Experiment, p Provider, ext []experiments.Ext
 		}
 		what := fmt.Sprintf("faults[%d].mode: %q", i, f.Spec.Mode())
 		if len(ext) > 0 {
-			x := ext[f.Instance]
-			u, err := url.Parse(x.URL)
+			addr := externalAddr(ext[f.Instance])
+			u, err := url.Parse(addr)
 			if err == nil {
 				_, err = netfault.TargetOf(u)
 			}
 			if err != nil {
 				return fmt.Errorf("%s: %s needs the instance's port in this host's network namespace; instance %d (%s) is not on its loopback: %v",
-					exp.Source, what, f.Instance, x.URL, err)
+					exp.Source, what, f.Instance, addr, err)
 			}
 		} else if ok, why := hostPorts(p); !ok {
 			return fmt.Errorf("%s: %s needs the instance's port in this host's network namespace; %s", exp.Source, what, why)
@@ -57,4 +58,14 @@ func checkNetwork(exp *experiments.Experiment, p Provider, ext []experiments.Ext
 		}
 	}
 	return nil
+}
+
+// externalAddr is the address the run sends an external instance's load
+// to, and whose port a network fault's rules then act on (the backend's
+// URL, see harness/external): its sidecar's when it has one, else its own.
+func externalAddr(x experiments.External) string {
+	if x.Sidecar != "" {
+		return x.Sidecar
+	}
+	return x.URL
 }

@@ -60,7 +60,9 @@ func New(runID, owner string) (*Rules, error) {
 		return nil, errors.Join(err, removeChain(r.chain))
 	}
 	if _, err := iptables(append([]string{"-I", "INPUT", "1"}, r.jump...)...); err != nil {
-		return nil, errors.Join(err, removeChain(r.chain))
+		// The insertion may have happened all the same (a call that timed
+		// out): the chain cannot go while INPUT jumps to it.
+		return nil, errors.Join(err, r.deleteJump(), removeChain(r.chain))
 	}
 	return r, nil
 }
@@ -70,7 +72,9 @@ func (r *Rules) Chain() string { return r.chain }
 
 // Apply adds the rules that carry out f on t, under key (say, the
 // instance's), which Remove takes back. A key already applied must be
-// removed first. On error no rule of f is left.
+// removed first. On error no rule of f is left, unless taking back those
+// added fails too: those stay under key, for Remove to try again (and
+// Close removes them with the chain).
 func (r *Rules) Apply(key string, f faultyserver.NetworkFault, t Target) error {
 	if err := checkWord("key", key); err != nil {
 		return err
@@ -93,7 +97,11 @@ func (r *Rules) Apply(key string, f faultyserver.NetworkFault, t Target) error {
 	}
 	for i, args := range rules {
 		if _, err := iptables(append([]string{"-A", r.chain}, args...)...); err != nil {
-			return errors.Join(err, r.delete(rules[:i]))
+			left, derr := r.delete(rules[:i])
+			if len(left) > 0 {
+				r.keys[key] = left
+			}
+			return errors.Join(err, derr)
 		}
 	}
 	r.keys[key] = rules
@@ -101,15 +109,21 @@ func (r *Rules) Apply(key string, f faultyserver.NetworkFault, t Target) error {
 }
 
 // Remove deletes the rules applied under key; nothing when there are none.
+// Those it fails to delete stay under key, for another Remove to try
+// again (and for Close, which removes them with the chain).
 func (r *Rules) Remove(key string) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	rules := r.keys[key]
-	delete(r.keys, key)
 	if r.closed {
 		return nil
 	}
-	return r.delete(rules)
+	left, err := r.delete(r.keys[key])
+	if len(left) > 0 {
+		r.keys[key] = left
+	} else {
+		delete(r.keys, key)
+	}
+	return err
 }
 
 // Keys returns the keys applied, sorted.
@@ -124,16 +138,26 @@ func (r *Rules) Keys() []string {
 	return keys
 }
 
-// delete deletes rules from the chain; a rule already gone is not an
-// error.
-func (r *Rules) delete(rules [][]string) error {
+// delete deletes rules from the chain and returns those it could not
+// delete; a rule already gone is not an error.
+func (r *Rules) delete(rules [][]string) (left [][]string, err error) {
 	var errs []error
 	for _, args := range rules {
 		if _, err := iptables(append([]string{"-D", r.chain}, args...)...); err != nil && !gone(err) {
 			errs = append(errs, err)
+			left = append(left, args)
 		}
 	}
-	return errors.Join(errs...)
+	return left, errors.Join(errs...)
+}
+
+// deleteJump deletes INPUT's jump to the chain; one already gone is not
+// an error.
+func (r *Rules) deleteJump() error {
+	if _, err := iptables(append([]string{"-D", "INPUT"}, r.jump...)...); err != nil && !gone(err) {
+		return err
+	}
+	return nil
 }
 
 // Close removes the jump from INPUT and the chain with every rule in it.
@@ -147,11 +171,7 @@ func (r *Rules) Close() error {
 	}
 	r.closed = true
 	r.keys = nil
-	var errs []error
-	if _, err := iptables(append([]string{"-D", "INPUT"}, r.jump...)...); err != nil && !gone(err) {
-		errs = append(errs, err)
-	}
-	return errors.Join(append(errs, removeChain(r.chain))...)
+	return errors.Join(r.deleteJump(), removeChain(r.chain))
 }
 
 // removeChain flushes and deletes chain; one already gone is not an error.
