@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
-	"slices"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -37,6 +36,8 @@ type file struct {
 	Expect        yaml.Node     `yaml:"expect"`
 	Abort         yaml.Node     `yaml:"abort"`
 	Tiers         []fileTier    `yaml:"tiers"`
+	Zones         []fileZone    `yaml:"zones"`
+	CrossZone     string        `yaml:"cross_zone_latency"`
 }
 
 type fileFleet struct {
@@ -105,15 +106,6 @@ type fileKeys struct {
 		From  string   `yaml:"from"`
 		Until string   `yaml:"until"`
 	} `yaml:"hot"`
-}
-
-type fileFault struct {
-	Instance  *int      `yaml:"instance"`
-	Instances []int     `yaml:"instances"`
-	Tier      string    `yaml:"tier"`
-	At        string    `yaml:"at"`
-	Until     string    `yaml:"until"`
-	Fault     yaml.Node `yaml:"fault"`
 }
 
 // build converts the decoded file into an Experiment with every default
@@ -210,6 +202,13 @@ func (f *file) build(source, dir string) (*Experiment, error) {
 	if err := f.Instances.buildLifecycle(&e.Instances); err != nil {
 		return nil, err
 	}
+	e.Replicas = 1
+	if f.Replicas != nil {
+		e.Replicas = *f.Replicas
+	}
+	if err := f.buildZones(e); err != nil {
+		return nil, err
+	}
 	if len(f.Tiers) > 0 {
 		err = f.buildTiers(e)
 	} else {
@@ -218,7 +217,7 @@ func (f *file) build(source, dir string) (*Experiment, error) {
 	if err != nil {
 		return nil, err
 	}
-	if e.Faults, err = buildFaults(f.Faults, e.Tiers); err != nil {
+	if e.Faults, err = buildFaults(f.Faults, e); err != nil {
 		return nil, err
 	}
 	// A joining instance's warm-up is a slow fault from its join.
@@ -234,10 +233,6 @@ func (f *file) build(source, dir string) (*Experiment, error) {
 		if in.JoinAt >= e.Duration {
 			return nil, fieldErr(fmt.Sprintf("instances (instance %d).join_at", id), "%v is not before the end of the run (duration %v)", in.JoinAt, e.Duration)
 		}
-	}
-	e.Replicas = 1
-	if f.Replicas != nil {
-		e.Replicas = *f.Replicas
 	}
 	e.Generators = 1
 	if f.Generators != nil {
@@ -284,64 +279,6 @@ func (f *file) build(source, dir string) (*Experiment, error) {
 		return nil, err
 	}
 	return e, nil
-}
-
-// buildFaults converts the fault schedule in file order; an entry naming
-// several instances becomes one Fault per instance, in the order listed.
-func buildFaults(ffs []fileFault, tiers []Tier) ([]Fault, error) {
-	var faults []Fault
-	for i, ff := range ffs {
-		name := fmt.Sprintf("faults[%d]", i)
-		var ids []int
-		switch {
-		case ff.Tier != "" && (ff.Instance != nil || ff.Instances != nil):
-			return nil, fieldErr(name, "give instance, instances or tier, not two of them")
-		case ff.Tier != "":
-			var err error
-			if ids, err = tierFault(name, ff.Tier, tiers); err != nil {
-				return nil, err
-			}
-		case ff.Instance != nil && ff.Instances != nil:
-			return nil, fieldErr(name, "give instance or instances, not both")
-		case ff.Instance != nil:
-			ids = []int{*ff.Instance}
-		case len(ff.Instances) > 0:
-			ids = ff.Instances
-		default:
-			return nil, fieldErr(name+".instance", "is required (or instances: [ids...], or tier: NAME)")
-		}
-		flt := Fault{}
-		var err error
-		if flt.At, err = duration(name+".at", ff.At, 0); err != nil {
-			return nil, err
-		}
-		if flt.Until, err = duration(name+".until", ff.Until, 0); err != nil {
-			return nil, err
-		}
-		if ff.Fault.Kind == 0 {
-			return nil, fieldErr(name+".fault", "is required, e.g. {mode: fail, status: 503}")
-		}
-		raw, err := nodeJSON(&ff.Fault)
-		if err != nil {
-			return nil, fieldErr(name+".fault", "%v", err)
-		}
-		if flt.Spec, err = faultyserver.ParseFault(raw); err != nil {
-			return nil, fieldErr(name+".fault", "%v", err)
-		}
-		for j, id := range ids {
-			if slices.Contains(ids[:j], id) {
-				return nil, fieldErr(name+".instances", "lists instance %d twice", id)
-			}
-			flt.Instance, flt.Origin = id, name+".instance"
-			if ff.Tier != "" {
-				flt.Origin = fmt.Sprintf("%s.tier (instance %d)", name, id)
-			} else if ff.Instance == nil {
-				flt.Origin = fmt.Sprintf("%s.instances[%d]", name, j)
-			}
-			faults = append(faults, flt)
-		}
-	}
-	return faults, nil
 }
 
 // buildApp fills in.App. The service has its own workers and queue, so

@@ -68,7 +68,7 @@ func TestNoExpectations(t *testing.T) {
 
 func TestBadExpectations(t *testing.T) {
 	const (
-		metricList   = "achieved_rate, affinity, attempts_per_request, bad_ratio, duplicate_executions, ejections, end_goodput_ratio, error_ratio, error_tail_s, faulty_share, max_avg_load, max_jump_rps, max_ms, max_utilization, mean_ms, newcomer_share, p50_ms, p50_ok_ms, p90_ms, p999_ms, p99_failed_ms, p99_ms, p99_ok_ms, requests, share_stddev, slow_ratio, success_ratio, tier_amplification, timeout_ratio"
+		metricList   = "achieved_rate, affinity, attempts_per_request, bad_ratio, cross_zone_share, duplicate_executions, ejections, end_goodput_ratio, error_ratio, error_tail_s, faulty_share, max_avg_load, max_jump_rps, max_ms, max_utilization, mean_ms, newcomer_share, p50_ms, p50_ok_ms, p90_ms, p999_ms, p99_failed_ms, p99_ms, p99_ok_ms, requests, share_stddev, slow_ratio, success_ratio, tier_amplification, timeout_ratio, worst_zone_error_ratio"
 		strategyList = `"round-robin", "p2c+eject(consecutive=5,duration=5s)"`
 	)
 	tests := []struct {
@@ -125,7 +125,7 @@ func TestBadExpectations(t *testing.T) {
 		{"percentage on milliseconds", `expect: [{strategy: round-robin, p99_ms: "< 5%"}]`,
 			`t.yaml: expect[0].p99_ms: "< 5%": p99_ms is not a ratio and takes no %; write a number like "< 100"`},
 		{"bad key metric", `key_metric: p50_ms`,
-			`t.yaml: line 7: key_metric: unknown metric "p50_ms" (one of bad_ratio, error_ratio, slow_ratio, timeout_ratio, faulty_share, p99_ms, p999_ms, max_avg_load, max_jump_rps, share_stddev, error_tail_s)`},
+			`t.yaml: line 7: key_metric: unknown metric "p50_ms" (one of bad_ratio, error_ratio, slow_ratio, timeout_ratio, faulty_share, p99_ms, p999_ms, max_avg_load, max_jump_rps, share_stddev, error_tail_s, cross_zone_share, worst_zone_error_ratio)`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

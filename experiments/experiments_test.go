@@ -15,7 +15,7 @@ import (
 
 func TestShippedExperimentsLoad(t *testing.T) {
 	want := []string{"all-failing", "app-fast-fail", "app-slow-instance", "baseline", "blackhole-instance", "burst", "cold-start", "crash", "error-rate", "fast-fail", "fastest-response-trap", "freeze", "grpc-fast-fail", "grpc-slow-instance", "hedge-slow-instance", "herd",
-		"hetero-hardware", "heterogeneous", "hot-key", "ip-hash-pool", "latency-spike", "long-connections", "lossy-instance", "noisy-neighbor", "retry-amplification", "retry-fast-fail", "retry-post", "retry-storm", "rolling-restart", "rolling-restart-graceful", "service-fast-fail", "service-pod-kill", "slow-instance", "truncated-bodies", "zone-jitter"}
+		"hetero-hardware", "heterogeneous", "hot-key", "ip-hash-pool", "latency-spike", "long-connections", "lossy-instance", "noisy-neighbor", "retry-amplification", "retry-fast-fail", "retry-post", "retry-storm", "rolling-restart", "rolling-restart-graceful", "service-fast-fail", "service-pod-kill", "slow-instance", "truncated-bodies", "zone-imbalance", "zone-jitter", "zone-outage"}
 	if diff := cmp.Diff(want, Names()); diff != "" {
 		t.Fatalf("Names() mismatch (-want +got):\n%s", diff)
 	}

@@ -75,9 +75,14 @@ type Experiment struct {
 	Instances     Instances
 	// Tiers, when set, layer the instances (tiers.go): the client calls
 	// the first tier, whose instances call the next, and so on.
-	Tiers      []Tier
-	Faults     []Fault
-	Strategies []string // strategy specs as written, e.g. "least-inflight+eject(consecutive=5,duration=5s)"
+	Tiers []Tier
+	// Zones, when set, place the instances and the clients in zones
+	// (zones.go); CrossZoneLatency is what a request from a client to an
+	// instance of another zone waits on top, as a longer network path.
+	Zones            []Zone
+	CrossZoneLatency time.Duration
+	Faults           []Fault
+	Strategies       []string // strategy specs as written, e.g. "least-inflight+eject(consecutive=5,duration=5s)"
 	// ProxyFiles holds, for each strategy that names a file of its own
 	// (nginx:file(path=...), haproxy:file(path=...)), the file's absolute
 	// path: a relative path is resolved against the experiment file's
@@ -401,6 +406,10 @@ type Fault struct {
 	Spec     faultyserver.Fault
 	// Warmup marks the slow fault that models a joining instance's warm-up.
 	Warmup bool
+	// From, when set, limits a network fault to the traffic of the
+	// clients of these zones (a partition: partition: [a, b]); nil: all
+	// traffic.
+	From []string
 	// Origin is where the file gives this fault's instance, for messages:
 	// "faults[0].instance" or "faults[0].instances[1]"; "" for a fault
 	// made by the loader (a warm-up) or by code.
@@ -426,10 +435,14 @@ func (e *Experiment) PeakRate() float64 {
 	return e.Profile.Peak(e.Duration)
 }
 
-// FaultyInstances returns the sorted ids of instances that have any fault.
+// FaultyInstances returns the sorted ids of instances that have any fault
+// but a partition's.
 func (e *Experiment) FaultyInstances() []int {
 	ids := []int{}
 	for _, f := range e.Faults {
+		if len(f.From) > 0 {
+			continue // a partition: the instance is fine for its own zone's clients
+		}
 		if !slices.Contains(ids, f.Instance) {
 			ids = append(ids, f.Instance)
 		}

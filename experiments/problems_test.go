@@ -56,7 +56,7 @@ strategies: [round-robin]
 				`  line 2: arrival: must be "poisson" or "constant", got "burst"`,
 				"  line 3: timeout: must be > 0, got -1s",
 				"  line 7: faults[0].instances[1]: 7 is out of range: instances are 0..2",
-				"  line 8: key_metric: unknown metric \"p50_ms\" (one of bad_ratio, error_ratio, slow_ratio, timeout_ratio, faulty_share, p99_ms, p999_ms, max_avg_load, max_jump_rps, share_stddev, error_tail_s)"}},
+				"  line 8: key_metric: unknown metric \"p50_ms\" (one of bad_ratio, error_ratio, slow_ratio, timeout_ratio, faulty_share, p99_ms, p999_ms, max_avg_load, max_jump_rps, share_stddev, error_tail_s, cross_zone_share, worst_zone_error_ratio)"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Parse("t.yaml", []byte(tc.src))

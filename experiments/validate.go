@@ -46,6 +46,7 @@ func (e *Experiment) Validate() error {
 		{e.validateFaults, true},
 		{e.validateStrategies, false},
 		{e.validateTiers, false},
+		{e.validateZones, false},
 		{e.validateExpectations, false},
 		{e.validateAborts, true},
 	} {

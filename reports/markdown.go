@@ -79,6 +79,10 @@ func WriteMarkdownAt(w io.Writer, s *Summary, plots []Plot, plotsURL string) err
 		m.p("### Tiers\n\n%s\n\n", mdText(v.TiersNote))
 		m.table(*v.Tiers)
 	}
+	if v.Zones != nil {
+		m.p("### Zones\n\n%s\n\n", mdText(v.ZonesNote))
+		m.table(*v.Zones)
+	}
 	if v.Rotation != nil {
 		m.p("### Out of rotation\n\n%s\n\n", mdText(v.RotationNote))
 		m.table(*v.Rotation)

@@ -204,6 +204,12 @@ var metricTable = []Metric{
 	{Name: "affinity", Kind: KindRatio, Label: "requests served by their key's home instance", Head: "affinity %", Better: HigherIsBetter,
 		Reading: "The share of keyed requests served by their key's home instance (the one that served the key most).",
 		value:   func(st *Strategy) float64 { return orNaN(st.Affinity) }},
+	{Name: "cross_zone_share", Kind: KindRatio, Label: "requests that crossed zones", Head: "cross-zone %", Better: LowerIsBetter, Key: true,
+		Reading: "The share of requests that went to an instance of another zone than their client's, each paying the cross-zone latency (runs with zones).",
+		value:   func(st *Strategy) float64 { return orNaN(st.CrossZoneShare) }},
+	{Name: "worst_zone_error_ratio", Kind: KindRatio, Label: "failed requests of the worst-off zone's clients", Head: "worst zone error %", Better: LowerIsBetter, Key: true,
+		Reading: "The highest share of failed requests among the zones' clients (runs with zones): a failure kept in its zone shows here, one spread over the zones in error %.",
+		value:   worstZoneErrorRatio},
 	{Name: "newcomer_share", Kind: KindRatio, Label: "share of requests sent to instances that joined during the run", Head: "newcomer share %", Better: Neutral,
 		Reading: "The share of requests sent to the instances that joined the host set during the run; compare it with their fair share for the time since they joined.",
 		value:   newcomerShare},
@@ -464,4 +470,16 @@ func okLatency(l *Latency, f func(*Latency) float64) float64 {
 		return math.NaN()
 	}
 	return f(l)
+}
+
+// worstZoneErrorRatio is the highest error ratio of a zone's clients; NaN
+// without zones.
+func worstZoneErrorRatio(st *Strategy) float64 {
+	worst := math.NaN()
+	for _, z := range st.Zones {
+		if z.Requests > 0 && !(z.ErrorRatio <= worst) {
+			worst = z.ErrorRatio
+		}
+	}
+	return worst
 }

@@ -75,8 +75,11 @@ func TestValueOfEveryMetric(t *testing.T) {
 		AttemptsPerRequest:  &AttemptStats{Mean: 2.5, P99: 3, Max: 3},
 		DuplicateExecutions: new(int64(7)),
 		Tiers:               []Tier{{Name: "a", PerClientRequest: 3}, {Name: "b", PerClientRequest: 27}},
+		Zones:               []ZoneStats{{Name: "a", Requests: 10, ErrorRatio: 0.1}, {Name: "b", Requests: 10, ErrorRatio: 0.5}, {Name: "c", ErrorRatio: 1}},
+		CrossZoneShare:      new(0.3),
 	}
 	want := map[string]float64{
+		"cross_zone_share": 0.3, "worst_zone_error_ratio": 0.5,
 		"tier_amplification": 27, "attempts_per_request": 2.5, "end_goodput_ratio": 0.4, "duplicate_executions": 7,
 		"max_avg_load": 1.5, "affinity": 0.75, "max_jump_rps": 120, "share_stddev": 0.02, "error_tail_s": 3, "max_utilization": 0.875,
 		"newcomer_share": 0.2, "bad_ratio": 0.4375, "error_ratio": 0.375, "success_ratio": 0.625, "timeout_ratio": 0.0625, "slow_ratio": 0.125,

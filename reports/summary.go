@@ -196,6 +196,15 @@ type Strategy struct {
 	// the calls they received from the tier above (retries included),
 	// and their share is of their tier's requests. Absent without tiers.
 	Tiers []Tier `json:"tiers,omitempty"`
+	// Zones, in an experiment whose instances and clients are in zones
+	// (its zones:), is each zone's traffic, in the file's order: what its
+	// clients sent and where it went, and what its instances received.
+	// Absent without zones.
+	Zones []ZoneStats `json:"zones,omitempty"`
+	// CrossZoneShare is the share of the requests that reached an
+	// instance that went to an instance of another zone than their
+	// client's (each paid cross_zone_latency); absent without zones.
+	CrossZoneShare *float64 `json:"cross_zone_share,omitempty"`
 	// Rotation, for instances behind a Kubernetes Service that a fault
 	// hit, is how long they took to leave the Service's rotation (see
 	// OutOfRotation); absent otherwise.
@@ -220,6 +229,30 @@ type Tier struct {
 	// calls to the next tier decided, summed over its instances; absent
 	// for the last tier and for calls without a policy.
 	Retry *RetryStats `json:"retry,omitempty"`
+}
+
+// ZoneStats is one zone's traffic: its clients' requests and its
+// instances' share.
+type ZoneStats struct {
+	Name      string `json:"name"`      // the zone's name in the experiment file
+	Instances []int  `json:"instances"` // its instances' ids (none for a zone of clients only)
+	// ClientsShare is the zone's share of the clients, as the experiment
+	// gives it: the share of the requests its clients send.
+	ClientsShare float64 `json:"clients_share"`
+	Requests     int64   `json:"requests"`    // requests its clients sent
+	ErrorRatio   float64 `json:"error_ratio"` // of its clients' requests, those without a 2xx answer
+	// LatencyMs is the latency of its clients' requests; absent when
+	// they sent none.
+	LatencyMs *Latency `json:"latency_ms,omitempty"`
+	// LocalShare is the share of its clients' requests that reached an
+	// instance that went to one of its own zone.
+	LocalShare float64 `json:"local_share"`
+	// Received counts the requests its instances received, from every
+	// zone (attempts, under a retry or hedge policy).
+	Received int64 `json:"received"`
+	// ReceivedShare is Received over all the strategy's requests
+	// (attempts) to instances.
+	ReceivedShare float64 `json:"received_share"`
 }
 
 // AttemptStats is the distribution of attempts per client request.

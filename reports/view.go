@@ -41,6 +41,9 @@ type view struct {
 	// Tiers holds a tiered run's traffic per tier; nil without tiers.
 	Tiers     *table
 	TiersNote string
+	// Zones holds a run's traffic per zone; nil without zones.
+	Zones     *table
+	ZonesNote string
 	// Rotation holds the time out of rotation behind a Service; nil
 	// without one.
 	Rotation     *table
@@ -186,6 +189,9 @@ func newView(s *Summary, plots []Plot) *view {
 	v.Scenario = scenarioTable(s)
 	if v.Tiers = tiersTable(s); v.Tiers != nil {
 		v.TiersNote = tiersNote
+	}
+	if v.Zones = zonesTable(s); v.Zones != nil {
+		v.ZonesNote = zonesNote
 	}
 	if v.Rotation = rotationTable(s); v.Rotation != nil {
 		v.RotationNote = rotationNote

@@ -313,3 +313,14 @@ func (f *zoneFeed) pick(inner Picker, req Request, target int, hosts []int) (int
 	f.feed.sync(hosts)
 	return inner.Pick(req, hosts)
 }
+
+// NeedsZones reports whether spec has a zone wrapper, which needs the
+// zones of its endpoints and of its client.
+func NeedsZones(spec Spec) bool {
+	for _, w := range spec.Wrappers {
+		if zoneWrappers[w.Name] {
+			return true
+		}
+	}
+	return false
+}

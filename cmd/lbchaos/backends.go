@@ -49,6 +49,19 @@ func chooseProvider(ctx context.Context, choice string, exp *experiments.Experim
 			return nil, nop, &exitError{2, fmt.Errorf("--backends %s: %s lists instances.external, instances that already run, and %s backends would start instances of their own; use --backends external (or auto)", choice, exp.Source, choice)}
 		}
 	}
+	if len(exp.Zones) > 0 {
+		// Each zone's clients send from a loopback address of their own
+		// to instances on this machine's loopback.
+		switch choice {
+		case "process":
+			return local, nop, nil
+		case "auto":
+			fmt.Fprintf(logw, "lbchaos: backends: process (%s has zones, whose clients send from a loopback address per zone)\n", exp.Name)
+			return local, nop, nil
+		case "docker", "kube", "external":
+			return nil, nop, &exitError{2, fmt.Errorf("--backends %s: %s has zones, which run on process backends (each zone's clients send from a loopback address of their own) or in the simulator (--engine sim)", choice, exp.Source)}
+		}
+	}
 	if app := exp.Instances.App; app != nil {
 		switch choice {
 		case "process", "external":

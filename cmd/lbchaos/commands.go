@@ -79,7 +79,7 @@ var commands = []command{
 		about: "Builds (or finds) the backend container image, FROM scratch with a static lbchaos binary, and prints its reference. With --repo, puts any static linux binary (--binary, e.g. your own service) in an image of its own as its entry point (make example-image).",
 		flags: func(fs *flag.FlagSet) { bindImage(fs) }},
 	{name: "clean", args: "[--kubeconfig PATH]", short: "remove every container, network, namespace and packet filter rule lbchaos created",
-		about: "Removes every container and network lbchaos created, of any run (Docker), and every lbchaos namespace of the Kubernetes cluster the kubeconfig names. Either is skipped when it does not answer.",
+		about: "Removes every container and network lbchaos created, of any run (Docker), the packet filter rules of its network faults and partitions (iptables, as root), and every lbchaos namespace of the Kubernetes cluster the kubeconfig names. Each is skipped when it does not answer.",
 		flags: func(fs *flag.FlagSet) { bindClean(fs) }},
 	{name: "signal", args: "STOP|CONT", short: "internal: signal a kube backend pod's other processes (its pause fault)", operands: signalName,
 		about: "Internal: what the kube backends' pause fault runs in an ephemeral container of a backend pod, whose image has no kill: sends SIGSTOP or SIGCONT to the pod's other processes."},

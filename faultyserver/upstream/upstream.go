@@ -12,6 +12,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"sync"
 	"syscall"
 	"time"
@@ -118,6 +119,12 @@ func (u *Client) SetMaxIdle(n int) {
 	u.mu.Lock()
 	u.maxIdle = n
 	u.mu.Unlock()
+}
+
+// SetLocalAddr makes u's connections come from ip; set it before the
+// first request.
+func (u *Client) SetLocalAddr(ip netip.Addr) {
+	u.dialer.LocalAddr = &net.TCPAddr{IP: ip.AsSlice()}
 }
 
 // CloseIdle closes the connections kept idle; unlike Close, later requests

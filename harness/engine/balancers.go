@@ -146,7 +146,7 @@ func GeneratorBalancersWithout(exp *experiments.Experiment, name string, clock s
 		if global > 0 {
 			seedName = fmt.Sprintf("%s#%d", name, global)
 		}
-		lb, err := strategies.New(spec, strategies.Env{
+		env := strategies.Env{
 			N:     n,
 			Clock: clock,
 			Rand:  StrategySeed(exp.Seed, seedName),
@@ -158,7 +158,12 @@ func GeneratorBalancersWithout(exp *experiments.Experiment, name string, clock s
 			Weights:     exp.Instances.Weights(),
 			Connections: exp.Connections,
 			Loads:       board,
-		})
+		}
+		if z := exp.ReplicaZone(global); z >= 0 {
+			// The replica is a client of zone z (see experiments.Zone).
+			env.Zones, env.LocalZone, env.ZoneClients = exp.InstanceZones(n), exp.Zones[z].Name, exp.ZoneClients()
+		}
+		lb, err := strategies.New(spec, env)
 		if err != nil {
 			return nil, err
 		}

@@ -22,6 +22,10 @@ type Outcome struct {
 	// Attempts is how many attempts the request made, under a retry or
 	// hedge policy (Collector.CountAttempts); ignored otherwise.
 	Attempts int32
+	// ClientZone is the index of the zone of the client that sent the
+	// request (experiments.Experiment.ReplicaZone of its replica), for a
+	// collector with zones (SetZones); ignored otherwise.
+	ClientZone int32
 }
 
 // Collector aggregates results into HdrHistograms: overall, per instance,
@@ -72,6 +76,8 @@ type Collector struct {
 	seconds secondLog
 	// flow counts requests as attempts (attempts.go).
 	flow flow
+	// zones counts requests by zone (zones.go); nil without zones.
+	zones *zoneAgg
 }
 
 // keyCount is how many requests with some key went to one instance.
@@ -164,6 +170,9 @@ func (c *Collector) AddN(o Outcome, n int64) {
 	}
 	if slow {
 		c.slowCount += n
+	}
+	if c.zones != nil {
+		c.zones.add(&o, us, n)
 	}
 	b := c.bucketOf(o.SentAt)
 	c.flow.request(b, o, n)
@@ -377,6 +386,9 @@ func (c *Collector) Strategy(name string, faulty []int) reports.Strategy {
 	}
 	s.FaultyShare = ratio(faultyReqs, c.attemptsTotal())
 	c.fillFlow(&s)
+	if c.zones != nil {
+		c.zones.fill(&s, c.inst, c.attemptsTotal())
+	}
 	s.Affinity = c.affinity()
 	s.Percentiles = percentileCurve(c.overall)
 	s.PercentilesOK = percentileCurve(c.overallOK)

@@ -16,6 +16,9 @@ type FaultOp struct {
 	Fault    faultyserver.Fault // nil = clear
 	Clears   faultyserver.Fault // for a clear: the fault it ends
 	Index    int                // position in the experiment's fault list
+	// From is the fault's experiments.Fault.From: the client zones whose
+	// traffic it acts on (nil: all).
+	From []string
 }
 
 // Set reports whether op sets a fault (rather than clearing one).
@@ -34,9 +37,9 @@ func (op FaultOp) Subject() faultyserver.Fault {
 func FaultOps(faults []experiments.Fault, duration time.Duration) []FaultOp {
 	var ops []FaultOp
 	for i, f := range faults {
-		ops = append(ops, FaultOp{At: f.At, Instance: f.Instance, Fault: f.Spec, Index: i})
+		ops = append(ops, FaultOp{At: f.At, Instance: f.Instance, Fault: f.Spec, Index: i, From: f.From})
 		if f.Until != 0 && f.Until < duration {
-			ops = append(ops, FaultOp{At: f.Until, Instance: f.Instance, Clears: f.Spec, Index: i})
+			ops = append(ops, FaultOp{At: f.Until, Instance: f.Instance, Clears: f.Spec, Index: i, From: f.From})
 		}
 	}
 	// Clears before sets at the same instant, so back-to-back windows on one

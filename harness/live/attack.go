@@ -80,7 +80,7 @@ func (a *attack) arm(ctx context.Context) error {
 	if a.load != nil {
 		moved = a.load.moved
 	}
-	a.faults = newFaultRunner(a.fl, faults, exp.Duration, moved)
+	a.faults = newFaultRunner(a.fl, exp, faults, moved)
 	a.faults.dead = a.inc
 	return a.faults.applyInitial(ctx)
 }

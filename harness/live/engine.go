@@ -326,6 +326,7 @@ func (e *Engine) prepare(ctx context.Context, a *attack, targets []*url.URL, con
 	}
 	a.sched = engine.ExperimentSchedule(exp)
 	a.coll = engine.NewCollector(len(targets), exp.Duration, exp.Timeout, exp.SlowThreshold)
+	a.coll.SetZones(exp)
 	if engine.HasPolicy(a.lbs) {
 		a.coll.CountAttempts()
 	}

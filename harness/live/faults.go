@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"slices"
 	"sync"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/lbchaos/lbchaos/harness/fleet"
 	"github.com/lbchaos/lbchaos/harness/internal/owner"
 	"github.com/lbchaos/lbchaos/harness/netfault"
+	"github.com/lbchaos/lbchaos/harness/transport"
 )
 
 // faultRunner plays a fault schedule on a fleet, relative to the start of
@@ -41,11 +43,14 @@ type faultRunner struct {
 	// returns; nil when the schedule has none. Only applyInitial and the
 	// goroutine of run use it.
 	rules *netfault.Rules
+	// zones are the experiment's zones, by index: a partition's client
+	// zones send from transport.ZoneSource of theirs.
+	zones []string
 }
 
-func newFaultRunner(fl fleet.Fleet, faults []experiments.Fault, duration time.Duration, moved func(int, *url.URL)) *faultRunner {
+func newFaultRunner(fl fleet.Fleet, exp *experiments.Experiment, faults []experiments.Fault, moved func(int, *url.URL)) *faultRunner {
 	c, _ := fl.(faultyserver.Containers)
-	return &faultRunner{fleet: fl, containers: c, moved: moved, ops: engine.FaultOps(faults, duration)}
+	return &faultRunner{fleet: fl, containers: c, moved: moved, ops: engine.FaultOps(faults, exp.Duration), zones: exp.ZoneNames()}
 }
 
 // do applies operation i.
@@ -63,7 +68,7 @@ func (r *faultRunner) do(ctx context.Context, i int) error {
 	if cf, ok := f.(faultyserver.ContainerFault); ok {
 		err = r.container(ctx, op.Instance, cf, op.Set())
 	} else if nf, ok := f.(faultyserver.NetworkFault); ok {
-		err = r.network(op.Instance, nf, op.Set(), backends[op.Instance])
+		err = r.network(op, nf, backends[op.Instance])
 	} else {
 		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		ctl := backends[op.Instance].Control
@@ -108,19 +113,30 @@ func (r *faultRunner) container(ctx context.Context, id int, f faultyserver.Cont
 	return nil
 }
 
-// network applies (set) or removes (!set) the rules of a network fault on
-// instance id, reached at b.
-func (r *faultRunner) network(id int, f faultyserver.NetworkFault, set bool, b fleet.Backend) error {
+// network applies or removes (op.Set) the rules of network fault f on
+// op's instance, reached at b: on all its traffic, or on that of the
+// clients of the zones op.From names (a partition), which send from their
+// zone's address (transport.ZoneSource).
+func (r *faultRunner) network(op engine.FaultOp, f faultyserver.NetworkFault, b fleet.Backend) error {
 	if r.rules == nil {
 		return fmt.Errorf("mode %q: no packet filter rules were set up for the attack", f.Mode())
 	}
-	key := fmt.Sprintf("instance-%d", id)
-	if !set {
+	// One key per entry of the schedule: a partition's rules and another
+	// fault's on the same instance come and go apart.
+	key := fmt.Sprintf("fault-%d-instance-%d", op.Index, op.Instance)
+	if !op.Set() {
 		return r.rules.Remove(key)
 	}
 	t, err := netfault.TargetOf(b.URL)
 	if err != nil {
 		return fmt.Errorf("mode %q needs the instance's port in this host's network namespace: %w", f.Mode(), err)
+	}
+	for _, name := range op.From {
+		z := slices.Index(r.zones, name)
+		if z < 0 {
+			return fmt.Errorf("mode %q: unknown client zone %q", f.Mode(), name)
+		}
+		t.Sources = append(t.Sources, transport.ZoneSource(z))
 	}
 	return r.rules.Apply(key, f, t)
 }

@@ -97,6 +97,9 @@ func (l *resultLoop) run(ctx context.Context, results <-chan *vegeta.Result) loo
 				l.mon.sendLag(sent, sent-due)
 			}
 			o := classify(res, start, rt, routed)
+			if len(exp.Zones) > 0 { // request k's replica is k mod replicas
+				o.ClientZone = int32(exp.ReplicaZone(int(res.Seq % uint64(max(1, exp.Replicas)))))
+			}
 			if routed && rt.Policy() {
 				o.Attempts = int32(len(rt.Attempts))
 				for _, at := range rt.Attempts {

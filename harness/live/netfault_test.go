@@ -83,7 +83,7 @@ strategies: [round-robin]
 	keyed := func(lines []string) int {
 		n := 0
 		for _, l := range lines {
-			if strings.Contains(l, "key=instance-0") {
+			if strings.Contains(l, "-instance-0") {
 				n++
 			}
 		}

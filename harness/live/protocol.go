@@ -13,8 +13,24 @@ func protocolOptions(exp *experiments.Experiment) []transport.Option {
 	if exp.Protocol == experiments.ProtocolH2C {
 		return []transport.Option{transport.H2C(exp.Connections)}
 	}
+	var opts []transport.Option
 	if exp.NoKeepAlive {
-		return []transport.Option{transport.NoKeepAlive()}
+		opts = append(opts, transport.NoKeepAlive())
 	}
-	return nil
+	if len(exp.Zones) > 0 {
+		opts = append(opts, transport.WithZones(zonesOf(exp)))
+	}
+	return opts
+}
+
+// zonesOf is where exp's replicas and instances are, for the transport.
+func zonesOf(exp *experiments.Experiment) transport.Zones {
+	z := transport.Zones{CrossLatency: exp.CrossZoneLatency}
+	for r := range max(1, exp.Replicas) {
+		z.ReplicaZone = append(z.ReplicaZone, exp.ReplicaZone(r))
+	}
+	for id := range exp.EdgeCount() {
+		z.InstanceZone = append(z.InstanceZone, exp.ZoneOf(id))
+	}
+	return z
 }

@@ -52,7 +52,7 @@ func (s *sim) judge(t time.Duration) {
 	s.arrival = never
 	s.nextOp = len(s.ops)
 	for i := range s.insts {
-		s.insts[i].fault = nil
+		s.insts[i].fault, s.insts[i].from = nil, 0
 	}
 }
 

@@ -12,12 +12,13 @@ import "github.com/lbchaos/lbchaos/faultyserver"
 // (freed: its event becomes stale) without ever taking a worker, with or
 // without keep_abandoned, as the real server drops it.
 
-// plan draws instance in's plan for a request reaching it now: the service
-// time, then, under a fault, the fault's plan, both from the instance's
-// own source.
-func (in *simInstance) plan() faultyserver.Action {
+// plan draws instance in's plan for a request of a client of zone cz (-1:
+// none) reaching it now: the service time, then, under a fault that acts
+// on the request (actsOn), the fault's plan, both from the instance's own
+// source. See sim.planFor, which adds the way between zones.
+func (in *simInstance) plan(cz int32) faultyserver.Action {
 	base := in.sampler.Sample()
-	if in.fault == nil {
+	if in.fault == nil || !in.actsOn(cz) {
 		return faultyserver.Action{Kind: faultyserver.ActionServe, Service: base}
 	}
 	return faultyserver.SimulatedPlan(in.fault, base, in.rng)

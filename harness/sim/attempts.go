@@ -243,7 +243,7 @@ func (s *sim) sendAttempt(gi int32, kind int) bool {
 		s.perTry(gi, i)
 		return true
 	}
-	a := s.insts[ep].plan()
+	a := s.planFor(ep, g.lb)
 	i := s.allocAttempt(gi, ep, t, tk, kindServe, state)
 	gen := s.reqs[i].gen
 	s.admit(i, a)
@@ -414,6 +414,7 @@ func (s *sim) endRequest(gi, inst int32, status int, err error, timeout bool) {
 	o.Timeout = timeout
 	o.Key, o.HasKey = g.key, g.hasKey
 	o.Attempts = g.sent
+	o.ClientZone = s.clientZone(g.lb)
 	s.gens[g.src].coll.Add(o)
 	if s.abort.watch != nil {
 		s.abort.watch.Add(o)

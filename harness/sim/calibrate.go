@@ -359,7 +359,7 @@ func (s *sim) sendBack(i int32, kind uint8, status int) {
 // deliver lets request i's instance plan it as it arrives there now, as
 // arrive does in an uncalibrated simulation.
 func (s *sim) deliver(i int32) {
-	s.admit(i, s.insts[s.reqs[i].inst].plan())
+	s.admit(i, s.planFor(int(s.reqs[i].inst), s.reqs[i].lb))
 }
 
 // removeQueued removes request i from queue q, keeping the others' order,

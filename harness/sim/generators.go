@@ -120,6 +120,7 @@ func (s *sim) measure(exp *experiments.Experiment, name string, elapsed time.Dur
 // histograms would cost the simulator more than simulating the requests.
 func newCollector(exp *experiments.Experiment, n int, hdrLog bool) *engine.Collector {
 	c := engine.NewCollector(n, exp.Duration, exp.Timeout, exp.SlowThreshold)
+	c.SetZones(exp)
 	if !hdrLog {
 		c.NoHDRLog()
 	}

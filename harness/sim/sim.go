@@ -35,7 +35,10 @@ const checkEvery = 1 << 12
 // answers its status after its delay without a worker, Hang never answers,
 // Reset fails at once with a transport error. A plan with a Latency is
 // carried out that much later, the request holding no worker meanwhile
-// (admit.go). A request not answered within the experiment's timeout of
+// (admit.go); with zones, a request from a client of one zone to an
+// instance of another waits the cross-zone latency so too, and a fault
+// limited to some zones' clients acts on their requests alone (see
+// simZones). A request not answered within the experiment's timeout of
 // its arrival ends as a timeout at exactly that time. Its instance then drops it from the queue or frees its worker, or,
 // with KeepAbandoned, leaves it queued or serving until its service ends.
 // Fault changes (engine.FaultOps) take effect for requests arriving at or after
@@ -91,6 +94,7 @@ type sim struct {
 	waiting    int   // length of that list
 
 	ops       []engine.FaultOp
+	opFrom    []zoneMask // by op: the client zones its fault acts on
 	nextOp    int
 	nextSweep time.Duration
 
@@ -106,8 +110,9 @@ type sim struct {
 	k       uint64        // index of the next arrival
 	arrival time.Duration // its time, never when there is none
 
-	cal *calibrated // nil: no transport overhead (see Calibration)
-	pol *policySim  // nil: one attempt per request (see policySim)
+	cal   *calibrated // nil: no transport overhead (see Calibration)
+	zones *simZones   // nil without zones (see simZones)
+	pol   *policySim  // nil: one attempt per request (see policySim)
 	// reordered is set once a plan had a Latency: requests may then reach
 	// their instance in another order than they were sent in.
 	reordered bool
@@ -120,6 +125,7 @@ type simInstance struct {
 	rng     *rand.Rand
 	sampler *faultyserver.Sampler
 	fault   faultyserver.Fault // nil when none
+	from    zoneMask           // the client zones fault acts on; 0: all
 	workers int                // 0 = unlimited
 	busy    int                // workers held
 	busyFor time.Duration      // worker time spent, as Stats.BusyS
@@ -148,6 +154,7 @@ func newSim(exp *experiments.Experiment, name string, hooks simHooks, events *en
 		s.cursor = p.Cursor()
 	}
 	s.joinAt, s.joinHosts = engine.JoinSteps(exp)
+	s.opFrom = fromMasks(exp, s.ops)
 	for _, op := range s.ops {
 		if op.Instance < 0 || op.Instance >= n {
 			return nil, fmt.Errorf("faults[%d]: instance %d does not exist (the fleet has %d)", op.Index, op.Instance, n)
@@ -168,6 +175,7 @@ func newSim(exp *experiments.Experiment, name string, hooks simHooks, events *en
 	for _, lb := range s.lbs {
 		lb.SetSerial() // the simulation runs on one goroutine
 	}
+	s.zones = newZones(exp, len(s.lbs), n)
 	if err := s.newPolicy(exp, name); err != nil {
 		return nil, err
 	}
@@ -175,7 +183,7 @@ func newSim(exp *experiments.Experiment, name string, hooks simHooks, events *en
 		s.probe, s.nextProbe = pc, pc.Interval
 	}
 	s.loads = newLoadPoll(s.gens, n)
-	s.outcomes = newOutcomeRuns(len(s.gens), n)
+	s.outcomes = newOutcomeRuns(len(s.gens), n, len(exp.Zones))
 	s.arrival = s.due(0)
 	s.abort = newSimAbort(exp, name)
 	s.nextControl = s.controlDue()
@@ -260,8 +268,9 @@ func (s *sim) controlDue() time.Duration {
 func (s *sim) control(t time.Duration) {
 	if s.nextOp < len(s.ops) && s.ops[s.nextOp].At == t {
 		op := s.ops[s.nextOp]
+		in := &s.insts[op.Instance]
+		in.fault, in.from = op.Fault, s.opFrom[s.nextOp] // nil clears
 		s.nextOp++
-		s.insts[op.Instance].fault = op.Fault // nil clears
 		return
 	}
 	if s.nextJoin < len(s.joinAt) && s.joinAt[s.nextJoin] == t {
@@ -273,10 +282,7 @@ func (s *sim) control(t time.Duration) {
 	}
 	if s.nextProbe == t {
 		for i := range s.insts {
-			healthy := faultyserver.ProbeHealthy(s.insts[i].fault)
-			for _, lb := range s.lbs {
-				lb.ReportProbe(i, healthy)
-			}
+			s.probeInstance(i)
 		}
 		s.nextProbe += s.probe.Interval
 		if s.nextProbe >= s.duration {
@@ -325,7 +331,12 @@ func (s *sim) arrive(t time.Duration) {
 		s.sendCalibrated(ep, t, req, lb, tk, src)
 		return
 	}
-	a := s.insts[ep].plan()
+	var a faultyserver.Action
+	if s.zones == nil {
+		a = s.insts[ep].plan(-1) // planFor, without its call
+	} else {
+		a = s.planZoned(ep, lb)
+	}
 	s.admit(s.alloc(ep, t, req, lb, tk, kindServe, stWaiting, src), a)
 }
 
@@ -453,6 +464,9 @@ func (s *sim) report(inst int, sentAt time.Duration, lb int32, tk strategies.Tic
 	o.Timeout = timeout
 	o.Key = req.Key
 	o.HasKey = req.HasKey
+	if s.zones != nil {
+		o.ClientZone = s.zones.clientOf(lb)
+	}
 	s.outcomes.add(src, s.gens[src].coll, &o)
 	if s.abort.watch != nil {
 		s.abort.watch.Add(o)

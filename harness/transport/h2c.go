@@ -18,6 +18,7 @@ type Option func(*config)
 type config struct {
 	h2cConns int  // > 0: speak h2c over this many connections (see H2C)
 	noReuse  bool // a fresh connection per request (see NoKeepAlive)
+	zones    *Zones
 }
 
 // NoKeepAlive makes the client open a new HTTP/1.1 connection for every
@@ -260,6 +261,10 @@ func (b *Client) configure(opts []Option) {
 	if c.noReuse {
 		b.base.DisableKeepAlives = true
 	}
+	if c.zones != nil && b.proxy == nil && c.h2cConns == 0 {
+		b.zones = c.zones
+		b.clients = make([]atomic.Pointer[instClient], len(b.targets)*max(1, c.zones.zones))
+	}
 	if c.h2cConns == 0 {
 		return
 	}
@@ -280,6 +285,8 @@ func (b *Client) configure(opts []Option) {
 // waiting for a free processor on a busy machine (BenchmarkPeer).
 func (b *Client) roundTrip(req *http.Request, replica, ep int, conn strategies.Conn) (*http.Response, error) {
 	switch {
+	case b.h2c == nil && b.proxy == nil && b.zones != nil:
+		return b.zoneRoundTrip(req, replica, ep)
 	case b.h2c == nil && b.proxy == nil:
 		return b.client(ep, req.URL.Host).RoundTrip(req)
 	case b.h2c == nil:

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strconv"
 	"sync"
@@ -78,6 +79,9 @@ type Client struct {
 	// h2c, when set, carries every request over fixed HTTP/2 connections
 	// instead of base (see H2C).
 	h2c *h2cPool
+	// zones, when set, places the replicas and instances in zones
+	// (zones.go); clients then holds a client per instance and zone.
+	zones *Zones
 	// policies: the strategy has a retry or hedge policy; RoundTrip then
 	// sends each request as one or more attempts (policy.go).
 	policies bool
@@ -426,20 +430,5 @@ type instClient struct {
 // client returns instance ep's client for host, replacing (and closing)
 // the one for an address the instance no longer has.
 func (b *Client) client(ep int, host string) *upstream.Client {
-	if ic := b.clients[ep].Load(); ic != nil && ic.host == host {
-		return ic.up
-	}
-	b.clientMu.Lock()
-	defer b.clientMu.Unlock()
-	old := b.clients[ep].Load()
-	if old != nil && old.host == host {
-		return old.up
-	}
-	ic := &instClient{host: host, up: upstream.New(host)}
-	ic.up.SetMaxIdle(b.idle)
-	b.clients[ep].Store(ic)
-	if old != nil {
-		old.up.Close()
-	}
-	return ic.up
+	return b.clientAt(ep, host, netip.Addr{})
 }
