@@ -37,8 +37,8 @@ func (z Zone) Contains(id int) bool { return id >= z.First && id < z.First+z.Cou
 const MaxZones = 16
 
 // maxZoneReplicas bounds the replicas chosen to split the clients by
-// their shares.
-const maxZoneReplicas = 100
+// their shares: the most replicas a run has.
+const maxZoneReplicas = 64
 
 // ZoneOf returns the index of instance id's zone, -1 without zones.
 func (e *Experiment) ZoneOf(id int) int {
@@ -202,21 +202,27 @@ func (f *file) buildZones(e *Experiment) error {
 		e.Instances.Count = first
 	}
 	if f.Replicas == nil {
-		e.Replicas = fewestReplicas(e.Zones)
+		if e.Replicas = fewestReplicas(e.Zones); e.Replicas == 0 {
+			var shares []string
+			for _, z := range e.Zones {
+				shares = append(shares, fmt.Sprintf("%s %g%%", z.Name, 100*z.Clients))
+			}
+			return fieldErr("zones", "the clients' shares (%s) split exactly over no number of client replicas up to %d; round them to shares such a count splits (halves, thirds, quarters, ...), or give replicas and shares it splits",
+				strings.Join(shares, ", "), maxZoneReplicas)
+		}
 	}
 	return nil
 }
 
 // fewestReplicas is the fewest replicas that split the clients by the
-// zones' shares, or 1 when none up to maxZoneReplicas does (validateZones
-// then says so).
+// zones' shares, or 0 when none up to maxZoneReplicas does.
 func fewestReplicas(zones []Zone) int {
 	for r := 1; r <= maxZoneReplicas; r++ {
 		if splits(zones, r) {
 			return r
 		}
 	}
-	return 1
+	return 0
 }
 
 // splits reports whether r replicas split the clients exactly by the
@@ -285,8 +291,18 @@ func zoneFault(name string, ff fileFault, e *Experiment) (ids []int, from [][]st
 func (e *Experiment) validateZones() error {
 	if len(e.Zones) == 0 {
 		for i, s := range e.Strategies {
-			if spec, err := strategies.Parse(s); err == nil && strategies.NeedsZones(spec) {
-				return fieldErr(fmt.Sprintf("strategies[%d]", i), "%q routes by zone and needs zones: (each zone's name, instances and share of clients)", s)
+			hops := []string{s}
+			if strings.Contains(s, Hop) {
+				hops = HopStrategies(s, len(e.Tiers))
+			}
+			for h, hop := range hops {
+				if spec, err := strategies.Parse(hop); err == nil && strategies.NeedsZones(spec) {
+					field := fmt.Sprintf("strategies[%d]", i)
+					if len(hops) > 1 {
+						field += fmt.Sprintf(" (hop %d)", h)
+					}
+					return fieldErr(field, "%q routes by zone and needs zones: (each zone's name, instances and share of clients)", hop)
+				}
 			}
 		}
 		return nil
@@ -309,7 +325,11 @@ func (e *Experiment) validateZones() error {
 	case math.Abs(sum-1) > 1e-6:
 		return fieldErr("zones", "clients shares add up to %g%% (%s); want 100%%", 100*sum, strings.Join(shares, ", "))
 	case !splits(e.Zones, max(1, e.Replicas)):
-		return fieldErr("replicas", "%d cannot split the clients by zone (%s); give a count that does, e.g. %d, or leave replicas out", e.Replicas, strings.Join(shares, ", "), fewestReplicas(e.Zones))
+		hint := "round the shares to ones some count up to 64 splits"
+		if r := fewestReplicas(e.Zones); r > 0 {
+			hint = fmt.Sprintf("give a count that does, e.g. %d, or leave replicas out", r)
+		}
+		return fieldErr("replicas", "%d cannot split the clients by zone (%s); %s", e.Replicas, strings.Join(shares, ", "), hint)
 	case e.CrossZoneLatency < 0 || e.CrossZoneLatency >= e.Timeout:
 		return fieldErr("cross_zone_latency", "must be within [0, timeout %v), got %v", e.Timeout, e.CrossZoneLatency)
 	case len(e.Tiers) > 0:

@@ -165,3 +165,27 @@ strategies: [round-robin]`, `faults[0].fault: is required`},
 		})
 	}
 }
+
+func TestZonesReplicaSearch(t *testing.T) {
+	for _, c := range []struct{ name, body, want string }{
+		{"no count splits", `zones: [{name: a, instances: 1, clients: 33.3%}, {name: b, instances: 1, clients: 33.3%}, {name: c, instances: 1, clients: 33.4%}]
+strategies: [round-robin]`, `zones: the clients' shares (a 33.3%, b 33.3%, c 33.4%) split exactly over no number of client replicas up to 64`},
+		{"given count that none fixes", `replicas: 3
+zones: [{name: a, instances: 1, clients: 33.3%}, {name: b, instances: 1, clients: 66.7%}]
+strategies: [round-robin]`, `round the shares to ones some count up to 64 splits`},
+		{"hop without zones", `tiers: [{name: x, instances: 1, downstream: y}, {name: y, instances: 1}]
+strategies: ["p2c+zone-aware > random"]`, `strategies[0] (hop 0): "p2c+zone-aware" routes by zone`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := Parse("t.yaml", []byte(zonesHead+c.body+"\n"))
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("error %v\nwant it to contain %q", err, c.want)
+			}
+		})
+	}
+	// Thirds split over 3.
+	e, err := Parse("t.yaml", []byte(zonesHead+"zones: [{name: a, instances: 1}, {name: b, instances: 1}, {name: c, instances: 1}]\nstrategies: [round-robin]\n"))
+	if err != nil || e.Replicas != 3 {
+		t.Fatalf("thirds: %v, replicas %v", err, e)
+	}
+}

@@ -201,9 +201,10 @@ type Strategy struct {
 	// clients sent and where it went, and what its instances received.
 	// Absent without zones.
 	Zones []ZoneStats `json:"zones,omitempty"`
-	// CrossZoneShare is the share of the requests that reached an
-	// instance that went to an instance of another zone than their
-	// client's (each paid cross_zone_latency); absent without zones.
+	// CrossZoneShare is, of the requests that reached an instance, the
+	// share whose instance (the last attempt's, under a retry or hedge
+	// policy) was in another zone than their client: each paid
+	// cross_zone_latency. Absent without zones.
 	CrossZoneShare *float64 `json:"cross_zone_share,omitempty"`
 	// Rotation, for instances behind a Kubernetes Service that a fault
 	// hit, is how long they took to leave the Service's rotation (see
@@ -244,14 +245,14 @@ type ZoneStats struct {
 	// LatencyMs is the latency of its clients' requests; absent when
 	// they sent none.
 	LatencyMs *Latency `json:"latency_ms,omitempty"`
-	// LocalShare is the share of its clients' requests that reached an
-	// instance that went to one of its own zone.
+	// LocalShare is, of its clients' requests that reached an instance,
+	// the share whose instance (the last attempt's) was in its own zone.
 	LocalShare float64 `json:"local_share"`
 	// Received counts the requests its instances received, from every
 	// zone (attempts, under a retry or hedge policy).
 	Received int64 `json:"received"`
 	// ReceivedShare is Received over all the strategy's requests
-	// (attempts) to instances.
+	// (attempts), as an instance's share is.
 	ReceivedShare float64 `json:"received_share"`
 }
 

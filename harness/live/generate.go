@@ -69,6 +69,8 @@ func Generate(ctx context.Context, spec GenerateSpec, out, log io.Writer) error 
 	gens, gen := max(1, exp.Generators), spec.Generator
 	n := exp.Instances.Count
 	switch {
+	case len(exp.Zones) > 0:
+		return fmt.Errorf("%s has zones, which a run of its own sends from one loopback address per zone; a generator of a distributed run does not", exp.Name)
 	case gen < 0 || gen >= gens:
 		return fmt.Errorf("generator %d: not one of the experiment's %d (0 to %d)", gen, gens, gens-1)
 	case len(spec.Targets) != n:
