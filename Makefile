@@ -133,7 +133,7 @@ bench-calls:
 
 # Real load (overhead, in-process and Docker) and the simulator (speed, memory).
 bench-harness:
-	$(GO) test -run '^$$' -bench '^Benchmark(Overhead|Sim|SidecarAtBaseline)' -benchtime 1x -timeout 20m ./harness/live/ ./harness/sim/
+	$(GO) test -run '^$$' -bench '^Benchmark(Overhead|Sim|SidecarAtBaseline|Sweep)' -benchtime 1x -timeout 20m ./harness/live/ ./harness/sim/ ./harness/sweep/
 
 # CPU per request with the backends in containers (host network) against
 # in-process, and its ratio (cpu-ratio), in one run; bench-harness runs it too.

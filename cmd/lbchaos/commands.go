@@ -44,14 +44,19 @@ type command struct {
 
 // commands in the order of the top-level usage.
 var commands = []command{
-	{name: "list", args: "[--engine sim] [experiments|strategies]", short: "the shipped experiments, or every strategy name", operands: listName,
+	{name: "list", args: "[--engine sim] [experiments|strategies|sweeps]", short: "the shipped experiments, or every strategy name", operands: listName,
 		about: "Lists the experiments built into lbchaos, each with its description. Run one with lbchaos run NAME; copy its file from experiments/ to make your own. " +
 			"lbchaos list strategies lists, one a line with its kind and what it does, every name an experiment's strategies (or --strategies) may use: the built-in strategies, the wrappers written after one (least-inflight+eject), " +
-			"the real proxies' algorithms (nginx:, haproxy:, caddy:, and lbchaos: with a built-in strategy) and grpc-go's balancers (grpc:)."},
+			"the real proxies' algorithms (nginx:, haproxy:, caddy:, and lbchaos: with a built-in strategy) and grpc-go's balancers (grpc:). lbchaos list sweeps lists the shipped sweeps (lbchaos sweep NAME), each with the experiment it varies."},
 	{name: "run", args: "NAME|FILE [flags]", short: "run an experiment", operands: experiment,
 		about: "Runs an experiment's strategies one after another against backends with injected faults, and writes summary.json, report.md, report.html and plots to the output directory. " +
 			"NAME is a shipped experiment (lbchaos list); FILE a path to your own .yaml. Exit status 3 when an expectation of the file does not hold, 4 when one of its abort conditions tripped (the run stopped there; its results are kept), 130 when interrupted (the partial results are kept).",
 		flags: func(fs *flag.FlagSet) { bindRun(fs) }, groups: runFlagGroups},
+	{name: "sweep", args: "NAME|FILE [--vary ...] [flags]", short: "run an experiment over a grid of parameters and find each strategy's knee", operands: experiment,
+		about: "Runs an experiment at every point of a grid, by default in the simulator, points in parallel: --vary gives each parameter's values (a list, a range, or a strategy's parameters in braces) and the sweep runs their product. " +
+			"Each point writes its summary.json (no plots); the sweep writes sweep.json, sweep.csv and sweep.md (a table that fits a pull-request comment) and, over rate with --slo, each strategy's knee: the highest rate within the bound, and with --vary faults=on,off the capacity the fault costs. " +
+			"NAME is a shipped sweep (lbchaos list sweeps) or an experiment with --vary; FILE a sweep file or an experiment file. Ctrl-C keeps the points done (exit status 130); --resume DIR runs the rest.",
+		flags: func(fs *flag.FlagSet) { bindSweep(fs) }},
 	{name: "validate", args: "FILE...", short: "check experiment files without running them", operands: experiment,
 		about: "Loads and checks each experiment file (or shipped name) as lbchaos run would, without running anything, and prints every problem of every file, each with its line and field, or \"ok\". Exit status 0 when every file is valid, 2 when one is not: for editors and CI."},
 	{name: "serve", args: "[flags]", short: "one fake backend instance, or a fault sidecar in front of your own service (--upstream URL)",

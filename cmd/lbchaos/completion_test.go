@@ -125,7 +125,7 @@ printf '%s\n' "${COMPREPLY[@]}" | sort | tr '\n' ' '`, "bash", script)
 		{[]string{"lbchaos", "help", "com"}, "compare completion"},
 		{[]string{"lbchaos", "completion", ""}, "bash fish zsh"},
 		{[]string{"lbchaos", "version", "-"}, "--help"},
-		{[]string{"lbchaos", "list", ""}, "experiments strategies"},
+		{[]string{"lbchaos", "list", ""}, "experiments strategies sweeps"},
 		{[]string{"lbchaos", "run", "--strategies", "p2"}, "p2c"},
 		{[]string{"lbchaos", "run", "fast-fail", "-strategies", "round-robin,least-i"}, "round-robin,least-inflight"},
 		{[]string{"lbchaos", "run", "--strategies", "haproxy:l"}, "haproxy:leastconn"},

@@ -86,7 +86,7 @@ func TestHelpErrors(t *testing.T) {
 		{"unknown flag", []string{"report", "--nosuch", "dir"}, "report: unknown flag --nosuch (see lbchaos help report)"},
 		{"unknown run flag", []string{"run", "baseline", "--colour", "red"}, "run: unknown flag --colour (see lbchaos help run)"},
 		{"version with an argument", []string{"version", "now"}, `version takes no arguments, got ["now"]`},
-		{"list with an argument", []string{"list", "all"}, `list takes no argument (the experiments) or one of experiments, strategies; got ["all"]`},
+		{"list with an argument", []string{"list", "all"}, `list takes no argument (the experiments) or one of experiments, strategies, sweeps; got ["all"]`},
 		{"completion without a shell", []string{"completion"}, "completion takes one shell, bash, zsh or fish, got []"},
 		{"completion for another shell", []string{"completion", "tcsh"}, `completion takes one shell, bash, zsh or fish, got ["tcsh"]`},
 	}

@@ -8,10 +8,11 @@ import (
 	"text/tabwriter"
 
 	"github.com/lbchaos/lbchaos/experiments"
+	"github.com/lbchaos/lbchaos/harness/sweep"
 )
 
 // listTopics are what lbchaos list lists: experiments by default.
-var listTopics = []string{"experiments", "strategies"}
+var listTopics = []string{"experiments", "strategies", "sweeps"}
 
 // listTopic returns what lbchaos list's operands ask for.
 func listTopic(pos []string) (string, error) {
@@ -53,4 +54,22 @@ func strategyWords() []string {
 		words = append(words, "lbchaos:"+b)
 	}
 	return words
+}
+
+// listSweeps writes one line per shipped sweep: its name, the experiment
+// it varies and its description.
+func listSweeps(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	for _, name := range experiments.SweepNames() {
+		data, source, err := experiments.LoadSweepFile(name)
+		if err != nil {
+			return err
+		}
+		f, err := sweep.ParseFile(source, data)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", name, f.Experiment, f.Description)
+	}
+	return tw.Flush()
 }

@@ -79,6 +79,8 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return cmdList(args[1:], stdout)
 	case "run":
 		return cmdRun(ctx, args[1:], stdout, stderr)
+	case "sweep":
+		return cmdSweep(ctx, args[1:], stdout, stderr)
 	case "validate":
 		return cmdValidate(args[1:], stdout, stderr)
 	case "proxy":

@@ -40,6 +40,8 @@ func cmdList(args []string, w io.Writer) error {
 		return err
 	case topic == "strategies":
 		return listStrategies(w)
+	case topic == "sweeps":
+		return listSweeps(w)
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	for _, name := range experiments.Names() {
