@@ -14,7 +14,9 @@ import (
 //
 //	experiment: slow-instance        # a shipped experiment or a path
 //	description: one sentence
-//	vary: [rate=1000..8000:8, faults=on,off]
+//	vary:                            # a list; quote a value with commas in [...]
+//	  - rate=1000..8000:8
+//	  - faults=on,off
 //	slo: p99_ms < 300                # the knees' bound (optional)
 //	repeat: 3                        # runs per point (optional, default 1)
 //	strategies: [round-robin, p2c]   # instead of the experiment's (optional)

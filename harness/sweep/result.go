@@ -125,19 +125,10 @@ func figures(name string, runs []*reports.Summary) Figures {
 		if len(vs) == 0 {
 			continue
 		}
-		slices.Sort(vs)
-		f.Median[m] = median(vs)
-		f.Min[m], f.Max[m] = vs[0], vs[len(vs)-1]
+		sp := reports.NewSpread(vs)
+		f.Median[m], f.Min[m], f.Max[m] = sp.Median, sp.Min, sp.Max
 	}
 	return f
-}
-
-func median(sorted []float64) float64 {
-	n := len(sorted)
-	if n%2 == 1 {
-		return sorted[n/2]
-	}
-	return (sorted[n/2-1] + sorted[n/2]) / 2
 }
 
 // knees finds, for a sweep over the rate with a bound, each strategy's
