@@ -7,6 +7,8 @@ import (
 	"os"
 	"slices"
 	"strings"
+
+	"gopkg.in/yaml.v3"
 )
 
 // shippedSweeps holds the sweep files built into the binary: each names
@@ -30,7 +32,7 @@ func SweepNames() []string {
 }
 
 // IsSweepRef reports whether ref names a sweep: a shipped sweep's name,
-// or a file whose first key is "experiment:".
+// or a .yaml file whose first key is experiment.
 func IsSweepRef(ref string) bool {
 	if slices.Contains(SweepNames(), ref) {
 		return true
@@ -42,25 +44,30 @@ func IsSweepRef(ref string) bool {
 	if err != nil {
 		return false
 	}
-	for _, line := range strings.Split(string(data), "\n") {
-		line = strings.TrimSpace(line)
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		return strings.HasPrefix(line, "experiment:")
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil || doc.Kind != yaml.DocumentNode || len(doc.Content) == 0 {
+		return false
 	}
-	return false
+	m := doc.Content[0]
+	return m.Kind == yaml.MappingNode && len(m.Content) > 0 && m.Content[0].Value == "experiment"
 }
 
 // LoadSweepFile returns a sweep file's bytes: a shipped sweep by name, or
 // a file from disk; source names it for messages.
 func LoadSweepFile(ref string) (data []byte, source string, err error) {
+	data, source, _, err = LoadSweep(ref)
+	return data, source, err
+}
+
+// LoadSweep is LoadSweepFile, and says whether the sweep is a shipped one
+// (whose experiment is a shipped name, not a path next to the file).
+func LoadSweep(ref string) (data []byte, source string, shipped bool, err error) {
 	if data, err := shippedSweeps.ReadFile("sweeps/" + ref + ".yaml"); err == nil {
-		return data, "experiments/sweeps/" + ref + ".yaml", nil
+		return data, "experiments/sweeps/" + ref + ".yaml", true, nil
 	}
 	if !strings.ContainsRune(ref, '/') && !strings.HasSuffix(ref, ".yaml") && !strings.HasSuffix(ref, ".yml") {
-		return nil, "", fmt.Errorf("%w %q%s (shipped sweeps: %s; or give a path to a .yaml file)", ErrUnknown, ref, didYouMean(ref, SweepNames()), strings.Join(SweepNames(), ", "))
+		return nil, "", false, fmt.Errorf("%w %q%s (shipped sweeps: %s; or give a path to a .yaml file)", ErrUnknown, ref, didYouMean(ref, SweepNames()), strings.Join(SweepNames(), ", "))
 	}
 	data, err = os.ReadFile(ref)
-	return data, ref, err
+	return data, ref, false, err
 }

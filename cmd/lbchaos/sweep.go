@@ -49,7 +49,7 @@ func bindSweep(fs *flag.FlagSet) *sweepFlags {
 	fs.StringVar(&f.strats, "strategies", "", "comma-separated strategies to run instead of the experiment's (without a strategy template)")
 	fs.StringVar(&f.out, "out", "", "the sweep's folder (default: RESULTS/NAME/sweep-<UTC timestamp>)")
 	fs.StringVar(&f.results, "results", "results", "parent directory of timestamped outputs when --out is not given")
-	fs.StringVar(&f.resume, "resume", "", "the folder of an interrupted sweep: run only its points without a summary, with the same arguments")
+	fs.StringVar(&f.resume, "resume", "", "the folder of an interrupted sweep: run only its points without a summary, with the same arguments (its experiment, --vary list, --repeat and --engine must match)")
 	fs.IntVar(&f.parallel, "parallel", 0, "points run at once in the simulator (default: the number of CPUs); the real engine runs one at a time")
 	fs.StringVar(&f.engine, "engine", "sim", "sim (every point in the simulator) or real (every point on process backends, one at a time)")
 	fs.IntVar(&f.confirm, "confirm", 0, "after a simulated sweep, run the N best points (by the key metric) on process backends and set real beside predicted")
@@ -74,6 +74,9 @@ func cmdSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return &exitError{2, err}
 	}
+	for _, w := range cfg.Exp.Warnings {
+		fmt.Fprintln(stderr, "lbchaos: warning:", w)
+	}
 	if !f.quiet {
 		cfg.Log = stderr
 	}
@@ -81,21 +84,29 @@ func cmdSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	begin := time.Now()
 	res, runErr := sweep.Run(ctx, cfg)
 	if res == nil {
-		return runErr
+		return sweepExit(runErr, cfg.Dir)
 	}
 	if ids, err := f.confirmIDs(res, cfg.Grid.Size()); err != nil {
 		runErr = errors.Join(runErr, err)
 	} else if runErr == nil && len(ids) > 0 {
-		if runErr = confirmSweep(ctx, cfg, res, ids, stderr); runErr == nil {
-			runErr = sweep.Rewrite(cfg.Dir, res)
-		}
+		runErr = confirmSweep(ctx, cfg, res, ids, stderr)
 	}
 	fmt.Fprintf(stdout, "%s\n%d points in %.1f s: %s, %s, %s\n", sweep.Markdown(res), len(res.Points), time.Since(begin).Seconds(),
 		filepath.Join(cfg.Dir, sweep.JSONFile), filepath.Join(cfg.Dir, sweep.CSVFile), filepath.Join(cfg.Dir, sweep.MarkdownFile))
-	if errors.Is(runErr, context.Canceled) {
-		return &exitError{130, runErr}
+	return sweepExit(runErr, cfg.Dir)
+}
+
+// sweepExit maps a sweep's error to the command's: exit status 130 for an
+// interrupt (of the sweep or of its confirming runs), 1 for any other
+// error.
+func sweepExit(err error, dir string) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, harness.ErrInterrupted) || errors.Is(err, context.Canceled):
+		return &exitError{130, fmt.Errorf("%w; the results so far are in %s", err, dir)}
 	}
-	return runErr
+	return err
 }
 
 // config builds the sweep's configuration from ref and the flags.
@@ -104,7 +115,7 @@ func (f *sweepFlags) config(ref string) (sweep.Config, error) {
 	varies, slo, repeat := f.varies, f.slo, f.repeat
 	expRef, strats := ref, f.strats
 	if experiments.IsSweepRef(ref) {
-		data, source, err := experiments.LoadSweepFile(ref)
+		data, source, shipped, err := experiments.LoadSweep(ref)
 		if err != nil {
 			return c, err
 		}
@@ -115,7 +126,7 @@ func (f *sweepFlags) config(ref string) (sweep.Config, error) {
 		expRef = file.Experiment
 		// A path in a sweep file on disk is relative to the file.
 		isPath := strings.ContainsRune(expRef, '/') || strings.HasSuffix(expRef, ".yaml") || strings.HasSuffix(expRef, ".yml")
-		if isPath && !filepath.IsAbs(expRef) && !strings.HasPrefix(source, "experiments/sweeps/") {
+		if isPath && !filepath.IsAbs(expRef) && !shipped {
 			expRef = filepath.Join(filepath.Dir(source), expRef)
 		}
 		varies = append(append([]string{}, file.Vary...), varies...)
@@ -150,6 +161,10 @@ func (f *sweepFlags) config(ref string) (sweep.Config, error) {
 		return c, err
 	}
 	c = sweep.Config{Exp: exp, Grid: grid, Varies: varies, Repeat: max(1, repeat), Parallel: f.parallel}
+	// Every point applies, before any folder is made.
+	if _, err := grid.Check(exp, c.Repeat); err != nil {
+		return c, err
+	}
 	if slo != "" {
 		if c.Bound, err = sweep.ParseBound(slo); err != nil {
 			return c, err
@@ -179,8 +194,8 @@ func (f *sweepFlags) config(ref string) (sweep.Config, error) {
 	case f.resume != "" && f.out != "" && f.out != f.resume:
 		return c, errors.New("--resume DIR writes into DIR; leave --out out")
 	case f.resume != "":
-		if _, err := os.Stat(filepath.Join(f.resume, sweep.JSONFile)); err != nil {
-			return c, fmt.Errorf("--resume %s: no %s there: not a sweep's folder", f.resume, sweep.JSONFile)
+		if err := sweep.CheckResume(f.resume, c); err != nil {
+			return c, err
 		}
 		c.Dir, c.Resume = f.resume, true
 	case c.Dir == "":
@@ -235,20 +250,39 @@ func (f *sweepFlags) confirmIDs(res *sweep.Result, size int) ([]int, error) {
 }
 
 // confirmSweep runs the points ids of a simulated sweep on process
-// backends, once each, and sets their figures beside the predicted ones.
+// backends, once each, and sets their figures beside the predicted ones,
+// rewriting the sweep's files after each: an interrupt keeps the points
+// confirmed before it (its error wraps harness.ErrInterrupted). A run an
+// abort condition stopped is confirmed with what it measured.
 func confirmSweep(ctx context.Context, c sweep.Config, res *sweep.Result, ids []int, log io.Writer) error {
+	points := c.Grid.Points()
 	for _, id := range ids {
-		p := c.Grid.Points()[id-1]
+		p := points[id-1]
+		if ctx.Err() != nil {
+			return fmt.Errorf("confirming point %d (%s): %w", id, c.Grid.Label(p), harness.ErrInterrupted)
+		}
 		exp, err := c.Grid.Apply(c.Exp, p)
 		if err != nil {
 			return err
 		}
 		fmt.Fprintf(log, "lbchaos: confirming point %d (%s) on process backends\n", id, c.Grid.Label(p))
 		s, err := harness.Run(ctx, exp, harness.Options{Engine: realEngine(), Advisory: true})
+		if _, ok := errors.AsType[*harness.Aborted](err); ok && s != nil && !s.Partial {
+			err = nil
+		}
+		switch {
+		case err == nil && ctx.Err() != nil:
+			err = harness.ErrInterrupted
+		case err != nil && ctx.Err() != nil && !errors.Is(err, harness.ErrInterrupted):
+			err = fmt.Errorf("%w: %w", harness.ErrInterrupted, err)
+		}
 		if err != nil {
 			return fmt.Errorf("confirming point %d (%s): %w", id, c.Grid.Label(p), err)
 		}
 		if err := sweep.SetReal(c.Dir, res, id, s); err != nil {
+			return err
+		}
+		if err := sweep.Rewrite(c.Dir, res); err != nil {
 			return err
 		}
 	}

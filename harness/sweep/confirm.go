@@ -16,7 +16,8 @@ const RealDir = "real"
 
 // Best returns the ids of the n best points of r by its key metric: each
 // point's best strategy's median, better first (lower or higher as the
-// metric is better). Points without a figure come last, ties by id.
+// metric is better). A strategy an abort stopped does not count; points
+// without a figure come last, ties by id.
 func Best(r *Result, n int) []int {
 	m, _ := reports.LookupMetric(r.KeyMetric)
 	sign := 1.0
@@ -31,7 +32,7 @@ func Best(r *Result, n int) []int {
 	for _, p := range r.Points {
 		best := math.Inf(1)
 		for _, f := range p.Strategies {
-			if v, ok := f.Median[r.KeyMetric]; ok {
+			if v, ok := f.Median[r.KeyMetric]; ok && !f.Aborted {
 				best = min(best, sign*v)
 			}
 		}

@@ -22,6 +22,8 @@ type Dim struct {
 	// InTemplate marks a strategy parameter: its values fill the
 	// template's slot of that name, not a setting of the experiment.
 	InTemplate bool
+	// Arg is the --vary that gave the dimension, for messages.
+	Arg string
 }
 
 // Template is a strategy spec with slots, e.g.
@@ -50,13 +52,13 @@ func (t *Template) Fill(vals map[string]string) string {
 // value each takes.
 var Settings = map[string]kind{
 	"rate":               kindPositive,
-	"duration":           kindDuration,
-	"timeout":            kindDuration,
+	"duration":           kindSpan,
+	"timeout":            kindSpan,
 	"cross_zone_latency": kindDuration,
 	"instances":          kindCount,
-	"workers":            kindCount,
+	"workers":            kindWhole,
 	"replicas":           kindCount,
-	"seed":               kindCount,
+	"seed":               kindWhole,
 	"faults":             kindOnOff,
 }
 
@@ -64,8 +66,10 @@ type kind int
 
 const (
 	kindPositive kind = iota // a number > 0
+	kindSpan                 // a duration > 0, e.g. 10s
 	kindDuration             // a duration >= 0, e.g. 250ms
-	kindCount                // a whole number >= 1 (seed: >= 0)
+	kindCount                // a whole number >= 1
+	kindWhole                // a whole number >= 0 (workers: 0 = unlimited)
 	kindOnOff                // on or off
 	kindAny                  // a strategy parameter: checked by the strategy
 )
@@ -86,7 +90,7 @@ func ParseVary(s string) ([]Dim, *Template, error) {
 		return nil, nil, fmt.Errorf("--vary: empty; want NAME=VALUES (NAME one of %s) or a strategy with {values} in its parameters", SettingNames())
 	}
 	name, vals, isSetting := strings.Cut(s, "=")
-	if isSetting && isWord(name) {
+	if name = strings.TrimSpace(name); isSetting && isWord(name) {
 		k, ok := Settings[name]
 		if !ok {
 			return nil, nil, fmt.Errorf("--vary %s: unknown setting %q (one of %s; a strategy parameter goes in braces: 'p2c+eject(consecutive={1,3})')", s, name, SettingNames())
@@ -95,7 +99,7 @@ func ParseVary(s string) ([]Dim, *Template, error) {
 		if err != nil {
 			return nil, nil, fmt.Errorf("--vary %s: %w", s, err)
 		}
-		return []Dim{{Name: name, Values: values}}, nil, nil
+		return []Dim{{Name: name, Values: values, Arg: s}}, nil, nil
 	}
 	return parseTemplate(s)
 }
@@ -124,11 +128,12 @@ func parseTemplate(s string) ([]Dim, *Template, error) {
 			return nil, nil, fmt.Errorf("--vary %s: a '{' without its '}'", s)
 		}
 		inner := rest[open+1 : open+end]
-		eq := strings.LastIndexByte(before, '=')
+		lead := strings.TrimRight(before, " ") // "consecutive = {1,3}" too
+		eq := strings.LastIndexByte(lead, '=')
 		param := ""
-		if eq >= 0 && eq == len(before)-1 {
-			start := strings.LastIndexAny(before[:eq], "(,") + 1
-			param = strings.TrimSpace(before[start:eq])
+		if eq >= 0 && eq == len(lead)-1 {
+			start := strings.LastIndexAny(lead[:eq], "(,") + 1
+			param = strings.TrimSpace(lead[start:eq])
 		}
 		if !isWord(param) {
 			return nil, nil, fmt.Errorf("--vary %s: {%s} must be a parameter's value, as in eject(consecutive={1,3})", s, inner)
@@ -142,7 +147,7 @@ func parseTemplate(s string) ([]Dim, *Template, error) {
 		if err != nil {
 			return nil, nil, fmt.Errorf("--vary %s: %s={%s}: %w", s, param, inner, err)
 		}
-		dims = append(dims, Dim{Name: param, Values: values, InTemplate: true})
+		dims = append(dims, Dim{Name: param, Values: values, InTemplate: true, Arg: s})
 		t.Parts = append(t.Parts, text+before, param)
 		text, rest = "", rest[open+end+1:]
 	}
@@ -173,24 +178,46 @@ func parseValues(s string, k kind) ([]string, error) {
 			values = append(values, strings.TrimSpace(v))
 		}
 	}
-	seen := map[string]bool{}
+	seen := map[string]string{}
 	for _, v := range values {
 		if err := check(v, k); err != nil {
 			return nil, err
 		}
-		if seen[v] {
-			return nil, fmt.Errorf("value %q is listed twice", v)
+		key := sameKey(v, k)
+		if first, ok := seen[key]; ok {
+			if first == v {
+				return nil, fmt.Errorf("value %q is listed twice", v)
+			}
+			return nil, fmt.Errorf("values %q and %q are the same value; list each once", first, v)
 		}
-		seen[v] = true
+		seen[key] = v
 	}
 	return values, nil
+}
+
+// sameKey is what two values of kind k share when they are the same value
+// however written: 1000 and 1e3, 1s and 1000ms, 01 and 1.
+func sameKey(v string, k kind) string {
+	switch k {
+	case kindOnOff:
+		return v
+	case kindSpan, kindDuration:
+		d, _ := time.ParseDuration(v) // checked
+		return "d " + strconv.FormatInt(int64(d), 10)
+	}
+	if x, dur, err := number(v); err == nil {
+		return fmt.Sprintf("%t %v", dur, x)
+	}
+	return v
 }
 
 // maxValues bounds the values of one dimension.
 const maxValues = 1000
 
 // parseRange returns n values evenly spaced from from to to, ends
-// included: numbers, or durations when from is one.
+// included: numbers, or durations when to is one (a unit on TO alone
+// applies to FROM too: 0..2s is 0s..2s). A number keeps 12 significant
+// digits: 0.1..0.5:3 is 0.1, 0.3, 0.5.
 func parseRange(from, to, count string, k kind) ([]string, error) {
 	n, err := strconv.Atoi(count)
 	if err != nil || n < 2 || n > maxValues {
@@ -198,6 +225,11 @@ func parseRange(from, to, count string, k kind) ([]string, error) {
 	}
 	if k == kindOnOff {
 		return nil, fmt.Errorf("takes on or off, not a range")
+	}
+	if unit := durationUnit(to); unit != "" && k != kindPositive && k != kindCount && k != kindWhole {
+		if _, err := strconv.ParseFloat(from, 64); err == nil {
+			from += unit
+		}
 	}
 	a, aDur, errA := number(from)
 	b, bDur, errB := number(to)
@@ -207,7 +239,7 @@ func parseRange(from, to, count string, k kind) ([]string, error) {
 	case errB != nil:
 		return nil, fmt.Errorf("TO %q: %w", to, errB)
 	case aDur != bDur:
-		return nil, fmt.Errorf("FROM and TO must both be durations or both numbers")
+		return nil, fmt.Errorf("FROM and TO must both be durations or both numbers (a unit on TO alone applies to both: 0..2s:3)")
 	case a >= b:
 		return nil, fmt.Errorf("FROM must be below TO")
 	}
@@ -217,16 +249,37 @@ func parseRange(from, to, count string, k kind) ([]string, error) {
 		switch {
 		case aDur:
 			out[i] = time.Duration(math.Round(x)).String()
-		case k == kindCount:
+		case k == kindCount || k == kindWhole:
 			if math.Abs(x-math.Round(x)) > 1e-9 {
-				return nil, fmt.Errorf("%d values from %s to %s are not whole numbers (%g); choose N so that the step is whole", n, from, to, x)
+				return nil, fmt.Errorf("%d values from %s to %s are not whole numbers (%s); choose N so that the step is whole", n, from, to, FormatNumber(x))
 			}
 			out[i] = strconv.FormatInt(int64(math.Round(x)), 10)
 		default:
-			out[i] = strconv.FormatFloat(x, 'g', 6, 64)
+			out[i] = FormatNumber(x)
 		}
 	}
 	return out, nil
+}
+
+// FormatNumber writes x with at most 12 significant digits and no
+// exponent: 0.30000000000000004 is 0.3, 1e6 is 1000000.
+func FormatNumber(x float64) string {
+	if r, err := strconv.ParseFloat(strconv.FormatFloat(x, 'g', 12, 64), 64); err == nil {
+		x = r
+	}
+	return strconv.FormatFloat(x, 'f', -1, 64)
+}
+
+// durationUnit is the unit at the end of a duration ("s" of "2s", "ms" of
+// "1.5ms"); "" when s is no duration with a unit.
+func durationUnit(s string) string {
+	if _, err := strconv.ParseFloat(s, 64); err == nil {
+		return ""
+	}
+	if _, err := time.ParseDuration(s); err != nil {
+		return ""
+	}
+	return s[strings.LastIndexAny(s, "0123456789.")+1:]
 }
 
 // number parses a number, or a duration (in nanoseconds, dur true).
@@ -252,14 +305,21 @@ func check(v string, k kind) error {
 		if err != nil || !(f > 0) || math.IsInf(f, 0) {
 			return fmt.Errorf("%q: want a number > 0", v)
 		}
+	case kindSpan:
+		if d, err := time.ParseDuration(v); err != nil || d <= 0 {
+			return fmt.Errorf("%q: want a duration > 0, e.g. 10s", v)
+		}
 	case kindDuration:
-		d, err := time.ParseDuration(v)
-		if err != nil || d < 0 {
+		if d, err := time.ParseDuration(v); err != nil || d < 0 {
 			return fmt.Errorf("%q: want a duration >= 0, e.g. 250ms", v)
 		}
 	case kindCount:
+		if n, err := strconv.ParseUint(v, 10, 64); err != nil || n < 1 || n > math.MaxInt32 {
+			return fmt.Errorf("%q: want a whole number >= 1", v)
+		}
+	case kindWhole:
 		if n, err := strconv.ParseUint(v, 10, 64); err != nil || n > math.MaxInt32 {
-			return fmt.Errorf("%q: want a whole number", v)
+			return fmt.Errorf("%q: want a whole number >= 0", v)
 		}
 	case kindOnOff:
 		if v != "on" && v != "off" {

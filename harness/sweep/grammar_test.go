@@ -21,6 +21,16 @@ func TestParseVary(t *testing.T) {
 			{Name: "consecutive", Values: []string{"1", "3", "5", "10"}, InTemplate: true},
 			{Name: "duration", Values: []string{"1s", "5s", "30s"}, InTemplate: true}}, "least-inflight+eject(consecutive=1,duration=5s)"},
 		{"p2c+eject(consecutive=5, max={0.1..0.5:3})", []Dim{{Name: "max", Values: []string{"0.1", "0.3", "0.5"}, InTemplate: true}}, "p2c+eject(consecutive=5, max=0.1)"},
+		// Spaces around '=', 12 significant digits, no exponent.
+		{"rate = 1..2:2", []Dim{{Name: "rate", Values: []string{"1", "2"}}}, ""},
+		{"rate=1000000..1000001:3", []Dim{{Name: "rate", Values: []string{"1000000", "1000000.5", "1000001"}}}, ""},
+		{"rate=0.1..0.7:7", []Dim{{Name: "rate", Values: []string{"0.1", "0.2", "0.3", "0.4", "0.5", "0.6", "0.7"}}}, ""},
+		{"rate=1e6,2e6", []Dim{{Name: "rate", Values: []string{"1e6", "2e6"}}}, ""},
+		// A unit on TO alone applies to FROM too.
+		{"cross_zone_latency=0..2s:3", []Dim{{Name: "cross_zone_latency", Values: []string{"0s", "1s", "2s"}}}, ""},
+		{"workers=0,1", []Dim{{Name: "workers", Values: []string{"0", "1"}}}, ""},
+		{"p2c+eject(consecutive = {1,3})", []Dim{{Name: "consecutive", Values: []string{"1", "3"}, InTemplate: true}}, "p2c+eject(consecutive = 1)"},
+		{"p2c+eject(duration={1..3s:3})", []Dim{{Name: "duration", Values: []string{"1s", "2s", "3s"}, InTemplate: true}}, "p2c+eject(duration=5s)"},
 	} {
 		dims, tmpl, err := ParseVary(c.in)
 		if err != nil {
@@ -61,7 +71,18 @@ func TestBadVary(t *testing.T) {
 		{"rate=fast..8000:4", `FROM "fast": not a number or a duration`},
 		{"rate=0,100", `"0": want a number > 0`},
 		{"rate=100,100", `value "100" is listed twice`},
-		{"timeout=soon", `"soon": want a duration >= 0`},
+		{"timeout=soon", `"soon": want a duration > 0`},
+		{"cross_zone_latency=-1s", `"-1s": want a duration >= 0`},
+		// Values that would leave the experiment's own in place.
+		{"instances=0,2", `--vary instances=0,2: "0": want a whole number >= 1`},
+		{"duration=0s,10s", `--vary duration=0s,10s: "0s": want a duration > 0`},
+		{"replicas=0..2:3", `"0": want a whole number >= 1`},
+		// The same value written twice.
+		{"rate=1000,1e3", `values "1000" and "1e3" are the same value`},
+		{"timeout=1s,1000ms", `values "1s" and "1000ms" are the same value`},
+		{"seed=1,01", `values "1" and "01" are the same value`},
+		{"p2c+eject(consecutive={1,1.0})", `values "1" and "1.0" are the same value`},
+		{"timeout=1s..2:3", "both be durations or both numbers"},
 		{"instances=1..4:3", "are not whole numbers"},
 		{"faults=yes", `"yes": want on or off`},
 		{"faults=0..1:2", "takes on or off, not a range"},
@@ -120,5 +141,13 @@ func TestPointsProduct(t *testing.T) {
 	}
 	if pts[3].Dir() != "point-004" {
 		t.Errorf("dir %s", pts[3].Dir())
+	}
+}
+
+func TestFormatNumber(t *testing.T) {
+	for in, want := range map[float64]string{0.30000000000000004: "0.3", 1e6: "1000000", 1234.5678901234: "1234.56789012", 50: "50", 0: "0"} {
+		if got := FormatNumber(in); got != want {
+			t.Errorf("FormatNumber(%v) = %q, want %q", in, got, want)
+		}
 	}
 }

@@ -31,19 +31,34 @@ func (r *Result) plotMetrics() []string {
 	return out
 }
 
-// xDim is the dimension the plots put on the x axis: the first whose
-// values are all numbers (or durations); -1 when none is.
+// xDim is the dimension the plots put on the x axis: rate when it is
+// varied, else the first of more than one value whose values are all
+// numbers (or durations), on/off dimensions left out; -1 when none is.
 func (r *Result) xDim() int {
-	for i, d := range r.Dims {
-		ok := true
+	numeric := func(d DimOut) bool {
+		if len(d.Values) < 2 {
+			return false
+		}
 		for _, v := range d.Values {
-			ok = ok && !math.IsNaN(Numeric(v))
+			if v == "on" || v == "off" || math.IsNaN(Numeric(v)) {
+				return false
+			}
 		}
-		if ok && len(d.Values) > 1 {
-			return i
-		}
+		return true
 	}
-	return -1
+	if i := slices.IndexFunc(r.Dims, func(d DimOut) bool { return d.Name == "rate" && !d.Strategy && numeric(d) }); i >= 0 {
+		return i
+	}
+	return slices.IndexFunc(r.Dims, numeric)
+}
+
+// durations reports whether a value of d is a duration (the axis is then
+// in milliseconds).
+func (d DimOut) durations() bool {
+	return slices.ContainsFunc(d.Values, func(v string) bool {
+		_, dur, err := number(v)
+		return err == nil && dur
+	})
 }
 
 // curve is one line of a plot: a strategy (or a strategy template's
@@ -76,7 +91,7 @@ func plots(dir string, r *Result) ([]string, error) {
 		mt, _ := reports.LookupMetric(m)
 		p.Title.Text = fmt.Sprintf("%s: %s by %s", r.Experiment, mt.Label, xd.Name)
 		p.X.Label.Text = xd.Name
-		if strings.HasSuffix(xd.Values[0], "s") {
+		if xd.durations() {
 			p.X.Label.Text += " (ms)"
 		}
 		p.Y.Label.Text = mt.Head
@@ -87,9 +102,10 @@ func plots(dir string, r *Result) ([]string, error) {
 			p.Y.Scale, p.Y.Tick.Marker = plot.LogScale{}, plot.LogTicks{Prec: -1}
 			p.Y.Label.Text += " (log scale)"
 		}
-		for i, c := range curves {
+		lo, hi := math.Inf(1), math.Inf(-1)
+		for _, c := range curves {
 			col := plotutil.Color(c.color)
-			_ = i
+			lo, hi = min(lo, c.xs[0]), max(hi, c.xs[len(c.xs)-1])
 			if r.Repeat > 1 {
 				band := make(plotter.XYs, 0, 2*len(c.xs))
 				for k := range c.xs {
@@ -141,7 +157,6 @@ func plots(dir string, r *Result) ([]string, error) {
 		if r.Bound != "" && strings.HasPrefix(r.Bound, m+" ") {
 			b, err := ParseBound(r.Bound)
 			if err == nil {
-				lo, hi := curves[0].xs[0], curves[0].xs[len(curves[0].xs)-1]
 				l, err := plotter.NewLine(plotter.XYs{{X: lo, Y: scale(m, b.Value)}, {X: hi, Y: scale(m, b.Value)}})
 				if err == nil {
 					l.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
@@ -219,10 +234,29 @@ func (r *Result) curves(x int, m string) []*curve {
 	var out []*curve
 	for _, k := range order {
 		if c := byKey[k]; len(c.xs) > 0 {
+			c.sortByX()
 			out = append(out, c)
 		}
 	}
 	return out
+}
+
+// sortByX puts c's points in the order of x, as a line draws them.
+func (c *curve) sortByX() {
+	idx := make([]int, len(c.xs))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortStableFunc(idx, func(a, b int) int { return cmpFloat(c.xs[a], c.xs[b]) })
+	pick := func(v []float64) []float64 {
+		out := make([]float64, len(idx))
+		for i, k := range idx {
+			out[i] = v[k]
+		}
+		return out
+	}
+	c.xs, c.ys, c.lo, c.hi = pick(c.xs), pick(c.ys), pick(c.lo), pick(c.hi)
+	slices.SortStableFunc(c.real, func(a, b plotter.XY) int { return cmpFloat(a.X, b.X) })
 }
 
 // positive reports whether every value of the curves is above 0, as a

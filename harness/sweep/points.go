@@ -116,9 +116,43 @@ func (g *Grid) Params(p Point) map[string]string {
 	return m
 }
 
+// Check checks the grid against exp and a sweep's repeat, and applies
+// every point: it refuses a dimension that would change nothing (faults
+// on an experiment without faults, cross_zone_latency without zones), a
+// seed dimension with repeat > 1 (whose runs set the seed themselves), and
+// a point the experiment refuses. It returns the experiment at each point
+// of Points, in order. The errors name the --vary or the point.
+func (g *Grid) Check(exp *experiments.Experiment, repeat int) ([]*experiments.Experiment, error) {
+	for _, d := range g.Dims {
+		if d.InTemplate {
+			continue
+		}
+		switch {
+		case d.Name == "seed" && repeat > 1:
+			return nil, fmt.Errorf("--vary %s: --repeat %d runs each point with seeds SEED, SEED+1, ..., and the seed dimension sets the seed itself; give one or the other", d.Arg, repeat)
+		case d.Name == "cross_zone_latency" && len(exp.Zones) == 0:
+			return nil, fmt.Errorf("--vary %s: %s has no zones (zones:), so cross_zone_latency changes nothing", d.Arg, exp.Name)
+		case d.Name == "faults" && !slices.ContainsFunc(exp.Faults, func(f experiments.Fault) bool { return !f.Warmup }):
+			return nil, fmt.Errorf("--vary %s: %s has no faults (besides instances' warm-ups), so faults=on and faults=off run the same", d.Arg, exp.Name)
+		}
+	}
+	points := g.Points()
+	exps := make([]*experiments.Experiment, len(points))
+	for i, p := range points {
+		e, err := g.Apply(exp, p)
+		if err != nil {
+			return nil, err
+		}
+		exps[i] = e
+	}
+	return exps, nil
+}
+
 // Apply returns exp at point p: its settings set, its strategies the
 // template's filled in (when the grid has one), its expectations left out
-// (a sweep judges by its own bound). The error names the point.
+// (a sweep judges by its own bound). faults=off drops every fault but the
+// warm-ups of joining instances, which are the instances' own. The error
+// names the point.
 func (g *Grid) Apply(exp *experiments.Experiment, p Point) (*experiments.Experiment, error) {
 	var o experiments.Overrides
 	later := map[string]string{}
@@ -167,7 +201,8 @@ func (g *Grid) Apply(exp *experiments.Experiment, p Point) (*experiments.Experim
 			}
 		case "faults":
 			if v == "off" {
-				c.Faults = nil
+				// Apply gave c a copy of the faults.
+				c.Faults = slices.DeleteFunc(c.Faults, func(f experiments.Fault) bool { return !f.Warmup })
 			}
 		}
 	}

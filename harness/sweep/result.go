@@ -48,6 +48,11 @@ type PointResult struct {
 	Dir    string            `json:"dir"`    // its folder, with rep-K/summary.json per run
 	Params map[string]string `json:"params"` // each varied parameter's value
 	Runs   int               `json:"runs"`   // runs done (Repeat unless interrupted)
+	// Aborted, when an abort condition of the experiment tripped in a run
+	// of the point, says what tripped (the first such run's): the run
+	// counts as done, its strategies the abort stopped or skipped fail the
+	// bound there.
+	Aborted string `json:"aborted,omitempty"`
 	// Strategies are each strategy's figures at the point, in run order.
 	Strategies []Figures `json:"strategies"`
 }
@@ -63,6 +68,10 @@ type Figures struct {
 	// Real, for a point confirmed on real backends (--confirm), is the
 	// real run's figures, beside the predicted ones; absent otherwise.
 	Real map[string]float64 `json:"real,omitempty"`
+	// Aborted is true when an abort condition stopped the strategy, or
+	// skipped it, in a run of the point: its figures (none when skipped
+	// in every run) are what was measured until then.
+	Aborted bool `json:"aborted,omitempty"`
 }
 
 // Knee is one strategy's capacity under the bound: the highest rate at
@@ -77,6 +86,10 @@ type Knee struct {
 	// Beyond is true when the bound held at every rate swept: the knee
 	// is past the highest.
 	Beyond bool `json:"beyond,omitempty"`
+	// Partial is true when the walk up the rates stopped at a rate whose
+	// point has not run (yet) all its runs: the knee is at least Rate
+	// (--resume finishes the sweep).
+	Partial bool `json:"partial,omitempty"`
 }
 
 // result gathers the runs into a Result.
@@ -97,14 +110,36 @@ func (c Config) result(points []Point, runs [][]*reports.Summary) *Result {
 			}
 		}
 		pr.Runs = len(done)
-		if len(done) > 0 {
-			for _, st := range done[0].Strategies {
-				pr.Strategies = append(pr.Strategies, figures(st.Name, done))
+		// The strategies in run order, those an abort skipped too.
+		var names []string
+		aborted := map[string]bool{}
+		for _, s := range done {
+			for _, st := range s.Strategies {
+				if !slices.Contains(names, st.Name) {
+					names = append(names, st.Name)
+				}
 			}
+			if a := s.Abort; a != nil {
+				if pr.Aborted == "" {
+					pr.Aborted = a.Text()
+				}
+				aborted[a.Strategy] = true
+				for _, name := range a.Skipped {
+					aborted[name] = true
+					if !slices.Contains(names, name) {
+						names = append(names, name)
+					}
+				}
+			}
+		}
+		for _, name := range names {
+			f := figures(name, done)
+			f.Aborted = aborted[name]
+			pr.Strategies = append(pr.Strategies, f)
 		}
 		r.Points = append(r.Points, pr)
 	}
-	r.Knees = c.knees(r)
+	r.Knees = kneesOf(r, c.Bound)
 	return r
 }
 
@@ -131,69 +166,82 @@ func figures(name string, runs []*reports.Summary) Figures {
 	return f
 }
 
-// knees finds, for a sweep over the rate with a bound, each strategy's
-// knee per combination of the other parameters.
-func (c Config) knees(r *Result) []Knee {
-	if c.Bound == nil || !c.Grid.varies("rate") {
+// kneesOf finds, for a sweep over the rate with a bound, each strategy's
+// knee per combination of the other parameters (a group). The walk goes up
+// the grid's rates: a rate whose point has not run all its runs ends it,
+// the knee partial; so does a failing one: the bound broken, the metric
+// missing, or the strategy stopped or skipped by an abort.
+func kneesOf(r *Result, b *Bound) []Knee {
+	ri := slices.IndexFunc(r.Dims, func(d DimOut) bool { return d.Name == "rate" && !d.Strategy })
+	if b == nil || ri < 0 {
 		return nil
 	}
-	type key struct{ strategy, group string }
-	type series struct {
-		group map[string]string
-		pts   []struct {
-			rate float64
-			ok   bool
-		}
+	rates := make([]float64, 0, len(r.Dims[ri].Values))
+	for _, v := range r.Dims[ri].Values {
+		x, _ := strconv.ParseFloat(v, 64)
+		rates = append(rates, x)
 	}
-	var order []key
-	all := map[key]*series{}
-	for _, p := range r.Points {
-		rate, _ := strconv.ParseFloat(p.Params["rate"], 64)
-		group := map[string]string{}
-		gk := ""
-		for _, d := range c.Grid.Dims {
+	slices.Sort(rates)
+	type group struct {
+		params map[string]string
+		at     map[float64]*PointResult
+		names  []string
+	}
+	var order []string
+	groups := map[string]*group{}
+	for i := range r.Points {
+		p := &r.Points[i]
+		params := map[string]string{}
+		key := ""
+		for _, d := range r.Dims {
 			if d.Name != "rate" && len(d.Values) > 1 { // a setting of one value is no group
-				group[d.Name] = p.Params[d.Name]
-				gk += d.Name + "=" + p.Params[d.Name] + " "
+				params[d.Name] = p.Params[d.Name]
+				key += d.Name + "=" + p.Params[d.Name] + " "
 			}
 		}
+		g := groups[key]
+		if g == nil {
+			g = &group{params: params, at: map[float64]*PointResult{}}
+			groups[key] = g
+			order = append(order, key)
+		}
+		rate, _ := strconv.ParseFloat(p.Params["rate"], 64)
+		g.at[rate] = p
 		for _, f := range p.Strategies {
-			k := key{f.Name, gk}
-			s := all[k]
-			if s == nil {
-				s = &series{group: group}
-				all[k] = s
-				order = append(order, k)
+			if !slices.Contains(g.names, f.Name) {
+				g.names = append(g.names, f.Name)
 			}
-			v, ok := f.Median[c.Bound.Metric]
-			s.pts = append(s.pts, struct {
-				rate float64
-				ok   bool
-			}{rate, ok && c.Bound.Holds(v)})
 		}
 	}
 	var out []Knee
-	for _, k := range order {
-		s := all[k]
-		slices.SortFunc(s.pts, func(a, b struct {
-			rate float64
-			ok   bool
-		}) int {
-			return cmpFloat(a.rate, b.rate)
-		})
-		kn := Knee{Strategy: k.strategy}
-		if len(s.group) > 0 {
-			kn.Group = s.group
-		}
-		kn.Beyond = true
-		for _, p := range s.pts {
-			if !p.ok {
-				kn.Beyond = false
-				break
+	for _, key := range order {
+		g := groups[key]
+		for _, name := range g.names {
+			kn := Knee{Strategy: name, Beyond: true}
+			if len(g.params) > 0 {
+				kn.Group = g.params
 			}
-			kn.Rate = new(p.rate)
+			for _, rate := range rates {
+				p := g.at[rate]
+				if p == nil || p.Runs < r.Repeat {
+					kn.Beyond, kn.Partial = false, true
+					break
+				}
+				k := slices.IndexFunc(p.Strategies, func(f Figures) bool { return f.Name == name })
+				if k < 0 {
+					kn.Beyond = false
+					break
+				}
+				f := p.Strategies[k]
+				v, ok := f.Median[b.Metric]
+				if f.Aborted || !ok || !b.Holds(v) {
+					kn.Beyond = false
+					break
+				}
+				kn.Rate = new(rate)
+			}
+			out = append(out, kn)
 		}
-		out = append(out, kn)
 	}
 	return out
 }

@@ -47,8 +47,13 @@ type Config struct {
 }
 
 // Run runs every point of c's grid (c.Repeat times each), in parallel, and
-// writes the sweep's files into c.Dir. When ctx ends first, the runs done
-// are kept and the files say the sweep is partial; the error is ctx's.
+// writes the sweep's files into c.Dir: first before any run (partial),
+// again after the first run and at the end. The grid is checked against
+// the experiment first (Grid.Check): a bad one stops the sweep before
+// c.Dir is made. A run that trips an abort condition of the experiment is
+// done: its point is marked aborted. When ctx ends first, the runs done
+// are kept and the files say the sweep is partial; the error wraps ctx's
+// and harness.ErrInterrupted.
 func Run(ctx context.Context, c Config) (*Result, error) {
 	if c.Repeat < 1 {
 		c.Repeat = 1
@@ -60,19 +65,13 @@ func Run(ctx context.Context, c Config) (*Result, error) {
 	if par <= 0 {
 		par = runtime.GOMAXPROCS(0)
 	}
-	if err := os.MkdirAll(c.Dir, 0o755); err != nil {
+	points := c.Grid.Points()
+	exps, err := c.Grid.Check(c.Exp, c.Repeat)
+	if err != nil {
 		return nil, err
 	}
-	points := c.Grid.Points()
-	// Every point is applied first: a point the experiment refuses stops
-	// the sweep before anything runs.
-	exps := make([]*experiments.Experiment, len(points))
-	for i, p := range points {
-		e, err := c.Grid.Apply(c.Exp, p)
-		if err != nil {
-			return nil, err
-		}
-		exps[i] = e
+	if err := os.MkdirAll(c.Dir, 0o755); err != nil {
+		return nil, err
 	}
 	type job struct{ point, rep int }
 	runs := make([][]*reports.Summary, len(points))
@@ -87,6 +86,22 @@ func Run(ctx context.Context, c Config) (*Result, error) {
 		wg      sync.WaitGroup
 	)
 	total := len(points) * c.Repeat
+	// snapshot is the sweep so far; mu held.
+	snapshot := func() *Result {
+		res := c.result(points, runs)
+		res.Partial = done < total
+		if c.Resume {
+			keepReal(c.Dir, res)
+		}
+		return res
+	}
+	// An interrupted sweep always leaves a sweep.json: a resumed one has
+	// its own already.
+	if !c.Resume {
+		if err := write(c.Dir, snapshot()); err != nil {
+			return nil, err
+		}
+	}
 	for range par {
 		wg.Add(1)
 		go func() {
@@ -103,8 +118,15 @@ func Run(ctx context.Context, c Config) (*Result, error) {
 					how := "ran"
 					if reused {
 						how = "kept"
+					} else if s.Abort != nil {
+						how = "ran (aborted: " + s.Abort.Text() + ")"
 					}
 					fmt.Fprintf(c.Log, "sweep: %d/%d %s point %d (%s) run %d\n", done, total, how, points[j.point].ID, c.Grid.Label(points[j.point]), j.rep+1)
+					if done == 1 && done < total {
+						if err := write(c.Dir, snapshot()); err != nil && firstEr == nil {
+							firstEr = err
+						}
+					}
 				}
 				mu.Unlock()
 			}
@@ -128,11 +150,7 @@ feed:
 	}
 	close(jobs)
 	wg.Wait()
-	res := c.result(points, runs)
-	res.Partial = done < total
-	if c.Resume {
-		keepReal(c.Dir, res)
-	}
+	res := snapshot()
 	if err := write(c.Dir, res); err != nil {
 		return res, errors.Join(firstEr, err)
 	}
@@ -140,7 +158,7 @@ feed:
 		return res, firstEr
 	}
 	if res.Partial {
-		return res, errors.Join(ctx.Err(), fmt.Errorf("sweep: %d of %d runs done; --resume %s runs the rest", done, total, c.Dir))
+		return res, errors.Join(ctx.Err(), fmt.Errorf("sweep: %w: %d of %d runs done; --resume %s runs the rest", harness.ErrInterrupted, done, total, c.Dir))
 	}
 	return res, nil
 }
@@ -173,6 +191,11 @@ func (c Config) runOne(ctx context.Context, exp *experiments.Experiment, p Point
 		exp = &cp
 	}
 	s, err = harness.Run(ctx, exp, harness.Options{Engine: c.Engine(), Advisory: true})
+	// An abort condition that tripped ends the run, not the sweep: the
+	// summary says what tripped and the point fails the bound.
+	if _, ok := errors.AsType[*harness.Aborted](err); ok && s != nil && !s.Partial {
+		err = nil
+	}
 	if err != nil || s == nil || s.Partial {
 		if err == nil {
 			err = ctx.Err()

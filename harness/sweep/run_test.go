@@ -116,9 +116,15 @@ func TestSweepApply(t *testing.T) {
 		len(e.Strategies) != 1 || e.Strategies[0] != "least-inflight+eject(consecutive=7)" || e.Expect != nil {
 		t.Errorf("applied: timeout %v, replicas %d, faults %v, instances %d, strategies %q", e.Timeout, e.Replicas, e.Faults, e.Instances.Count, e.Strategies)
 	}
-	bad := simConfig(t, "timeout=0s")
-	if _, err := Run(context.Background(), bad); err == nil || !strings.Contains(err.Error(), "point 1 (timeout=0s)") {
+	// A point the experiment refuses stops the sweep before its folder
+	// is made.
+	bad := simConfig(t, "replicas=2,65")
+	bad.Dir = filepath.Join(bad.Dir, "sweep")
+	if _, err := Run(context.Background(), bad); err == nil || !strings.Contains(err.Error(), "point 2 (replicas=65)") {
 		t.Errorf("a point the experiment refuses: %v", err)
+	}
+	if _, err := os.Stat(bad.Dir); !os.IsNotExist(err) {
+		t.Errorf("a refused sweep made its folder: %v", err)
 	}
 	badSpec := simConfig(t, "p2c+eject(consecutive={x})")
 	if _, err := Run(context.Background(), badSpec); err == nil || !strings.Contains(err.Error(), "point 1 (consecutive=x)") {

@@ -31,6 +31,9 @@ func TestSweepJSONValidates(t *testing.T) {
 		t.Fatal(err)
 	}
 	res.Points[0].Strategies[0].Real = map[string]float64{"p99_ms": 3}
+	res.Points[0].Aborted = "p99_ms 900 > 500 over 2s in round-robin at 3.0s"
+	res.Points[0].Strategies[0].Aborted = true
+	res.Knees[0].Partial = true
 	js, err := json.Marshal(res)
 	if err != nil {
 		t.Fatal(err)

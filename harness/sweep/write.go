@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"math"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -67,7 +68,8 @@ func write(dir string, r *Result) error {
 }
 
 // writeCSV writes one row per point and strategy: the parameters, the
-// strategy, the runs, and each column's median, lowest and highest.
+// strategy, the runs, each column's median, lowest and highest, and
+// whether an abort stopped (or skipped) the strategy there.
 func writeCSV(w *bytes.Buffer, r *Result) error {
 	cw := csv.NewWriter(w)
 	head := []string{"point"}
@@ -79,6 +81,7 @@ func writeCSV(w *bytes.Buffer, r *Result) error {
 	for _, m := range cols {
 		head = append(head, m, m+"_min", m+"_max")
 	}
+	head = append(head, "aborted")
 	if err := cw.Write(head); err != nil {
 		return err
 	}
@@ -92,6 +95,7 @@ func writeCSV(w *bytes.Buffer, r *Result) error {
 			for _, m := range cols {
 				row = append(row, num(f.Median, m), num(f.Min, m), num(f.Max, m))
 			}
+			row = append(row, strconv.FormatBool(f.Aborted))
 			if err := cw.Write(row); err != nil {
 				return err
 			}
@@ -154,7 +158,11 @@ func Markdown(r *Result) string {
 			for _, d := range r.Dims {
 				fmt.Fprintf(&b, " %s |", p.Params[d.Name])
 			}
-			fmt.Fprintf(&b, " `%s` |", f.Name)
+			if f.Aborted {
+				fmt.Fprintf(&b, " `%s` (aborted) |", f.Name)
+			} else {
+				fmt.Fprintf(&b, " `%s` |", f.Name)
+			}
 			for _, m := range cols {
 				fmt.Fprintf(&b, " %s |", cell(f, m, r.Repeat > 1))
 			}
@@ -168,8 +176,21 @@ func Markdown(r *Result) string {
 			b.WriteString("\n")
 		}
 	}
+	var aborted []string
+	for _, p := range r.Points {
+		if p.Aborted != "" {
+			aborted = append(aborted, fmt.Sprintf("- point %d: %s", p.ID, p.Aborted))
+		}
+	}
+	if len(aborted) > 0 {
+		b.WriteString("\nAn abort condition of the experiment tripped at these points; a strategy it stopped or skipped (marked aborted) fails the bound there:\n\n")
+		b.WriteString(strings.Join(aborted, "\n") + "\n")
+	}
 	if len(r.Knees) > 0 {
 		fmt.Fprintf(&b, "\n### Knees (%s)\n\n", r.Bound)
+		if r.Partial {
+			b.WriteString("The sweep is partial: a knee *at least* there stopped at a rate not run yet.\n\n")
+		}
 		for _, s := range CapacitySentences(r) {
 			b.WriteString("- " + s + "\n")
 		}
@@ -235,18 +256,24 @@ func CapacitySentences(r *Result) []string {
 	}
 	for _, name := range order {
 		p := byStrategy[name]
-		if p.on == nil || p.off == nil || p.off.Rate == nil || p.off.Beyond {
+		if p.on == nil || p.off == nil || p.off.Rate == nil || p.off.Beyond || p.on.Beyond || p.on.Partial || p.off.Partial {
 			continue
 		}
+		off := *p.off.Rate
 		if p.on.Rate == nil {
-			out = append(out, fmt.Sprintf("`%s` keeps the bound at no rate swept with the fault, and up to %s req/s without it.",
-				name, strconv.FormatFloat(*p.off.Rate, 'g', 6, 64)))
+			out = append(out, fmt.Sprintf("`%s` keeps the bound at no rate swept with the fault, and up to %s req/s without it.", name, FormatNumber(off)))
 			continue
 		}
 		on := *p.on.Rate
-		loss := 1 - on/(*p.off.Rate)
-		out = append(out, fmt.Sprintf("`%s` loses %.0f%% of its capacity to the fault (knee %s req/s with it, %s without).",
-			name, 100*loss, strconv.FormatFloat(on, 'g', 6, 64), strconv.FormatFloat(*p.off.Rate, 'g', 6, 64)))
+		knees := fmt.Sprintf("(knee %s req/s with it, %s without)", FormatNumber(on), FormatNumber(off))
+		switch pct := math.Round(100 * (1 - on/off)); {
+		case pct > 0:
+			out = append(out, fmt.Sprintf("`%s` loses %s%% of its capacity to the fault %s.", name, FormatNumber(pct), knees))
+		case pct < 0:
+			out = append(out, fmt.Sprintf("`%s` gains %s%% of capacity with the fault %s.", name, FormatNumber(-pct), knees))
+		default:
+			out = append(out, fmt.Sprintf("`%s` loses no capacity to the fault %s.", name, knees))
+		}
 	}
 	return out
 }
@@ -269,12 +296,16 @@ func groupText(g map[string]string, first string) string {
 
 func kneeText(k *Knee) string {
 	switch {
+	case k.Partial && k.Rate == nil:
+		return "not measured yet at the lowest rate (partial sweep)"
+	case k.Partial:
+		return fmt.Sprintf("knee at least %s req/s (the next rate is not measured yet)", FormatNumber(*k.Rate))
 	case k.Rate == nil:
 		return "over the bound already at the lowest rate"
 	case k.Beyond:
-		return fmt.Sprintf("within the bound at every rate swept, up to %s req/s", strconv.FormatFloat(*k.Rate, 'g', 6, 64))
+		return fmt.Sprintf("within the bound at every rate swept, up to %s req/s", FormatNumber(*k.Rate))
 	}
-	return fmt.Sprintf("knee at %s req/s", strconv.FormatFloat(*k.Rate, 'g', 6, 64))
+	return fmt.Sprintf("knee at %s req/s", FormatNumber(*k.Rate))
 }
 
 // confirmed reports whether a point of r was run on real backends too.
